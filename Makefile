@@ -1,0 +1,51 @@
+# Two commands: `make run` and `make test`. Both install what is missing first:
+# Debian packages (apt-get; sudo when not root) and the virtualenv in .venv/.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ARGS ?=
+
+# What the service needs on the host: PostgreSQL for its private cluster, libvirt and
+# qemu-img for compute, a compiler and headers to build libvirt-python, genisoimage for
+# config drives.
+DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
+        python3-dev python3-venv genisoimage
+
+.PHONY: run test deps venv bench clean help
+
+help:
+	@echo "make run    install what is missing, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
+	@echo "make test   install what tests need, then run the whole suite"
+
+deps:
+	@missing=$$(for p in $(DEBS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "Installing Debian packages:" $$missing; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BIN)/nova-async: pyproject.toml | deps
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(BIN)/nova-async
+
+run: venv
+	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
+	$(BIN)/nova-async serve $(ARGS)
+
+test: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: venv
+	$(BIN)/python bench/boot_rate.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

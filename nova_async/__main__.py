@@ -1,0 +1,3 @@
+from nova_async.cli import main
+
+raise SystemExit(main())

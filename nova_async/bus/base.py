@@ -1,0 +1,71 @@
+"""The transport-independent part of the bus: the interface and the dispatching of one
+received message to its handler, errors included."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from nova_async.bus import messages
+from nova_async.bus.messages import ErrorReply, Message, Notification
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+
+log = structlog.get_logger("bus")
+
+Handler = Callable[[Message, RequestContext | None], Awaitable[Message | None]]
+
+
+class Bus(abc.ABC):
+    @abc.abstractmethod
+    async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   timeout: float = 60.0) -> Message | None:
+        """Send `msg` to one consumer of `topic` and wait for its answer; its errors re-raise here."""
+
+    @abc.abstractmethod
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
+        """Hand `msg` to one consumer of `topic`; do not wait for it to be handled."""
+
+    @abc.abstractmethod
+    async def publish(self, note: Notification) -> None:
+        """Tell every listener that something happened."""
+
+    @abc.abstractmethod
+    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64) -> None:
+        """Handle messages on `topic` until intake stops, then wait for those in flight."""
+
+    @abc.abstractmethod
+    def stop_intake(self) -> None:
+        """Stop taking new messages; consumers finish what they hold and return."""
+
+
+async def dispatch(data: bytes, handler: Handler, topic: str) -> bytes:
+    """Decode, check the version, run the handler, and encode its answer or its error."""
+    try:
+        msg, context, version = messages.decode(data)
+    except Exception as exc:  # a message we cannot even read
+        log.error("undecodable message", topic=topic, error=str(exc))
+        return messages.encode_reply(error=ErrorReply("InvalidInput", f"undecodable message: {exc}",
+                                                      "bad_message"))
+    if messages.major(version) != messages.major(msg.VERSION):
+        text = (f"{type(msg).__name__} version {version} cannot be handled here "
+                f"(this side speaks {msg.VERSION})")
+        log.error("message version refused", topic=topic, message=type(msg).__name__, version=version)
+        return messages.encode_reply(error=ErrorReply("InvalidInput", text, "version_mismatch"))
+    try:
+        answer = await handler(msg, context)
+    except errors.NovaAsyncError as exc:
+        return messages.encode_reply(error=ErrorReply(type(exc).__name__, exc.message, exc.code))
+    except Exception as exc:
+        log.exception("handler failed", topic=topic, message=type(msg).__name__)
+        return messages.encode_reply(error=ErrorReply("NovaAsyncError", f"{topic}: {exc}", "internal_error"))
+    return messages.encode_reply(answer)
+
+
+def unwrap(data: bytes) -> Message | None:
+    answer, error = messages.decode_reply(data)
+    if error is not None:
+        raise errors.rebuild(error.kind, error.message, error.code)
+    return answer

@@ -1,0 +1,104 @@
+"""The in-memory transport: one asyncio queue per topic inside this process.
+
+Messages are still encoded to JSON on the way in and decoded on the way out, so what works
+here works over a broker, and nothing shares mutable state across roles by accident."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+
+from nova_async.bus import messages
+from nova_async.bus.base import Bus, Handler, dispatch, unwrap
+from nova_async.bus.messages import Message, Notification
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+
+log = structlog.get_logger("bus")
+
+_Item = tuple[bytes, asyncio.Future[bytes] | None]
+
+
+class MemoryBus(Bus):
+    def __init__(self) -> None:
+        self._queues: dict[str, asyncio.Queue[_Item]] = {}
+        self._listeners: list[asyncio.Queue[Notification]] = []
+        self._intake_open = asyncio.Event()
+        self._intake_open.set()
+        self._closing = asyncio.Event()
+
+    def _queue(self, topic: str) -> asyncio.Queue[_Item]:
+        if topic not in self._queues:
+            self._queues[topic] = asyncio.Queue()
+        return self._queues[topic]
+
+    def depth(self, topic: str) -> int:
+        return self._queue(topic).qsize()
+
+    async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   timeout: float = 60.0) -> Message | None:
+        reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._queue(topic).put_nowait((messages.encode(msg, context), reply))
+        try:
+            data = await asyncio.wait_for(reply, timeout)
+        except TimeoutError:
+            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
+                                    f"within {timeout:g} s") from None
+        return unwrap(data)
+
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
+        self._queue(topic).put_nowait((messages.encode(msg, context), None))
+
+    async def publish(self, note: Notification) -> None:
+        for q in self._listeners:
+            q.put_nowait(note)
+
+    @contextlib.contextmanager
+    def listen(self):
+        """Receive every notification published while the block runs."""
+        q: asyncio.Queue[Notification] = asyncio.Queue()
+        self._listeners.append(q)
+        try:
+            yield q
+        finally:
+            self._listeners.remove(q)
+
+    def stop_intake(self) -> None:
+        self._closing.set()
+
+    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64) -> None:
+        queue = self._queue(topic)
+        slots = asyncio.Semaphore(concurrency)
+        closing = asyncio.create_task(self._closing.wait(), name=f"bus:{topic}:closing")
+        try:
+            async with asyncio.TaskGroup() as tg:
+                while not self._closing.is_set():
+                    await slots.acquire()
+                    getter = asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait({getter, closing}, return_when=asyncio.FIRST_COMPLETED)
+                    if getter not in done:
+                        getter.cancel()
+                        slots.release()
+                        break
+                    data, reply = getter.result()
+                    tg.create_task(self._handle(topic, data, reply, handler, slots),
+                                   name=f"bus:{topic}:handler")
+        finally:
+            closing.cancel()
+
+    @staticmethod
+    async def _handle(topic: str, data: bytes, reply: asyncio.Future[bytes] | None,
+                      handler: Handler, slots: asyncio.Semaphore) -> None:
+        try:
+            answer = await dispatch(data, handler, topic)
+            if reply is not None and not reply.done():
+                reply.set_result(answer)
+            elif reply is None:
+                # A cast has nobody to tell; its failure is logged where it happened.
+                _, error = messages.decode_reply(answer)
+                if error is not None:
+                    log.warning("cast failed", topic=topic, error=error.message, code=error.code)
+        finally:
+            slots.release()

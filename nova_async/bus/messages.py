@@ -1,0 +1,89 @@
+"""Message base classes and the registry that decodes any registered message from JSON.
+
+Each message is a frozen msgspec Struct tagged with its class name; `VERSION` is
+"major.minor". A receiver accepts any minor version of the major it knows (new optional
+fields have defaults) and refuses another major with a clear error."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Union
+
+import msgspec
+
+from nova_async.common.context import RequestContext
+
+_REGISTRY: dict[str, type["Message"]] = {}
+_decoder: msgspec.json.Decoder | None = None
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    VERSION: ClassVar[str] = "1.0"
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        global _decoder
+        _REGISTRY[cls.__name__] = cls
+        _decoder = None
+
+
+class Notification(Message, frozen=True, kw_only=True):
+    """Something that happened, for whoever listens (instance.create.start, …)."""
+
+    event_type: str
+    payload: dict[str, Any] = {}
+
+
+class Reply(Message, frozen=True, kw_only=True):
+    """An empty answer to a call that returns nothing."""
+
+
+class Envelope(msgspec.Struct, frozen=True, kw_only=True):
+    version: str
+    context: RequestContext | None = None
+    body: msgspec.Raw
+
+
+class ErrorReply(msgspec.Struct, frozen=True):
+    kind: str
+    message: str
+    code: str
+
+
+class ReplyEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    body: msgspec.Raw | None = None
+    error: ErrorReply | None = None
+
+
+def _message_decoder() -> msgspec.json.Decoder:
+    global _decoder
+    if _decoder is None:
+        concrete = tuple(_REGISTRY.values())
+        _decoder = msgspec.json.Decoder(Union[concrete])  # type: ignore[valid-type]
+    return _decoder
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(msg: Message, context: RequestContext | None) -> bytes:
+    return _encoder.encode(Envelope(version=msg.VERSION, context=context,
+                                    body=msgspec.Raw(_encoder.encode(msg))))
+
+
+def decode(data: bytes) -> tuple[Message, RequestContext | None, str]:
+    env = msgspec.json.decode(data, type=Envelope)
+    return _message_decoder().decode(env.body), env.context, env.version
+
+
+def encode_reply(msg: Message | None = None, error: ErrorReply | None = None) -> bytes:
+    body = msgspec.Raw(_encoder.encode(msg)) if msg is not None else None
+    return _encoder.encode(ReplyEnvelope(body=body, error=error))
+
+
+def decode_reply(data: bytes) -> tuple[Message | None, ErrorReply | None]:
+    env = msgspec.json.decode(data, type=ReplyEnvelope)
+    return (_message_decoder().decode(env.body) if env.body is not None else None), env.error
+
+
+def major(version: str) -> str:
+    return version.partition(".")[0]

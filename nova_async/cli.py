@@ -1,0 +1,96 @@
+"""The `nova-async` command: `serve` and `db migrate`.
+
+Every `serve` flag is also a config-file setting; config.py is the one place they are
+documented (`nova-async serve --help` prints them)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from nova_async import __version__, config
+from nova_async.common import log as logging_setup
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="PATH", help="TOML config file (same names as the flags)")
+    for section, name, flag, f in config.flag_table():
+        default = f.default if f.default is not config.dataclasses.MISSING else "computed"
+        if isinstance(default, tuple):
+            default = ",".join(default)
+        parser.add_argument(flag, dest=f"{section}.{name}", default=None, metavar=name.upper(),
+                            help=f"{f.metadata['doc']} [{section}.{name}; default: {default or 'empty'}]")
+
+
+def _settings(args: argparse.Namespace) -> config.Settings:
+    overrides = {}
+    for key, value in vars(args).items():
+        if "." in key and value is not None:
+            section, _, name = key.partition(".")
+            overrides[(section, name)] = value
+    return config.load(args.config, overrides)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nova-async", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"nova-async {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the roles of this process (all of them by default)",
+                           description="Run nova-async: API, conductor, scheduler, placement, compute, "
+                                       "identity, image and network roles in one asyncio process.")
+    _add_setting_flags(serve)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    migrate = db_sub.add_parser("migrate", help="apply the schema migrations in sql/ and exit",
+                                description="Apply pending migrations to --database (or to the private "
+                                            "cluster in --state-dir) and exit.")
+    _add_setting_flags(migrate)
+    return parser
+
+
+async def _migrate(settings: config.Settings) -> list[str]:
+    from nova_async.db.embedded import embedded_postgres
+    from nova_async.db.migrate import migrate
+    from nova_async.db.pool import open_pool
+
+    async with asyncio.timeout(300):
+        if settings.service.database:
+            async with open_pool(settings.service.database, min_size=1, max_size=1) as pool:
+                async with pool.acquire() as conn:
+                    return await migrate(conn)
+        settings.state_path.mkdir(parents=True, exist_ok=True)
+        async with embedded_postgres(settings.state_path) as pg:
+            async with open_pool(pg.dsn, min_size=1, max_size=1) as pool:
+                async with pool.acquire() as conn:
+                    return await migrate(conn)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except config.ConfigError as exc:
+        print(f"nova-async: {exc}", file=sys.stderr)
+        return 2
+    logging_setup.configure(settings.service.log_format)
+
+    from nova_async.common.errors import NovaAsyncError
+
+    try:
+        if args.command == "serve":
+            from nova_async.service import serve
+
+            return serve(settings)
+        if args.command == "db" and args.db_command == "migrate":
+            applied = asyncio.run(_migrate(settings))
+            print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+            return 0
+    except NovaAsyncError as exc:
+        print(f"nova-async: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 2

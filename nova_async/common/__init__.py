@@ -1,0 +1,1 @@
+"""Layers every role shares: errors, logging, HTTP plumbing, request context."""

@@ -1,0 +1,23 @@
+"""Timestamps in the shapes the OpenStack APIs use."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(ts: datetime | None) -> str | None:
+    """Nova's `2024-01-01T00:00:00Z` form."""
+    if ts is None:
+        return None
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_micro(ts: datetime | None) -> str | None:
+    """Nova's `2024-01-01T00:00:00.000000` form (instance actions, no zone)."""
+    if ts is None:
+        return None
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")

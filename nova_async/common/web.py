@@ -1,0 +1,223 @@
+"""HTTP plumbing shared by every API on the one port.
+
+- `error_middleware`: the ONE place errors become HTTP responses, each API rendering them in
+  its own fault format (Nova's `{"itemNotFound": …}`, Placement's `{"errors": […]}`, …).
+- `request_middleware`: request ids, the canonical access-log line, authentication.
+- `read_json`: body parsing and JSON-schema validation with messages that name the field.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonschema
+import msgspec
+import structlog
+from aiohttp import web
+
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.common.tokens import TokenCodec, context_from_token
+
+log = structlog.get_logger("http")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+FaultRenderer = Callable[[errors.NovaAsyncError, str], web.Response]
+
+CONTEXT_KEY = "nova_async.context"
+
+
+class Authenticator:
+    """Turns a request's headers into a RequestContext, in keystone or noauth mode."""
+
+    def __init__(self, mode: str, codec: TokenCodec | None) -> None:
+        self.mode = mode
+        self.codec = codec
+
+    def authenticate(self, request: web.Request, request_id: str) -> RequestContext:
+        token = request.headers.get("X-Auth-Token")
+        if not token:
+            raise errors.Unauthorized("The request you have made requires authentication.")
+        if self.mode == "noauth":
+            return self._noauth(token, request.headers.get("X-Auth-Project-Id"), request_id)
+        assert self.codec is not None
+        return context_from_token(self.codec.verify(token), request_id)
+
+    @staticmethod
+    def _noauth(token: str, header_project: str | None, request_id: str) -> RequestContext:
+        # OpenStack's noauth2: "user:project" tokens; the user "admin" is an admin.
+        user, _, project = token.partition(":")
+        project = header_project or project or user
+        roles = ("admin", "member", "reader") if user == "admin" else ("member", "reader")
+        return RequestContext(user_id=user, user_name=user, project_id=project, project_name=project,
+                              roles=roles, request_id=request_id)
+
+
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+FAULT_RENDERER = web.AppKey("fault_renderer", object)
+
+
+def public(handler: Handler) -> Handler:
+    """Mark a handler as reachable without a token (version documents, token issue)."""
+    handler.public = True  # type: ignore[attr-defined]
+    return handler
+
+
+def context(request: web.Request) -> RequestContext:
+    return request[CONTEXT_KEY]
+
+
+def dump(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=msgspec.json.encode(data), status=status, headers=headers,
+                        content_type="application/json")
+
+
+def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
+    if exc.status == 404:
+        return errors.NotFound("The resource could not be found.")
+    if exc.status == 405:
+        return errors.MethodNotAllowed(f"The method is not allowed for this resource.")
+    if exc.status == 413:
+        return errors.TooLarge("Request is too large.")
+    err = errors.NovaAsyncError(exc.reason)
+    err.status = exc.status
+    return err
+
+
+def error_middleware(render: FaultRenderer) -> Any:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        request_id = request.get("request_id", "")
+        try:
+            return await handler(request)
+        except errors.NovaAsyncError as exc:
+            if exc.status >= 500:
+                log.error("request failed", error=exc.message, code=exc.code)
+            return render(exc, request_id)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            return render(_status_error(exc), request_id)
+        except Exception:
+            log.exception("unexpected error")
+            err = errors.NovaAsyncError(
+                f"Unexpected error; the log has the details under request id {request_id}.")
+            return render(err, request_id)
+
+    return middleware
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if not getattr(handler, "public", False):
+        request[CONTEXT_KEY] = request.config_dict[AUTHENTICATOR].authenticate(
+            request, request["request_id"])
+    return await handler(request)
+
+
+@web.middleware
+async def request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request_id = f"req-{uuid.uuid4()}"
+    request["request_id"] = request_id
+    structlog.contextvars.bind_contextvars(request_id=request_id)
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        response.headers["x-openstack-request-id"] = request_id
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        log.info("request", method=request.method, path=request.path_qs, status=status,
+                 ms=round((time.perf_counter() - started) * 1000, 1))
+        structlog.contextvars.unbind_contextvars("request_id")
+
+
+def api_app(render: FaultRenderer) -> web.Application:
+    """A sub-application for one API: its fault format, then authentication."""
+    app = web.Application(middlewares=[error_middleware(render), auth_middleware],
+                          client_max_size=1024 * 1024)
+    app[FAULT_RENDERER] = render
+    return app
+
+
+# --- request bodies --------------------------------------------------------------------
+
+
+async def read_body(request: web.Request) -> Any:
+    if not request.can_read_body:
+        raise errors.InvalidInput("The request body is empty; a JSON object was expected.")
+    raw = await request.read()
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
+
+
+def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def check(v: jsonschema.protocols.Validator, body: Any) -> None:
+    """Raise InvalidInput naming the offending field, Nova-style."""
+    error = jsonschema.exceptions.best_match(v.iter_errors(body))
+    if error is None:
+        return
+    path = "/".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        raise errors.InvalidInput(f"Invalid input: {error.message}"
+                                  + (f" in '{path}'" if path else ""))
+    if error.validator == "additionalProperties":
+        raise errors.InvalidInput(f"Invalid input{' for ' + repr(path) if path else ''}: {error.message}")
+    shown = repr(error.instance)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    raise errors.InvalidInput(f"Invalid input for field/attribute {path or 'body'}. "
+                              f"Value: {shown}. {error.message[:200]}")
+
+
+async def read_json(request: web.Request, v: jsonschema.protocols.Validator) -> Any:
+    body = await read_body(request)
+    check(v, body)
+    return body
+
+
+def query_flag(request: web.Request, name: str) -> bool | None:
+    raw = request.query.get(name)
+    if raw is None or raw.lower() in ("none", ""):
+        return None
+    if raw.lower() in ("true", "1", "yes", "on"):
+        return True
+    if raw.lower() in ("false", "0", "no", "off"):
+        return False
+    raise errors.InvalidInput(f"Invalid value {raw!r} for query parameter {name}: expected a boolean.")
+
+
+def query_int(request: web.Request, name: str, default: int | None = None, *, minimum: int = 0) -> int | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise errors.InvalidInput(f"Invalid value {raw!r} for query parameter {name}: "
+                                  "expected an integer.") from None
+    if value < minimum:
+        raise errors.InvalidInput(f"Query parameter {name} must be >= {minimum}.")
+    return value
+
+
+def parse_uuid(value: str, what: str = "id") -> str | None:
+    """The canonical form of a UUID, or None when `value` is not one (names look like ids)."""
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, AttributeError, TypeError):
+        return None

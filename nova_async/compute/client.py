@@ -1,0 +1,25 @@
+"""The typed client conductor and API use to reach a compute host."""
+
+from __future__ import annotations
+
+from nova_async.bus import Bus
+from nova_async.common.context import RequestContext
+from nova_async.compute import messages as m
+from nova_async.scheduler.messages import Destination
+
+
+def topic(host: str) -> str:
+    return f"compute.{host}"
+
+
+class ComputeClient:
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+
+    async def build_and_run(self, host: str, node: str, instance_uuid: str, alternates: list[Destination],
+                            context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.BuildAndRunInstance(instance_uuid=instance_uuid, node=node,
+                                                               alternates=alternates), context=context)
+
+    async def terminate(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.TerminateInstance(instance_uuid=instance_uuid), context=context)

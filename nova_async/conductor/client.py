@@ -1,0 +1,17 @@
+"""The typed client the API uses to reach the conductor."""
+
+from __future__ import annotations
+
+from nova_async.bus import Bus
+from nova_async.common.context import RequestContext
+from nova_async.conductor import messages as m
+
+TOPIC = "conductor"
+
+
+class ConductorClient:
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+
+    async def schedule_and_build(self, instance_uuids: list[str], context: RequestContext) -> None:
+        await self.bus.cast(TOPIC, m.ScheduleAndBuildInstances(instance_uuids=instance_uuids), context=context)

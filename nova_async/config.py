@@ -1,0 +1,188 @@
+"""Settings: every knob nova-async has, with its default and a one-line doc.
+
+One frozen `Settings` object is built once (defaults ← TOML file ← command-line flags)
+and passed down to the roles. There is no global configuration object.
+The TOML file uses the same names as the dataclass fields, grouped by section:
+
+    [service]
+    listen = "0.0.0.0:8774"
+    [compute]
+    simulate_hosts = 4
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+ALL_ROLES = ("identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute")
+
+
+def default_state_dir() -> str:
+    if os.geteuid() == 0:
+        return "/var/lib/nova-async"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(base, "nova-async")
+
+
+def _doc(text: str, default: Any = dataclasses.MISSING, *, flag: str | None = None, **kw: Any) -> Any:
+    meta = {"doc": text, "flag": flag}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    listen: str = _doc("HOST:PORT the one HTTP port listens on", "127.0.0.1:8774", flag="--listen")
+    public_url: str = _doc("base URL put in the catalog and links (default: from --listen)", "")
+    state_dir: str = _doc("where the private database, images and instance disks live",
+                          default_factory=default_state_dir, flag="--state-dir")
+    database: str = _doc("PostgreSQL DSN; empty runs a private cluster in the state dir", "",
+                         flag="--database")
+    roles: tuple[str, ...] = _doc("roles this process runs (comma-separated)", ALL_ROLES, flag="--roles")
+    shutdown_timeout: float = _doc("seconds to drain in-flight work on SIGTERM before cancelling", 30.0)
+    log_format: str = _doc("log output: auto (console on a TTY, else JSON), json or console", "auto")
+
+
+@dataclass(frozen=True)
+class IdentitySettings:
+    auth: str = _doc("keystone (password tokens) or noauth (trusted lab box, see README)", "keystone",
+                     flag="--auth")
+    admin_password: str = _doc("bootstrap admin's password; generated and stored on first start if empty",
+                               "", flag="--admin-password")
+    region: str = _doc("region name in the service catalog", "RegionOne")
+    token_ttl: int = _doc("token lifetime in seconds", 86400)
+
+
+@dataclass(frozen=True)
+class ComputeSettings:
+    libvirt_uri: str = _doc("libvirt connection for the compute host", "test:///default",
+                            flag="--libvirt-uri")
+    host: str = _doc("this compute host's name (default: the machine's hostname)", "", flag="--host")
+    simulate_hosts: int = _doc("run N compute hosts sim-1..sim-N on libvirt's test driver", 0,
+                               flag="--simulate-hosts")
+    sim_vcpus: int = _doc("CPUs of each simulated host", 16)
+    sim_memory_mb: int = _doc("memory of each simulated host, MiB", 32768)
+    sim_disk_gb: int = _doc("disk of each simulated host, GiB", 500)
+    cpu_allocation_ratio: float = _doc("VCPU overcommit reported to placement", 4.0)
+    ram_allocation_ratio: float = _doc("MEMORY_MB overcommit reported to placement", 1.0)
+    disk_allocation_ratio: float = _doc("DISK_GB overcommit reported to placement", 1.0)
+    reserved_host_memory_mb: int = _doc("memory kept for the host itself", 512)
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    max_attempts: int = _doc("hosts tried per instance (the chosen one plus alternates)", 3)
+    host_subset_size: int = _doc("pick randomly among the N best-weighed hosts", 1)
+    ram_weight_multiplier: float = _doc("positive spreads by free RAM, negative packs", 1.0)
+    cpu_weight_multiplier: float = _doc("positive spreads by free VCPU, negative packs", 1.0)
+    disk_weight_multiplier: float = _doc("positive spreads by free disk, negative packs", 1.0)
+
+
+@dataclass(frozen=True)
+class Settings:
+    service: ServiceSettings = field(default_factory=ServiceSettings)
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
+    compute: ComputeSettings = field(default_factory=ComputeSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.service.state_dir)
+
+    @property
+    def base_url(self) -> str:
+        if self.service.public_url:
+            return self.service.public_url.rstrip("/")
+        host, _, port = self.service.listen.rpartition(":")
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{port}"
+
+
+SECTIONS = {f.name: f.type for f in fields(Settings)}
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used, with a message naming it."""
+
+
+def _coerce(section: str, name: str, current: Any, value: Any) -> Any:
+    if isinstance(current, tuple):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{section}.{name}: expected a list")
+        return tuple(str(v) for v in value)
+    for kind in (bool, int, float, str):
+        if isinstance(current, kind):
+            try:
+                if kind is bool and isinstance(value, str):
+                    return value.lower() in ("1", "true", "yes", "on")
+                return kind(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{section}.{name}: expected {kind.__name__}, got {value!r}") from None
+    return value
+
+
+def flag_table() -> list[tuple[str, str, str, dataclasses.Field]]:
+    """(section, name, flag, field) for every setting that has a command-line flag."""
+    rows = []
+    for sec in fields(Settings):
+        section_cls = sec.default_factory  # type: ignore[misc]
+        for f in fields(section_cls):
+            if f.metadata.get("flag"):
+                rows.append((sec.name, f.name, f.metadata["flag"], f))
+    return rows
+
+
+def load(config_path: str | None = None, overrides: dict[tuple[str, str], Any] | None = None) -> Settings:
+    """Defaults, then the TOML file, then command-line overrides (section, name) → value."""
+    data: dict[str, dict[str, Any]] = {}
+    if config_path:
+        try:
+            with open(config_path, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config_path}: {exc}") from None
+    for (section, name), value in (overrides or {}).items():
+        data.setdefault(section, {})[name] = value
+
+    built = {}
+    for sec in fields(Settings):
+        section_cls = sec.default_factory  # type: ignore[misc]
+        defaults = section_cls()
+        given = data.pop(sec.name, {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"[{sec.name}] must be a table")
+        known = {f.name for f in fields(section_cls)}
+        unknown = set(given) - known
+        if unknown:
+            raise ConfigError(f"unknown setting(s) in [{sec.name}]: {', '.join(sorted(unknown))}")
+        values = {k: _coerce(sec.name, k, getattr(defaults, k), v) for k, v in given.items()}
+        built[sec.name] = dataclasses.replace(defaults, **values)
+    if data:
+        raise ConfigError(f"unknown config section(s): {', '.join(sorted(data))}")
+    settings = Settings(**built)
+    validate(settings)
+    return settings
+
+
+def validate(settings: Settings) -> None:
+    bad_roles = set(settings.service.roles) - set(ALL_ROLES)
+    if bad_roles:
+        raise ConfigError(f"unknown role(s) {', '.join(sorted(bad_roles))}; known: {', '.join(ALL_ROLES)}")
+    host, sep, port = settings.service.listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--listen must be HOST:PORT, got {settings.service.listen!r}")
+    if settings.identity.auth not in ("keystone", "noauth"):
+        raise ConfigError("--auth must be keystone or noauth")
+    if settings.compute.simulate_hosts < 0:
+        raise ConfigError("--simulate-hosts must be >= 0")

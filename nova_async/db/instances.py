@@ -1,0 +1,92 @@
+"""Instances as conductor, compute and API all see them: state changes, faults, and the
+instance-action log (every step recorded with start, finish and result).
+
+This is the shared object layer Nova calls `nova.objects`; the SQL is in
+`sql/queries/instances.sql`."""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import AsyncIterator
+
+import asyncpg
+import structlog
+
+from nova_async.common import errors
+from nova_async.db.queries import queries
+
+log = structlog.get_logger("instances")
+Q = queries("instances")
+
+# Nova's power_state values.
+NOSTATE, RUNNING, PAUSED, SHUTDOWN, CRASHED, SUSPENDED = 0, 1, 3, 4, 6, 7
+
+_KEEP = object()
+
+
+async def get(db: asyncpg.Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
+    row = await db.fetchrow(Q.get, uuid)
+    if row is None:
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    return row
+
+
+async def set_state(db, uuid: str, *, vm_state: str | None = None, task_state=_KEEP,
+                    power_state: int | None = None, expected_task_state=_KEEP) -> asyncpg.Record | None:
+    """Change state; with `expected_task_state`, only if task_state still holds it (else None)."""
+    current = None
+    if task_state is _KEEP:
+        current = await db.fetchrow(Q.get, uuid)
+        if current is None:
+            return None
+        task_state = current["task_state"]
+    check = expected_task_state is not _KEEP
+    return await db.fetchrow(Q.set_state, uuid, vm_state, task_state, power_state, check,
+                             None if not check else expected_task_state)
+
+
+async def set_error(db, uuid: str, message: str, *, host: str | None = None, code: int = 500,
+                    details: str = "") -> None:
+    """ERROR with a fault that says why (shown as the server's `fault`)."""
+    async with _tx(db) as conn:
+        await conn.execute(Q.add_fault, uuid, code, message[:1000], details[:10000], host)
+        await conn.execute(Q.set_state, uuid, "error", None, None, False, None)
+
+
+async def fault(db, uuid: str) -> asyncpg.Record | None:
+    return await db.fetchrow(Q.latest_fault, uuid)
+
+
+async def start_action(db, uuid: str, request_id: str, action: str, project_id: str, user_id: str) -> None:
+    await db.execute(Q.start_action, uuid, request_id, action, project_id, user_id, None)
+
+
+async def finish_action(db, uuid: str, request_id: str, message: str | None = None) -> None:
+    await db.execute(Q.finish_action, uuid, request_id, message)
+
+
+@contextlib.asynccontextmanager
+async def event(db, uuid: str, request_id: str, name: str, host: str | None = None) -> AsyncIterator[None]:
+    """Record one step of an action: its start, then Success or Error with the reason."""
+    event_id = await db.fetchval(Q.start_event, uuid, request_id, name, host, None)
+    try:
+        yield
+    except BaseException as exc:
+        if event_id is not None:
+            detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
+            tb = "".join(traceback.format_exception(exc))[-4000:]
+            await db.execute(Q.finish_event, event_id, "Error", f"{detail}\n{tb}")
+        raise
+    if event_id is not None:
+        await db.execute(Q.finish_event, event_id, "Success", None)
+
+
+@contextlib.asynccontextmanager
+async def _tx(db) -> AsyncIterator[asyncpg.Connection]:
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn, conn.transaction():
+            yield conn
+    else:
+        async with db.transaction():
+            yield db

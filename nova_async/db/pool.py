@@ -1,0 +1,30 @@
+"""The asyncpg pool every role shares, with JSON columns decoded to Python values."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import asyncpg
+import msgspec
+
+from nova_async.common import errors
+
+
+async def _init(conn: asyncpg.Connection) -> None:
+    for kind in ("json", "jsonb"):
+        await conn.set_type_codec(kind, schema="pg_catalog", encoder=lambda v: msgspec.json.encode(v).decode(),
+                                  decoder=msgspec.json.decode, format="text")
+
+
+@contextlib.asynccontextmanager
+async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20) -> AsyncIterator[asyncpg.Pool]:
+    try:
+        pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init,
+                                         command_timeout=60)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise errors.Unavailable(f"cannot connect to the database: {exc}") from exc
+    try:
+        yield pool
+    finally:
+        await pool.close()

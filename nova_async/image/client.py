@@ -1,0 +1,19 @@
+"""The typed client other roles use to reach the image service over the bus."""
+
+from __future__ import annotations
+
+from nova_async.bus import Bus
+from nova_async.image import messages as m
+
+TOPIC = "image"
+
+
+class ImageClient:
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+
+    async def get(self, image_id: str, project_id: str, is_admin: bool = False) -> m.ImageInfo:
+        reply = await self.bus.call(TOPIC, m.GetImage(image_id=image_id, project_id=project_id,
+                                                      is_admin=is_admin))
+        assert isinstance(reply, m.ImageInfo)
+        return reply

@@ -1,0 +1,68 @@
+"""What other roles may ask placement over the bus."""
+
+from __future__ import annotations
+
+from nova_async.bus.messages import Message
+
+
+class InventoryRecord(Message, frozen=True, kw_only=True):
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int = 0  # 0 means: total
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+
+class EnsureProvider(Message, frozen=True, kw_only=True):
+    """Create the provider if missing and set its inventories (a compute node reporting in)."""
+
+    uuid: str
+    name: str
+    inventories: dict[str, InventoryRecord]
+
+
+class GetCandidates(Message, frozen=True, kw_only=True):
+    resources: dict[str, int]
+    limit: int | None = None
+
+
+class ProviderSummary(Message, frozen=True, kw_only=True):
+    uuid: str
+    name: str
+    generation: int
+    # per resource class: capacity ((total - reserved) * ratio) and current usage
+    capacity: dict[str, int]
+    used: dict[str, int]
+
+
+class Candidates(Message, frozen=True, kw_only=True):
+    providers: list[ProviderSummary]
+
+
+class Claim(Message, frozen=True, kw_only=True):
+    """Allocate `resources` on `provider_uuid` for `consumer_uuid`, atomically, or refuse."""
+
+    consumer_uuid: str
+    provider_uuid: str
+    resources: dict[str, int]
+    project_id: str
+    user_id: str
+
+
+class ClaimResult(Message, frozen=True, kw_only=True):
+    ok: bool
+    reason: str = ""
+
+
+class DeleteAllocations(Message, frozen=True, kw_only=True):
+    consumer_uuid: str
+
+
+class GetAllocations(Message, frozen=True, kw_only=True):
+    consumer_uuid: str
+
+
+class Allocations(Message, frozen=True, kw_only=True):
+    # provider uuid -> resource class -> amount
+    allocations: dict[str, dict[str, int]]

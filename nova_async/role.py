@@ -1,0 +1,59 @@
+"""What every role is: a named class with `async def run(self)`, given its dependencies.
+
+The supervisor (service.py) builds each configured role with the same `Deps`, mounts the
+HTTP sub-application a role offers, runs every `run()` in one TaskGroup, waits for all
+`ready` events, and on shutdown sets `stopping` and lets each role drain."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+from aiohttp import web
+
+from nova_async.bus import Bus
+from nova_async.common.tokens import TokenCodec
+from nova_async.config import Settings
+
+
+@dataclass(frozen=True)
+class Deps:
+    settings: Settings
+    pool: asyncpg.Pool
+    bus: Bus
+    tokens: TokenCodec
+
+    @property
+    def state_dir(self) -> Path:
+        return self.settings.state_path
+
+
+class Role:
+    name: str = "role"
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.settings = deps.settings
+        self.pool = deps.pool
+        self.bus = deps.bus
+        self.ready = asyncio.Event()
+        self.stopping = asyncio.Event()
+
+    def http(self) -> tuple[str, web.Application] | None:
+        """The (path prefix, sub-application) this role serves on the shared port, if any."""
+        return None
+
+    async def run(self) -> None:
+        """Serve until `stopping` is set, then finish in-flight work and return."""
+        self.ready.set()
+        await self.stopping.wait()
+
+    async def sleep_unless_stopping(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True when the role is stopping (for periodic loops)."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+            return True
+        except TimeoutError:
+            return False

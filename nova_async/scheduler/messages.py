@@ -1,0 +1,49 @@
+"""select_destinations: the conductor asks, the scheduler answers with claimed hosts."""
+
+from __future__ import annotations
+
+from nova_async.bus.messages import Message
+
+
+class RequestSpec(Message, frozen=True, kw_only=True):
+    """What an instance needs from a host (built by the API, read by scheduler and compute)."""
+
+    project_id: str
+    user_id: str
+    flavor_id: str
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    ephemeral_gb: int = 0
+    swap_mb: int = 0
+    image_id: str = ""
+    availability_zone: str | None = None
+    scheduler_hints: dict[str, list[str]] = {}
+
+    def resources(self) -> dict[str, int]:
+        wanted = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,
+                  "DISK_GB": self.root_gb + self.ephemeral_gb + (self.swap_mb + 1023) // 1024}
+        return {rc: amount for rc, amount in wanted.items() if amount > 0}
+
+
+class SelectDestinations(Message, frozen=True, kw_only=True):
+    instance_uuids: list[str]
+    spec: RequestSpec
+
+
+class Destination(Message, frozen=True, kw_only=True):
+    host: str
+    node: str
+    provider_uuid: str
+
+
+class Selection(Message, frozen=True, kw_only=True):
+    """The host claimed for one instance, plus unclaimed alternates for a reschedule."""
+
+    instance_uuid: str
+    chosen: Destination
+    alternates: list[Destination] = []
+
+
+class Selections(Message, frozen=True, kw_only=True):
+    selections: list[Selection]

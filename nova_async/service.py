@@ -1,0 +1,139 @@
+"""The supervisor: one process, every configured role a named task in one TaskGroup.
+
+Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → ready line.
+Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
+and tell roles to stop → let them drain → cancel what is left → close resources in reverse
+order (the AsyncExitStack)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import secrets
+import signal
+import time
+
+import structlog
+from aiohttp import web
+
+from nova_async.bus.memory import MemoryBus
+from nova_async.common import web as common_web
+from nova_async.common.tokens import TokenCodec
+from nova_async.config import Settings
+from nova_async.db.embedded import embedded_postgres
+from nova_async.db.migrate import migrate
+from nova_async.db.pool import open_pool
+from nova_async.role import Deps, Role
+
+log = structlog.get_logger("service")
+
+ROLE_CLASSES = {
+    "identity": "nova_async.identity.role:IdentityRole",
+    "image": "nova_async.image.role:ImageRole",
+    "network": "nova_async.network.role:NetworkRole",
+    "placement": "nova_async.placement.role:PlacementRole",
+    "api": "nova_async.api.role:ComputeApiRole",
+    "conductor": "nova_async.conductor.role:ConductorRole",
+    "scheduler": "nova_async.scheduler.role:SchedulerRole",
+    "compute": "nova_async.compute.role:ComputeRole",
+}
+
+
+def role_class(name: str) -> type[Role]:
+    module, _, attr = ROLE_CLASSES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+async def _token_key(pool) -> bytes:
+    async with pool.acquire() as conn:
+        await conn.execute("INSERT INTO service_keys (name, secret) VALUES ('token', $1) "
+                           "ON CONFLICT (name) DO NOTHING", secrets.token_bytes(32))
+        return await conn.fetchval("SELECT secret FROM service_keys WHERE name = 'token'")
+
+
+def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web.Application:
+    root = web.Application(middlewares=[common_web.request_middleware])
+    root[common_web.AUTHENTICATOR] = common_web.Authenticator(settings.identity.auth, tokens)
+    for role in roles:
+        mounted = role.http()
+        if mounted:
+            prefix, app = mounted
+            root.add_subapp(prefix, app)
+    return root
+
+
+class Service:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stop_requested = asyncio.Event()
+
+    def request_stop(self) -> None:
+        self.stop_requested.set()
+
+    async def run(self) -> None:
+        settings = self.settings
+        started = time.monotonic()
+        settings.state_path.mkdir(parents=True, exist_ok=True)
+        async with contextlib.AsyncExitStack() as stack:
+            dsn = settings.service.database
+            if not dsn:
+                pg = await stack.enter_async_context(embedded_postgres(settings.state_path))
+                dsn = pg.dsn
+            pool = await stack.enter_async_context(open_pool(dsn))
+            async with pool.acquire() as conn:
+                await migrate(conn)
+            bus = MemoryBus()
+            deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)))
+            roles = [role_class(name)(deps) for name in settings.service.roles]
+            await self._supervise(roles, bus, deps, started)
+
+    async def _supervise(self, roles: list[Role], bus: MemoryBus, deps: Deps, started: float) -> None:
+        settings = self.settings
+        runner = web.AppRunner(build_http(settings, roles, deps.tokens), access_log=None,
+                               handle_signals=False, shutdown_timeout=settings.service.shutdown_timeout)
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(self._run_role(role), name=f"role:{role.name}") for role in roles]
+            await runner.setup()
+            host, _, port = settings.service.listen.rpartition(":")
+            site = web.TCPSite(runner, host.strip("[]") or None, int(port), reuse_address=True)
+            try:
+                await site.start()
+            except OSError as exc:
+                log.error("cannot listen", listen=settings.service.listen, error=exc.strerror)
+                raise SystemExit(f"nova-async: cannot listen on {settings.service.listen}: {exc.strerror}")
+            await asyncio.gather(*(role.ready.wait() for role in roles))
+            log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url,
+                     identity=f"{settings.base_url}/v3", auth=settings.identity.auth,
+                     roles=",".join(r.name for r in roles),
+                     seconds=round(time.monotonic() - started, 2))
+            await self.stop_requested.wait()
+
+            deadline = time.monotonic() + settings.service.shutdown_timeout
+            log.info("shutting down: stopping intake")
+            await runner.cleanup()
+            bus.stop_intake()
+            for role in roles:
+                role.stopping.set()
+            _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+            for task in pending:
+                log.warning("role did not drain in time; cancelling", task=task.get_name())
+                task.cancel()
+        log.info("nova-async stopped")
+
+    @staticmethod
+    async def _run_role(role: Role) -> None:
+        structlog.contextvars.bind_contextvars(role=role.name)
+        await role.run()
+
+
+def serve(settings: Settings) -> int:
+    async def main() -> None:
+        service = Service(settings)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, service.request_stop)
+        await service.run()
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,88 @@
+-- Instance rows, faults and the action log, shared by api, conductor and compute.
+
+-- name: get
+SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL;
+
+-- name: get_any
+SELECT * FROM instances WHERE uuid = $1;
+
+-- name: set_state
+-- Compare-and-swap on task_state: $5 true means "only if task_state is still $6".
+UPDATE instances
+   SET vm_state = coalesce($2, vm_state),
+       task_state = $3,
+       power_state = coalesce($4, power_state),
+       updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL
+   AND (NOT $5 OR task_state IS NOT DISTINCT FROM $6)
+RETURNING *;
+
+-- name: set_host
+-- The conductor records where an instance lives, unless a delete got there first.
+UPDATE instances
+   SET host = $2, node = $3, task_state = 'spawning', updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
+RETURNING *;
+
+-- name: set_active
+UPDATE instances
+   SET vm_state = 'active', task_state = NULL, power_state = 1,
+       launched_at = coalesce(launched_at, now()), updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
+RETURNING *;
+
+-- name: set_network_info
+UPDATE instances SET network_info = $2, updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL;
+
+-- name: mark_deleting
+-- Returns the row as it was decided: the host tells the API who must finish the delete.
+UPDATE instances SET task_state = 'deleting', updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL
+RETURNING *;
+
+-- name: mark_deleted
+UPDATE instances
+   SET vm_state = 'deleted', task_state = NULL, power_state = 0,
+       terminated_at = now(), deleted_at = now(), updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL
+RETURNING uuid;
+
+-- name: add_fault
+INSERT INTO instance_faults (instance_uuid, code, message, details, host)
+VALUES ($1, $2, $3, $4, $5);
+
+-- name: latest_fault
+SELECT * FROM instance_faults WHERE instance_uuid = $1 ORDER BY id DESC LIMIT 1;
+
+-- name: start_action
+INSERT INTO instance_actions (instance_uuid, request_id, action, project_id, user_id, message)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (instance_uuid, request_id) DO UPDATE SET updated_at = now()
+RETURNING id;
+
+-- name: finish_action
+UPDATE instance_actions SET finish_time = now(), updated_at = now(), message = coalesce($3, message)
+ WHERE instance_uuid = $1 AND request_id = $2;
+
+-- name: start_event
+INSERT INTO instance_action_events (action_id, event, host, details)
+SELECT id, $3, $4, $5 FROM instance_actions WHERE instance_uuid = $1 AND request_id = $2
+RETURNING id;
+
+-- name: finish_event
+UPDATE instance_action_events SET finish_time = now(), result = $2, traceback = $3 WHERE id = $1;
+
+-- name: list_actions
+SELECT * FROM instance_actions WHERE instance_uuid = $1 ORDER BY start_time DESC, id DESC;
+
+-- name: get_action
+SELECT * FROM instance_actions WHERE instance_uuid = $1 AND request_id = $2;
+
+-- name: list_events
+SELECT * FROM instance_action_events WHERE action_id = $1 ORDER BY id;
+
+-- name: in_flight_builds
+-- Instances a restart left half-built: no host yet (conductor resumes) or on a host.
+SELECT * FROM instances
+ WHERE deleted_at IS NULL AND (vm_state = 'building' OR task_state = 'deleting');

@@ -1,0 +1,99 @@
+"""Fixtures every test layer shares: one real PostgreSQL cluster per run, a migrated
+template database built once, and a fresh database per test cloned from it."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from nova_async.db.embedded import EmbeddedPostgres
+from nova_async.db.migrate import migrate
+from nova_async.db.pool import open_pool
+
+TEMPLATE = "nova_template"
+_counter = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def work_dir():
+    """A scratch directory the postgres user can reach (pytest's tmp dirs are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="nova-async-test-"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def pg_cluster(work_dir):
+    if os.environ.get("NOVA_ASYNC_TEST_DSN"):
+        yield os.environ["NOVA_ASYNC_TEST_DSN"].rsplit("/", 1)[0]
+        return
+    pg = EmbeddedPostgres(work_dir)
+    await pg.start()
+    try:
+        yield f"postgresql://nova@/{{db}}?host={pg.socket_dir}"
+    finally:
+        await pg.stop()
+
+
+def dsn_for(cluster: str, name: str) -> str:
+    return cluster.replace("{db}", name)
+
+
+@pytest.fixture(scope="session")
+async def template_db(pg_cluster):
+    conn = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
+        await conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    finally:
+        await conn.close()
+    conn = await asyncpg.connect(dsn_for(pg_cluster, TEMPLATE))
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    return TEMPLATE
+
+
+@pytest.fixture
+async def database(pg_cluster, template_db):
+    """A DSN to a fresh, migrated database of its own."""
+    name = f"test_{os.getpid()}_{next(_counter)}"
+    admin = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    finally:
+        await admin.close()
+    yield dsn_for(pg_cluster, name)
+    admin = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def pool(database):
+    async with open_pool(database, min_size=1, max_size=10) as p:
+        yield p
+
+
+@pytest.fixture(autouse=True)
+async def no_leaked_tasks():
+    """Fail a test that leaves tasks running behind it."""
+    before = set(asyncio.all_tasks())
+    yield
+    await asyncio.sleep(0)
+    leaked = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
+    if leaked:
+        for t in leaked:
+            t.cancel()
+        pytest.fail(f"test leaked tasks: {[t.get_name() for t in leaked]}")
