@@ -27,7 +27,6 @@ log = structlog.get_logger("http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 FaultRenderer = Callable[[errors.NovaAsyncError, str], web.Response]
 
-CONTEXT_KEY = "nova_async.context"
 
 
 class Authenticator:
@@ -57,6 +56,8 @@ class Authenticator:
 
 
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+CONTEXT_KEY = web.RequestKey("context", RequestContext)
+REQUEST_ID = web.RequestKey("request_id", str)
 FAULT_RENDERER = web.AppKey("fault_renderer", object)
 
 
@@ -90,7 +91,7 @@ def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
 def error_middleware(render: FaultRenderer) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        request_id = request.get("request_id", "")
+        request_id = request.get(REQUEST_ID, "")
         try:
             return await handler(request)
         except errors.NovaAsyncError as exc:
@@ -114,14 +115,14 @@ def error_middleware(render: FaultRenderer) -> Any:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not getattr(handler, "public", False):
         request[CONTEXT_KEY] = request.config_dict[AUTHENTICATOR].authenticate(
-            request, request["request_id"])
+            request, request[REQUEST_ID])
     return await handler(request)
 
 
 @web.middleware
 async def request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     request_id = f"req-{uuid.uuid4()}"
-    request["request_id"] = request_id
+    request[REQUEST_ID] = request_id
     structlog.contextvars.bind_contextvars(request_id=request_id)
     started = time.perf_counter()
     status = 500

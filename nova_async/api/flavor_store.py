@@ -1,0 +1,55 @@
+"""Flavors in the database: create, look up, list, delete, and their extra specs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from nova_async.common import errors
+from nova_async.db.queries import queries
+
+Q = queries("flavors")
+
+
+async def create(pool: asyncpg.Pool, spec: dict[str, Any]) -> asyncpg.Record:
+    flavor_id = spec.get("id")
+    flavor_id = str(uuid.uuid4()) if flavor_id in (None, "") else str(flavor_id)
+    try:
+        return await pool.fetchrow(Q.create, flavor_id, spec["name"], spec["ram"], spec["vcpus"],
+                                   spec["disk"], spec["ephemeral"], spec["swap"], spec["rxtx_factor"],
+                                   spec["is_public"], spec.get("description"))
+    except asyncpg.UniqueViolationError as exc:
+        what = "name" if "name" in (exc.constraint_name or "") else "ID"
+        value = spec["name"] if what == "name" else flavor_id
+        raise errors.Conflict(f"Flavor with {what} {value} already exists.") from None
+
+
+async def get(pool: asyncpg.Pool, flavor_id: str) -> asyncpg.Record:
+    row = await pool.fetchrow(Q.get, str(flavor_id))
+    if row is None:
+        raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
+    return row
+
+
+async def listing(pool: asyncpg.Pool, is_public: bool | None, min_ram: int, min_disk: int) -> list[asyncpg.Record]:
+    return await pool.fetch(Q.list, is_public, min_ram, min_disk)
+
+
+async def delete(pool: asyncpg.Pool, flavor_id: str) -> None:
+    if await pool.fetchval(Q.delete, flavor_id) is None:
+        raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
+
+
+async def merge_extra_specs(pool: asyncpg.Pool, flavor_id: str, specs: dict[str, str]) -> dict[str, str]:
+    merged = await pool.fetchval(Q.merge_extra_specs, flavor_id, specs)
+    if merged is None:
+        raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
+    return merged
+
+
+async def delete_extra_spec(pool: asyncpg.Pool, flavor_id: str, key: str) -> None:
+    await get(pool, flavor_id)
+    if await pool.fetchval(Q.delete_extra_spec, flavor_id, key) is None:
+        raise errors.NotFound(f"Flavor {flavor_id} has no extra spec with key {key}.")

@@ -1,0 +1,172 @@
+"""Flavor handlers: `/flavors`, `/flavors/detail`, `/flavors/{id}` and `os-extra_specs`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from nova_async.api import flavor_store, microversion
+from nova_async.api.links import links
+from nova_async.api.policy import require_admin
+from nova_async.api.state import STATE
+from nova_async.common import errors
+from nova_async.common import web as w
+
+_INT = {"type": ["integer", "string"], "pattern": r"^\s*[0-9]+\s*$", "minimum": 0}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^\S(.*\S)?$"}
+
+CREATE = w.validator({
+    "type": "object",
+    "required": ["flavor"],
+    "additionalProperties": False,
+    "properties": {"flavor": {
+        "type": "object",
+        "required": ["name", "ram", "vcpus", "disk"],
+        "additionalProperties": False,
+        "properties": {
+            "name": _NAME,
+            "id": {"type": ["string", "integer", "null"], "pattern": r"^(?! )[a-zA-Z0-9. _-]{1,255}(?<! )$"},
+            "ram": _INT, "vcpus": _INT, "disk": _INT,
+            "OS-FLV-EXT-DATA:ephemeral": _INT,
+            "swap": {"type": ["integer", "string"], "pattern": r"^\s*[0-9]*\s*$", "minimum": 0},
+            "rxtx_factor": {"type": ["number", "string"], "pattern": r"^[0-9]+(\.[0-9]+)?$"},
+            "os-flavor-access:is_public": {"type": ["boolean", "string"]},
+            "description": {"type": ["string", "null"], "maxLength": 65535},
+        },
+    }},
+})
+
+EXTRA_SPECS = w.validator({
+    "type": "object",
+    "required": ["extra_specs"],
+    "additionalProperties": False,
+    "properties": {"extra_specs": {
+        "type": "object",
+        "propertyNames": {"pattern": r"^[a-zA-Z0-9-_:. ]{1,255}$"},
+        "additionalProperties": {"type": ["string", "integer", "number", "boolean"], "maxLength": 255},
+    }},
+})
+
+_MAX_INT = 2**31 - 1
+
+
+def _int(value: Any, field: str, minimum: int) -> int:
+    if value in (None, ""):
+        return 0
+    number = int(value)
+    if not minimum <= number <= _MAX_INT:
+        raise errors.InvalidInput(f"Invalid input for field/attribute {field}. Value: {value}. "
+                                  f"It must be between {minimum} and {_MAX_INT}.")
+    return number
+
+
+def view(row, base: str, version: microversion.Version, *, detail: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": row["id"], "name": row["name"], "links": links(base, "flavors", row["id"])}
+    if version >= (2, 55):
+        out["description"] = row["description"]
+    if not detail:
+        return out
+    swap: Any = row["swap"] if row["swap"] or version >= (2, 75) else ""
+    out.update({"ram": row["memory_mb"], "disk": row["root_gb"], "vcpus": row["vcpus"],
+                "OS-FLV-EXT-DATA:ephemeral": row["ephemeral_gb"], "swap": swap,
+                "rxtx_factor": row["rxtx_factor"], "os-flavor-access:is_public": row["is_public"],
+                "OS-FLV-DISABLED:disabled": row["disabled"]})
+    if version >= (2, 61):
+        out["extra_specs"] = row["extra_specs"]
+    return out
+
+
+async def create_flavor(request: web.Request) -> web.Response:
+    require_admin(request)
+    spec = (await w.read_json(request, CREATE))["flavor"]
+    version = microversion.of(request)
+    if "description" in spec and version < (2, 55):
+        raise errors.InvalidInput("Invalid input: 'description' is not allowed before microversion 2.55.")
+    public = spec.get("os-flavor-access:is_public", True)
+    if isinstance(public, str):
+        if public.lower() not in ("true", "false", "1", "0"):
+            raise errors.InvalidInput(f"Invalid value {public!r} for os-flavor-access:is_public.")
+        public = public.lower() in ("true", "1")
+    rxtx = float(spec.get("rxtx_factor", 1.0))
+    if rxtx <= 0:
+        raise errors.InvalidInput("rxtx_factor must be greater than 0.")
+    row = await flavor_store.create(request.app[STATE].pool, {
+        "id": spec.get("id"), "name": spec["name"], "ram": _int(spec["ram"], "ram", 1),
+        "vcpus": _int(spec["vcpus"], "vcpus", 1), "disk": _int(spec["disk"], "disk", 0),
+        "ephemeral": _int(spec.get("OS-FLV-EXT-DATA:ephemeral"), "OS-FLV-EXT-DATA:ephemeral", 0),
+        "swap": _int(spec.get("swap"), "swap", 0), "rxtx_factor": rxtx, "is_public": public,
+        "description": spec.get("description")})
+    return w.dump({"flavor": view(row, request.app[STATE].base_url, version)})
+
+
+async def _listing(request: web.Request, detail: bool) -> web.Response:
+    state, ctx = request.app[STATE], w.context(request)
+    is_public = w.query_flag(request, "is_public") if "is_public" in request.query else True
+    if not ctx.is_admin:
+        is_public = True  # flavor access lists come later; members see public flavors
+    rows = await flavor_store.listing(state.pool, is_public, w.query_int(request, "minRam", 0),
+                                      w.query_int(request, "minDisk", 0))
+    version = microversion.of(request)
+    return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows]})
+
+
+async def list_flavors(request: web.Request) -> web.Response:
+    return await _listing(request, detail=False)
+
+
+async def list_flavors_detail(request: web.Request) -> web.Response:
+    return await _listing(request, detail=True)
+
+
+async def show_flavor(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    row = await flavor_store.get(state.pool, request.match_info["flavor_id"])
+    return w.dump({"flavor": view(row, state.base_url, microversion.of(request))})
+
+
+async def delete_flavor(request: web.Request) -> web.Response:
+    require_admin(request)
+    await flavor_store.delete(request.app[STATE].pool, request.match_info["flavor_id"])
+    return web.Response(status=202)
+
+
+async def list_extra_specs(request: web.Request) -> web.Response:
+    row = await flavor_store.get(request.app[STATE].pool, request.match_info["flavor_id"])
+    return w.dump({"extra_specs": row["extra_specs"]})
+
+
+async def create_extra_specs(request: web.Request) -> web.Response:
+    require_admin(request)
+    specs = (await w.read_json(request, EXTRA_SPECS))["extra_specs"]
+    specs = {k: str(v) for k, v in specs.items()}
+    merged = await flavor_store.merge_extra_specs(request.app[STATE].pool, request.match_info["flavor_id"],
+                                                  specs)
+    return w.dump({"extra_specs": {k: merged[k] for k in specs}})
+
+
+async def show_extra_spec(request: web.Request) -> web.Response:
+    row = await flavor_store.get(request.app[STATE].pool, request.match_info["flavor_id"])
+    key = request.match_info["key"]
+    if key not in row["extra_specs"]:
+        raise errors.NotFound(f"Flavor {row['id']} has no extra spec with key {key}.")
+    return w.dump({key: row["extra_specs"][key]})
+
+
+async def update_extra_spec(request: web.Request) -> web.Response:
+    require_admin(request)
+    key = request.match_info["key"]
+    body = await w.read_body(request)
+    if not isinstance(body, dict) or list(body) != [key]:
+        raise errors.InvalidInput("The request body must hold exactly the key named in the URL.")
+    w.check(EXTRA_SPECS, {"extra_specs": body})
+    merged = await flavor_store.merge_extra_specs(request.app[STATE].pool, request.match_info["flavor_id"],
+                                                  {key: str(body[key])})
+    return w.dump({key: merged[key]})
+
+
+async def delete_extra_spec(request: web.Request) -> web.Response:
+    require_admin(request)
+    await flavor_store.delete_extra_spec(request.app[STATE].pool, request.match_info["flavor_id"],
+                                         request.match_info["key"])
+    return web.Response(status=200)

@@ -1,0 +1,67 @@
+"""`os-instance-actions`: the recorded history of a server, with each step's events."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.api import microversion
+from nova_async.api.server_views import host_id
+from nova_async.api.state import STATE
+from nova_async.common import errors
+from nova_async.common import web as w
+from nova_async.common.timeutil import iso_micro
+from nova_async.db.queries import queries
+
+Q = queries("instances")
+
+
+async def _instance(request: web.Request):
+    state, ctx = request.app[STATE], w.context(request)
+    server_id = request.match_info["server_id"]
+    uuid = w.parse_uuid(server_id)
+    row = await state.pool.fetchrow(Q.get_any, uuid) if uuid else None
+    if row is None or not ctx.can_see(row["project_id"]) or (row["deleted_at"] and
+                                                             microversion.of(request) < (2, 21)):
+        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    return row
+
+
+def _action(row, version) -> dict:
+    out = {"action": row["action"], "instance_uuid": str(row["instance_uuid"]), "message": row["message"],
+           "project_id": row["project_id"], "request_id": row["request_id"],
+           "start_time": iso_micro(row["start_time"]), "user_id": row["user_id"]}
+    if version >= (2, 58):
+        out["updated_at"] = iso_micro(row["updated_at"] or row["start_time"])
+    return out
+
+
+async def list_instance_actions(request: web.Request) -> web.Response:
+    instance = await _instance(request)
+    rows = await request.app[STATE].pool.fetch(Q.list_actions, instance["uuid"])
+    version = microversion.of(request)
+    return w.dump({"instanceActions": [_action(r, version) for r in rows]})
+
+
+async def show_instance_action(request: web.Request) -> web.Response:
+    instance = await _instance(request)
+    state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
+    action = await state.pool.fetchrow(Q.get_action, instance["uuid"], request.match_info["request_id"])
+    if action is None:
+        raise errors.NotFound(f"Action for request {request.match_info['request_id']} on instance "
+                              f"{instance['uuid']} could not be found.")
+    events = []
+    for e in await state.pool.fetch(Q.list_events, action["id"]):
+        event = {"event": e["event"], "start_time": iso_micro(e["start_time"]),
+                 "finish_time": iso_micro(e["finish_time"]), "result": e["result"]}
+        if ctx.is_admin:
+            event["traceback"] = e["traceback"]
+        if version >= (2, 62):
+            event["hostId"] = host_id(instance["project_id"], e["host"])
+            if ctx.is_admin:
+                event["host"] = e["host"] or ""
+        if version >= (2, 84):
+            event["details"] = e["details"] or (e["traceback"] or "").split("\n", 1)[0] or None
+        events.append(event)
+    body = _action(action, version)
+    body["events"] = events
+    return w.dump({"instanceAction": body})

@@ -1,0 +1,26 @@
+"""The compute API role (nova-api): the `/compute` HTTP surface. It validates and records
+requests, then hands work to the conductor or a compute host over the bus."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.api import routes
+from nova_async.api.state import ApiState
+from nova_async.compute.client import ComputeClient
+from nova_async.conductor.client import ConductorClient
+from nova_async.image.client import ImageClient
+from nova_async.network.client import NetworkClient
+from nova_async.placement.client import PlacementClient
+from nova_async.role import Role
+
+
+class ComputeApiRole(Role):
+    name = "api"
+
+    def http(self) -> tuple[str, web.Application]:
+        bus = self.bus
+        state = ApiState(settings=self.settings, pool=self.pool, images=ImageClient(bus),
+                         networks=NetworkClient(bus), conductor=ConductorClient(bus),
+                         compute=ComputeClient(bus), placement=PlacementClient(bus))
+        return "/compute", routes.build(state)

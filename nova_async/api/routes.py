@@ -1,0 +1,44 @@
+"""The compute API's one route table."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.api import faults, flavors, instance_actions, microversion, servers, versions
+from nova_async.api.state import STATE, ApiState
+from nova_async.common import web as w
+
+V = "/v2.1"
+
+
+def build(state: ApiState) -> web.Application:
+    app = w.api_app(faults.render_fault)
+    app.middlewares.append(microversion.middleware)
+    app[STATE] = state
+    app.router.add_routes([
+        web.get("", versions.list_versions),
+        web.get("/", versions.list_versions),
+        web.get(V, versions.show_version),
+        web.get(V + "/", versions.show_version),
+
+        web.get(V + "/flavors", flavors.list_flavors),
+        web.post(V + "/flavors", flavors.create_flavor),
+        web.get(V + "/flavors/detail", flavors.list_flavors_detail),
+        web.get(V + "/flavors/{flavor_id}", flavors.show_flavor),
+        web.delete(V + "/flavors/{flavor_id}", flavors.delete_flavor),
+        web.get(V + "/flavors/{flavor_id}/os-extra_specs", flavors.list_extra_specs),
+        web.post(V + "/flavors/{flavor_id}/os-extra_specs", flavors.create_extra_specs),
+        web.get(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.show_extra_spec),
+        web.put(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.update_extra_spec),
+        web.delete(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
+
+        web.get(V + "/servers", servers.list_servers),
+        web.post(V + "/servers", servers.create_server),
+        web.get(V + "/servers/detail", servers.list_servers_detail),
+        web.get(V + "/servers/{server_id}", servers.show_server),
+        web.delete(V + "/servers/{server_id}", servers.delete_server),
+        web.get(V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
+        web.get(V + "/servers/{server_id}/os-instance-actions/{request_id}",
+                instance_actions.show_instance_action),
+    ])
+    return app

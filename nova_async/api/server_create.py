@@ -1,0 +1,160 @@
+"""Accepting a boot request: check it against flavor, image and networks, write the
+instance rows and their `create` actions in one transaction, and cast to the conductor.
+
+Nothing is written unless everything checks out; the 202 goes back before any scheduling."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from nova_async.api import flavor_store
+from nova_async.api.state import ApiState
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.db import instances
+from nova_async.db.queries import queries
+from nova_async.network.messages import RequestedNetwork
+from nova_async.scheduler.messages import RequestSpec
+
+GiB = 1024**3
+Q = queries("servers")
+
+
+@dataclass(frozen=True)
+class Accepted:
+    uuids: list[str]
+    reservation_id: str
+    admin_pass: str
+
+
+def _count(value: Any, name: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise errors.InvalidInput(f"{name} must be at least 1.")
+    return number
+
+
+def _image_ref(server: dict[str, Any]) -> str:
+    ref = server.get("imageRef") or ""
+    for bdm in server.get("block_device_mapping_v2") or []:
+        if str(bdm.get("boot_index")) == "0" and bdm.get("source_type") == "image":
+            if ref and bdm.get("uuid") != ref:
+                raise errors.InvalidInput("imageRef and the boot block device mapping name different images.")
+            if bdm.get("destination_type") == "volume":
+                raise errors.InvalidInput("Booting from a volume is not supported: there is no volume service.")
+            ref = ref or bdm.get("uuid", "")
+    if not ref:
+        raise errors.InvalidInput("imageRef is required: booting from a volume is not supported.")
+    return ref
+
+
+def _requested_networks(server: dict[str, Any], version) -> list[RequestedNetwork]:
+    networks = server.get("networks")
+    if networks is None and version >= (2, 37):
+        raise errors.InvalidInput("Invalid input: 'networks' is a required property from microversion 2.37.")
+    if networks in (None, "auto"):
+        return []
+    if networks == "none":
+        return [RequestedNetwork(network_id="none")]
+    requested = []
+    for net in networks:
+        if not net.get("uuid") and not net.get("port"):
+            raise errors.InvalidInput("Each network needs a 'uuid' or a 'port'.")
+        requested.append(RequestedNetwork(network_id=net.get("uuid"), port_id=net.get("port"),
+                                          fixed_ip=net.get("fixed_ip")))
+    return requested
+
+
+def _user_data(server: dict[str, Any]) -> str | None:
+    data = server.get("user_data")
+    if data is None:
+        return None
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise errors.InvalidInput("Invalid input for field/attribute user_data: it is not valid base64.") from None
+    return data
+
+
+async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], version) -> Accepted:
+    server = body["server"]
+    min_count = _count(server.get("min_count", 1), "min_count")
+    max_count = _count(server.get("max_count", min_count), "max_count")
+    if min_count > max_count:
+        raise errors.InvalidInput(f"min_count ({min_count}) must be <= max_count ({max_count}).")
+    if max_count > 1000:
+        raise errors.InvalidInput("max_count may be at most 1000.")
+    user_data = _user_data(server)
+
+    try:
+        flavor = await flavor_store.get(state.pool, str(server["flavorRef"]).rsplit("/", 1)[-1])
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Flavor {server['flavorRef']} could not be found.") from None
+    if flavor["disabled"]:
+        raise errors.InvalidInput(f"Flavor {flavor['id']} is disabled.")
+
+    image_ref = _image_ref(server).rsplit("/", 1)[-1]
+    try:
+        image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
+    if image.status != "active":
+        raise errors.InvalidInput(f"Image {image_ref} is not active.")
+    if flavor["root_gb"] and (image.size or 0) > flavor["root_gb"] * GiB:
+        raise errors.InvalidInput(f"Flavor's disk is too small for requested image. Flavor disk is "
+                                  f"{flavor['root_gb'] * GiB} bytes, image is {image.size} bytes.")
+    if image.min_ram > flavor["memory_mb"]:
+        raise errors.InvalidInput(f"Flavor's memory is too small for requested image "
+                                  f"(image needs {image.min_ram} MB).")
+    if flavor["root_gb"] and image.min_disk > flavor["root_gb"]:
+        raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
+                                  f"(image needs {image.min_disk} GB).")
+
+    requested = _requested_networks(server, version)
+    real = [r for r in requested if r.network_id != "none"]
+    if real:
+        try:
+            await state.networks.validate(ctx, real)
+        except errors.NotFound as exc:
+            raise errors.InvalidInput(exc.message) from None
+    if requested and not real:
+        requested = []
+
+    flavor_copy = {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
+                   "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
+                   "ephemeral_gb": flavor["ephemeral_gb"], "swap": flavor["swap"],
+                   "extra_specs": flavor["extra_specs"]}
+    spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor["id"],
+                       vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"], root_gb=flavor["root_gb"],
+                       ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
+                       availability_zone=server.get("availability_zone"))
+    reservation_id = f"r-{secrets.token_hex(4)}"
+    uuids = [str(uuid.uuid4()) for _ in range(max_count)]
+    nets = [msgspec.to_builtins(r) for r in requested]
+    async with state.pool.acquire() as conn, conn.transaction():
+        for index, instance_uuid in enumerate(uuids):
+            name = server["name"] if max_count == 1 else f"{server['name']}-{index + 1}"
+            await conn.execute(
+                Q.insert, instance_uuid, name, _hostname(name), ctx.project_id, ctx.user_id, reservation_id,
+                index, flavor_copy, image.id, msgspec.to_builtins(spec), nets, server.get("key_name"),
+                user_data, server.get("metadata", {}), server.get("availability_zone"),
+                "True" if server.get("config_drive") in (True, "true", "True") else "",
+                server.get("accessIPv4"), server.get("accessIPv6"))
+            await instances.start_action(conn, instance_uuid, ctx.request_id, "create", ctx.project_id,
+                                         ctx.user_id)
+    await state.conductor.schedule_and_build(uuids, ctx)
+    return Accepted(uuids=uuids, reservation_id=reservation_id,
+                    admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))
+
+
+def _hostname(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "-" else "-" for c in name.lower()).strip("-")
+    return cleaned[:63] or "server"
+

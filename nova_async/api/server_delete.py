@@ -1,0 +1,34 @@
+"""Deleting a server: mark it `deleting` atomically, then hand the teardown to whoever
+holds it — its compute host, or the conductor while it is still being scheduled. A server
+that never got anywhere (ERROR without a host) is finished here."""
+
+from __future__ import annotations
+
+from nova_async.api.state import ApiState
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.db import instances
+from nova_async.db.queries import queries
+
+IQ = queries("instances")
+
+
+async def delete(state: ApiState, ctx: RequestContext, uuid: str) -> None:
+    row = await instances.get(state.pool, uuid)
+    if not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {uuid} is locked.")
+    async with state.pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(IQ.mark_deleting, uuid)
+        if row is None:
+            raise errors.NotFound(f"Instance {uuid} could not be found.")
+        await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
+    if row["host"]:
+        await state.compute.terminate(row["host"], uuid, ctx)
+    elif row["vm_state"] != "building":
+        # Never scheduled (or scheduling failed): nothing is held anywhere but maybe a claim.
+        await state.placement.delete_allocations(uuid)
+        await state.pool.execute(IQ.mark_deleted, uuid)
+        await instances.finish_action(state.pool, uuid, ctx.request_id)
+    # else: still being scheduled; the conductor sees `deleting` and finishes the delete.

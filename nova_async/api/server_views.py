@@ -1,0 +1,129 @@
+"""How a server looks in the compute API, per microversion (the 2.96 shape is in
+../shared/clients-examples.json; older versions drop fields)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from nova_async.api.links import bookmark, links
+from nova_async.api.microversion import Version
+from nova_async.common.context import RequestContext
+from nova_async.common.timeutil import iso, iso_micro
+
+_ACTIVE_TASKS = {"rebooting": "REBOOT", "reboot_pending": "REBOOT", "reboot_started": "REBOOT",
+                 "rebooting_hard": "HARD_REBOOT", "reboot_pending_hard": "HARD_REBOOT",
+                 "reboot_started_hard": "HARD_REBOOT", "rebuilding": "REBUILD",
+                 "rebuild_block_device_mapping": "REBUILD", "rebuild_spawning": "REBUILD",
+                 "migrating": "MIGRATING", "resize_prep": "RESIZE", "resize_migrating": "RESIZE",
+                 "resize_migrated": "RESIZE", "resize_finish": "RESIZE", "password": "PASSWORD"}
+_VM_STATES = {"active": "ACTIVE", "building": "BUILD", "stopped": "SHUTOFF", "resized": "VERIFY_RESIZE",
+              "paused": "PAUSED", "suspended": "SUSPENDED", "rescued": "RESCUE", "error": "ERROR",
+              "deleted": "DELETED", "soft-delete": "SOFT_DELETED", "shelved": "SHELVED",
+              "shelved_offloaded": "SHELVED_OFFLOADED"}
+
+# API status → the vm_states it covers (for ?status= filters)
+STATUS_FILTER = {status: [vm for vm, s in _VM_STATES.items() if s == status] for status in _VM_STATES.values()}
+
+
+def status(vm_state: str, task_state: str | None) -> str:
+    if vm_state == "active" and task_state in _ACTIVE_TASKS:
+        return _ACTIVE_TASKS[task_state]
+    if vm_state == "stopped" and task_state in ("resize_prep", "resize_migrating", "resize_finish"):
+        return "RESIZE"
+    return _VM_STATES.get(vm_state, "UNKNOWN")
+
+
+def host_id(project_id: str, host: str | None) -> str:
+    if not host:
+        return ""
+    return hashlib.sha224((project_id + host).encode()).hexdigest()
+
+
+def addresses(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for vif in network_info:
+        entries = out.setdefault(vif["network_name"], [])
+        for ip in vif.get("ips", []):
+            entries.append({"version": ip["version"], "addr": ip["address"], "OS-EXT-IPS:type": "fixed",
+                            "OS-EXT-IPS-MAC:mac_addr": vif["mac_address"]})
+    return out
+
+
+def summary(row, base: str) -> dict[str, Any]:
+    uuid = str(row["uuid"])
+    return {"id": uuid, "name": row["display_name"], "links": links(base, "servers", uuid)}
+
+
+def _flavor(row, base: str, version: Version) -> dict[str, Any]:
+    flavor = row["flavor"]
+    if version < (2, 47):
+        return {"id": flavor["id"], "links": bookmark(base, "flavors", flavor["id"])}
+    return {"vcpus": flavor["vcpus"], "ram": flavor["memory_mb"], "disk": flavor["root_gb"],
+            "ephemeral": flavor["ephemeral_gb"], "swap": flavor["swap"], "original_name": flavor["name"],
+            "extra_specs": flavor.get("extra_specs", {})}
+
+
+def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
+    if row["vm_state"] != "error" or row.get("fault_message") is None:
+        return None
+    fault = {"code": row["fault_code"], "created": iso(row["fault_created_at"]),
+             "message": row["fault_message"]}
+    if ctx.is_admin or row["fault_code"] != 500:
+        fault["details"] = row["fault_details"]
+    return fault
+
+
+def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, Any]:
+    uuid = str(row["uuid"])
+    image = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
+             if row["image_ref"] else "")
+    out: dict[str, Any] = {
+        "id": uuid, "name": row["display_name"], "status": status(row["vm_state"], row["task_state"]),
+        "tenant_id": row["project_id"], "user_id": row["user_id"], "metadata": row["metadata"],
+        "hostId": host_id(row["project_id"], row["host"]), "image": image,
+        "flavor": _flavor(row, base, version), "created": iso(row["created_at"]),
+        "updated": iso(row["updated_at"] or row["created_at"]), "addresses": addresses(row["network_info"]),
+        "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
+        "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "MANUAL",
+        "OS-EXT-AZ:availability_zone": row["availability_zone"] or ("nova" if row["host"] else ""),
+        "config_drive": row["config_drive"], "key_name": row["key_name"],
+        "OS-SRV-USG:launched_at": iso_micro(row["launched_at"]),
+        "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),
+        "OS-EXT-STS:task_state": row["task_state"], "OS-EXT-STS:vm_state": row["vm_state"],
+        "OS-EXT-STS:power_state": row["power_state"], "os-extended-volumes:volumes_attached": [],
+        "security_groups": [{"name": "default"}],
+    }
+    if row["vm_state"] in ("building", "active"):
+        out["progress"] = row["progress"]
+    fault = _fault(row, ctx)
+    if fault:
+        out["fault"] = fault
+    if ctx.is_admin:
+        out["OS-EXT-SRV-ATTR:host"] = row["host"]
+        out["OS-EXT-SRV-ATTR:instance_name"] = f"instance-{uuid}"
+        out["OS-EXT-SRV-ATTR:hypervisor_hostname"] = row["node"]
+    if version >= (2, 3) and ctx.is_admin:
+        out.update({"OS-EXT-SRV-ATTR:reservation_id": row["reservation_id"],
+                    "OS-EXT-SRV-ATTR:launch_index": row["launch_index"],
+                    "OS-EXT-SRV-ATTR:kernel_id": "", "OS-EXT-SRV-ATTR:ramdisk_id": "",
+                    "OS-EXT-SRV-ATTR:hostname": row["hostname"],
+                    "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
+                    "OS-EXT-SRV-ATTR:user_data": row["user_data"]})
+    if version >= (2, 9):
+        out["locked"] = row["locked"]
+    if version >= (2, 16) and ctx.is_admin and row["host"]:
+        out["host_status"] = "UP"
+    if version >= (2, 19):
+        out["description"] = None
+    if version >= (2, 26):
+        out["tags"] = []
+    if version >= (2, 63):
+        out["trusted_image_certificates"] = None
+    if version >= (2, 71):
+        out["server_groups"] = []
+    if version >= (2, 73):
+        out["locked_reason"] = None
+    if version >= (2, 96):
+        out["pinned_availability_zone"] = row["availability_zone"]
+    return out

@@ -1,0 +1,85 @@
+"""Server handlers: create, list, detail, show, delete."""
+
+from __future__ import annotations
+
+import asyncpg
+from aiohttp import web
+
+from nova_async.api import microversion, schemas, server_create, server_delete, server_views
+from nova_async.api.links import links
+from nova_async.api.state import STATE
+from nova_async.common import errors
+from nova_async.common import web as w
+from nova_async.db.queries import queries
+
+Q = queries("servers")
+_MAX_LIMIT = 1000
+
+
+async def create_server(request: web.Request) -> web.Response:
+    state, ctx = request.app[STATE], w.context(request)
+    body = await w.read_json(request, schemas.CREATE_SERVER)
+    accepted = await server_create.create(state, ctx, body, microversion.of(request))
+    if body["server"].get("return_reservation_id") in (True, "True", "true"):
+        return w.dump({"reservation_id": accepted.reservation_id}, 202)
+    first = accepted.uuids[0]
+    return w.dump({"server": {"id": first, "links": links(state.base_url, "servers", first),
+                              "OS-DCF:diskConfig": "MANUAL", "security_groups": [{"name": "default"}],
+                              "adminPass": accepted.admin_pass}}, 202,
+                  {"Location": f"{state.base_url}/compute/v2.1/servers/{first}"})
+
+
+async def _query(request: web.Request) -> list[asyncpg.Record]:
+    state, ctx = request.app[STATE], w.context(request)
+    q = request.query
+    all_projects = ctx.is_admin and q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
+    project = None if all_projects else (q.get("project_id") if ctx.is_admin and q.get("project_id")
+                                         else ctx.project_id)
+    vm_states = None
+    if "status" in q:
+        vm_states = server_views.STATUS_FILTER.get(q["status"].upper())
+        if vm_states is None:
+            raise errors.InvalidInput(f"Invalid status value {q['status']!r}.")
+    limit = min(w.query_int(request, "limit", _MAX_LIMIT) or 0, _MAX_LIMIT)
+    marker_at = marker_uuid = None
+    if "marker" in q:
+        marker_id = w.parse_uuid(q["marker"])
+        marker = await state.pool.fetchrow(Q.marker, marker_id) if marker_id else None
+        if marker is None:
+            raise errors.InvalidInput(f"marker [{q['marker']}] not found")
+        marker_at, marker_uuid = marker["created_at"], marker["uuid"]
+    try:
+        return await state.pool.fetch(Q.list, project, q.get("name") or None, vm_states,
+                                      q.get("reservation_id"), q.get("host") if ctx.is_admin else None,
+                                      limit, marker_at, marker_uuid)
+    except asyncpg.InvalidRegularExpressionError:
+        raise errors.InvalidInput(f"Invalid regular expression for name: {q.get('name')!r}") from None
+
+
+async def list_servers(request: web.Request) -> web.Response:
+    base = request.app[STATE].base_url
+    return w.dump({"servers": [server_views.summary(r, base) for r in await _query(request)]})
+
+
+async def list_servers_detail(request: web.Request) -> web.Response:
+    base, ctx, version = request.app[STATE].base_url, w.context(request), microversion.of(request)
+    return w.dump({"servers": [server_views.detail(r, base, version, ctx) for r in await _query(request)]})
+
+
+async def show_server(request: web.Request) -> web.Response:
+    state, ctx = request.app[STATE], w.context(request)
+    server_id = request.match_info["server_id"]
+    uuid = w.parse_uuid(server_id)
+    row = await state.pool.fetchrow(Q.get_with_fault, uuid) if uuid else None
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
+
+
+async def delete_server(request: web.Request) -> web.Response:
+    server_id = request.match_info["server_id"]
+    uuid = w.parse_uuid(server_id)
+    if uuid is None:
+        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    await server_delete.delete(request.app[STATE], w.context(request), uuid)
+    return web.Response(status=204)

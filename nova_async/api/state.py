@@ -1,0 +1,34 @@
+"""What the compute API's handlers share: settings, the pool, and typed clients of the
+roles it talks to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+from aiohttp import web
+
+from nova_async.compute.client import ComputeClient
+from nova_async.conductor.client import ConductorClient
+from nova_async.config import Settings
+from nova_async.image.client import ImageClient
+from nova_async.network.client import NetworkClient
+from nova_async.placement.client import PlacementClient
+
+
+@dataclass(frozen=True)
+class ApiState:
+    settings: Settings
+    pool: asyncpg.Pool
+    images: ImageClient
+    networks: NetworkClient
+    conductor: ConductorClient
+    compute: ComputeClient
+    placement: PlacementClient
+
+    @property
+    def base_url(self) -> str:
+        return self.settings.base_url
+
+
+STATE = web.AppKey("compute_api_state", ApiState)

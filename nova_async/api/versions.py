@@ -1,0 +1,27 @@
+"""Version discovery: `GET /compute/` and `GET /compute/v2.1` (no token needed)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.api import microversion
+from nova_async.api.state import STATE
+from nova_async.common import web as w
+
+
+def _v21(base: str) -> dict:
+    return {"id": "v2.1", "status": "CURRENT", "version": str(microversion.MAX),
+            "min_version": str(microversion.MIN), "updated": "2013-07-23T11:33:21Z",
+            "links": [{"rel": "self", "href": f"{base}/compute/v2.1/"}],
+            "media-types": [{"base": "application/json",
+                             "type": "application/vnd.openstack.compute+json;version=2.1"}]}
+
+
+@w.public
+async def list_versions(request: web.Request) -> web.Response:
+    return w.dump({"versions": [_v21(request.app[STATE].base_url)]})
+
+
+@w.public
+async def show_version(request: web.Request) -> web.Response:
+    return w.dump({"version": _v21(request.app[STATE].base_url)})

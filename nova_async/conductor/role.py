@@ -1,0 +1,100 @@
+"""The super conductor: turns accepted boot requests into claimed hosts and builds.
+
+For each `schedule_and_build_instances` it asks the scheduler for destinations (claims
+included), records where each instance lives, and casts the build to that compute host.
+A delete that arrives while an instance is still being scheduled is finished here.
+At start it resumes boot requests a previous run accepted but never scheduled."""
+
+from __future__ import annotations
+
+import contextlib
+
+import structlog
+
+from nova_async.bus.messages import Message
+from nova_async.common import errors
+from nova_async.common.context import RequestContext, admin_context
+from nova_async.compute.client import ComputeClient
+from nova_async.conductor.client import TOPIC
+from nova_async.conductor.messages import ScheduleAndBuildInstances
+from nova_async.db import instances
+from nova_async.db.queries import queries
+from nova_async.placement.client import PlacementClient
+from nova_async.role import Role
+from nova_async.scheduler.client import SchedulerClient
+from nova_async.scheduler.messages import RequestSpec
+
+log = structlog.get_logger("conductor")
+Q = queries("instances")
+CQ = queries("conductor")
+
+
+class ConductorRole(Role):
+    name = "conductor"
+
+    def __init__(self, deps) -> None:
+        super().__init__(deps)
+        self.scheduler = SchedulerClient(self.bus)
+        self.compute = ComputeClient(self.bus)
+        self.placement = PlacementClient(self.bus)
+        self._handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances}
+
+    async def run(self) -> None:
+        self.ready.set()
+        await self._resume_unscheduled()
+        await self.bus.consume(TOPIC, self._handle)
+
+    async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
+        return await self._handlers[type(msg)](msg, context or admin_context())
+
+    async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
+        rows = []
+        for uuid in msg.instance_uuids:
+            row = await self.pool.fetchrow(Q.get, uuid)
+            if row is None:
+                continue
+            if row["task_state"] == "deleting":
+                await self._finish_delete(uuid, ctx, row)
+            elif row["vm_state"] == "building" and row["host"] is None:
+                rows.append(row)
+        if not rows:
+            return None
+        uuids = [str(r["uuid"]) for r in rows]
+        spec = RequestSpec(**rows[0]["request_spec"])
+        request_id = ctx.request_id
+        try:
+            async with contextlib.AsyncExitStack() as events:
+                for uuid in uuids:
+                    await events.enter_async_context(instances.event(
+                        self.pool, uuid, request_id, "conductor_schedule_and_build_instances"))
+                selections = await self.scheduler.select_destinations(uuids, spec, ctx)
+        except errors.NovaAsyncError as exc:
+            message = exc.message if isinstance(exc, errors.NoValidHost) else f"Scheduling failed: {exc.message}"
+            log.warning("scheduling failed", instances=uuids, reason=message)
+            for uuid in uuids:
+                await instances.set_error(self.pool, uuid, message, code=500)
+                await instances.finish_action(self.pool, uuid, request_id)
+            return None
+        for selection in selections:
+            uuid, chosen = selection.instance_uuid, selection.chosen
+            placed = await self.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
+            if placed is None:  # deleted while we scheduled: give the claim back
+                await self._finish_delete(uuid, ctx, await self.pool.fetchrow(Q.get, uuid))
+                continue
+            log.info("instance scheduled", instance_uuid=uuid, host=chosen.host)
+            await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
+        return None
+
+    async def _finish_delete(self, uuid: str, ctx: RequestContext, row) -> None:
+        await self.placement.delete_allocations(uuid)
+        await self.pool.execute(Q.mark_deleted, uuid)
+        log.info("instance deleted before it was built", instance_uuid=uuid)
+
+    async def _resume_unscheduled(self) -> None:
+        """Boot requests accepted by a previous run but never scheduled: schedule them now."""
+        for batch in await self.pool.fetch(CQ.unscheduled_batches):
+            ctx = RequestContext(user_id=batch["user_id"], project_id=batch["project_id"],
+                                 request_id=batch["request_id"] or "")
+            log.info("resuming unscheduled boot request", instances=len(batch["uuids"]))
+            await self.bus.cast(TOPIC, ScheduleAndBuildInstances(
+                instance_uuids=[str(u) for u in batch["uuids"]]), context=ctx)

@@ -1,0 +1,24 @@
+"""The identity role: Keystone v3 password tokens for the bootstrap admin, and the catalog."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.identity import http, store
+from nova_async.role import Role
+
+
+class IdentityRole(Role):
+    name = "identity"
+
+    def http(self) -> tuple[str, web.Application]:
+        return "/v3", http.build(self.deps)
+
+    async def run(self) -> None:
+        password, generated = store.admin_password(self.deps.state_dir, self.settings.identity.admin_password)
+        await store.bootstrap(self.pool, password)
+        if generated:
+            store.log.info("generated the admin password",
+                           stored_in=str(self.deps.state_dir / "admin-password"))
+        self.ready.set()
+        await self.stopping.wait()

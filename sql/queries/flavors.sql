@@ -1,0 +1,29 @@
+-- Flavors and their extra specs.
+
+-- name: create
+INSERT INTO flavors (id, name, memory_mb, vcpus, root_gb, ephemeral_gb, swap, rxtx_factor, is_public,
+                     description)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING *;
+
+-- name: get
+SELECT * FROM flavors WHERE id = $1;
+
+-- name: list
+-- $1: is_public filter (NULL = all), $2/$3: minimum ram/disk
+SELECT * FROM flavors
+ WHERE ($1::boolean IS NULL OR is_public = $1)
+   AND memory_mb >= $2 AND root_gb >= $3
+ ORDER BY memory_mb, id;
+
+-- name: delete
+DELETE FROM flavors WHERE id = $1 RETURNING id;
+
+-- name: merge_extra_specs
+UPDATE flavors SET extra_specs = extra_specs || $2::jsonb, updated_at = now() WHERE id = $1
+RETURNING extra_specs;
+
+-- name: delete_extra_spec
+UPDATE flavors SET extra_specs = extra_specs - $2, updated_at = now()
+ WHERE id = $1 AND extra_specs ? $2
+RETURNING extra_specs;

@@ -1,0 +1,37 @@
+-- The compute API's reads and writes of instances (shared state changes live in instances.sql).
+
+-- name: insert
+INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
+                       flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
+                       availability_zone, config_drive, access_ip_v4, access_ip_v6, vm_state, task_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+        'building', 'scheduling');
+
+-- name: list
+-- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
+-- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging
+SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault_details,
+       f.created_at AS fault_created_at
+  FROM instances i
+  LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
+                      ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'
+ WHERE i.deleted_at IS NULL
+   AND ($1::text IS NULL OR i.project_id = $1)
+   AND ($2::text IS NULL OR i.display_name ~ $2)
+   AND ($3::text[] IS NULL OR i.vm_state = ANY ($3))
+   AND ($4::text IS NULL OR i.reservation_id = $4)
+   AND ($5::text IS NULL OR i.host = $5)
+   AND ($7::timestamptz IS NULL OR (i.created_at, i.uuid) < ($7, $8::uuid))
+ ORDER BY i.created_at DESC, i.uuid DESC
+ LIMIT $6;
+
+-- name: get_with_fault
+SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault_details,
+       f.created_at AS fault_created_at
+  FROM instances i
+  LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
+                      ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'
+ WHERE i.uuid = $1 AND i.deleted_at IS NULL;
+
+-- name: marker
+SELECT created_at, uuid FROM instances WHERE uuid = $1;
