@@ -12,7 +12,7 @@ ARGS ?=
 # qemu-img for compute, a compiler and headers to build libvirt-python, genisoimage for
 # config drives.
 DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
-        python3-dev python3-venv genisoimage
+        python3-dev python3-venv genisoimage jq curl
 
 .PHONY: run test deps venv bench clean help
 

@@ -1,0 +1,128 @@
+"""Boot rate: N servers requested at once across simulated hosts (libvirt's test driver).
+
+Starts `nova-async serve --simulate-hosts H --auth noauth` with a private database in a
+temporary state dir, boots N servers concurrently, and prints POST→202 and POST→ACTIVE
+percentiles, boots per second and the service's peak RSS, beside Nova's published figure.
+
+    .venv/bin/python bench/boot_rate.py [--servers 200] [--hosts 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+
+import aiohttp
+
+NOVA_FAKE_DRIVER_MEDIAN_S = 6.2  # Rally, fake driver, 50 concurrent requests (published)
+HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin",
+           "OpenStack-API-Version": "compute 2.96"}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def start(state: str, hosts: int) -> tuple[asyncio.subprocess.Process, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
+        "--auth", "noauth", "--simulate-hosts", str(hosts),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    assert proc.stdout is not None
+    async for line in proc.stdout:
+        if b"nova-async ready" in line:
+            break
+    else:
+        raise SystemExit("nova-async exited before it was ready")
+    asyncio.get_running_loop().create_task(proc.stdout.read(), name="drain-log")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+async def prepare(s: aiohttp.ClientSession, url: str) -> dict:
+    async def post(path: str, body: dict) -> dict:
+        async with s.post(url + path, json=body, headers=HEADERS) as r:
+            assert r.status < 300, await r.text()
+            return await r.json()
+
+    flavor = (await post("/compute/v2.1/flavors", {"flavor": {"name": "bench", "ram": 64, "vcpus": 1,
+                                                              "disk": 1}}))["flavor"]["id"]
+    image = (await post("/image/v2/images", {"name": "bench", "disk_format": "raw",
+                                             "container_format": "bare"}))["id"]
+    async with s.put(f"{url}/image/v2/images/{image}/file", data=b"\0" * 65536,
+                     headers={**HEADERS, "Content-Type": "application/octet-stream"}) as r:
+        assert r.status == 204
+    net = (await post("/network/v2.0/networks", {"network": {"name": "bench"}}))["network"]["id"]
+    await post("/network/v2.0/subnets", {"subnet": {"network_id": net, "cidr": "10.10.0.0/16",
+                                                    "ip_version": 4}})
+    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}
+
+
+async def boot_one(s: aiohttp.ClientSession, url: str, base: dict, i: int) -> tuple[float, float, str]:
+    t0 = time.perf_counter()
+    async with s.post(url + "/compute/v2.1/servers", json={"server": {**base, "name": f"b{i}"}},
+                      headers=HEADERS) as r:
+        assert r.status == 202, await r.text()
+        server = (await r.json())["server"]["id"]
+    accepted = time.perf_counter() - t0
+    while True:
+        async with s.get(f"{url}/compute/v2.1/servers/{server}", headers=HEADERS) as r:
+            status = (await r.json())["server"]["status"]
+        if status in ("ACTIVE", "ERROR"):
+            return accepted, time.perf_counter() - t0, status
+        await asyncio.sleep(0.05)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=200)
+    parser.add_argument("--hosts", type=int, default=20)
+    args = parser.parse_args()
+    state = tempfile.mkdtemp(prefix="nova-async-bench-")
+    os.chmod(state, 0o755)
+    proc, url = await start(state, args.hosts)
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+            base = await prepare(s, url)
+            t0 = time.perf_counter()
+            results = await asyncio.gather(*(boot_one(s, url, base, i) for i in range(args.servers)))
+            wall = time.perf_counter() - t0
+        accepted = [r[0] for r in results]
+        active = [r[1] for r in results if r[2] == "ACTIVE"]
+        errors = sum(1 for r in results if r[2] != "ACTIVE")
+        print(f"servers={args.servers} hosts={args.hosts} errors={errors}")
+        print(f"POST->202    p50 {statistics.median(accepted) * 1000:8.1f} ms   p95 {pct(accepted, .95) * 1000:8.1f} ms")
+        if active:
+            p50 = statistics.median(active)
+            print(f"POST->ACTIVE p50 {p50 * 1000:8.1f} ms   p95 {pct(active, .95) * 1000:8.1f} ms")
+            print(f"boots/s      {len(active) / wall:8.1f}")
+            print(f"peak RSS     {peak_rss_mb(proc.pid):8.1f} MiB")
+            print(f"reference: Nova (fake driver, 50 concurrent) median boot-to-ACTIVE "
+                  f"{NOVA_FAKE_DRIVER_MEDIAN_S} s -> ours is {NOVA_FAKE_DRIVER_MEDIAN_S / p50:.0f}x faster")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,80 @@
+"""Start `nova-async serve` as a real process and talk to it over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+PASSWORD = "e2e-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class Served:
+    url: str
+    state_dir: Path
+    proc: asyncio.subprocess.Process
+    log: list[str]
+    password: str = PASSWORD
+
+    async def token(self, session: aiohttp.ClientSession) -> str:
+        auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": "admin", "domain": {"name": "Default"}, "password": self.password}}},
+            "scope": {"project": {"name": "admin", "domain": {"name": "Default"}}}}}
+        async with session.post(f"{self.url}/v3/auth/tokens", json=auth) as resp:
+            assert resp.status == 201, await resp.text()
+            return resp.headers["X-Subject-Token"]
+
+
+@contextlib.asynccontextmanager
+async def serve(state_dir: Path, *args: str, ready_timeout: float = 120):
+    port = free_port()
+    argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
+            "--state-dir", str(state_dir), "--admin-password", PASSWORD, *args]
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT,
+                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    log: list[str] = []
+    ready = asyncio.Event()
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            log.append(line)
+            if "nova-async ready" in line:
+                ready.set()
+
+    pumping = asyncio.create_task(pump(), name="e2e:log-pump")
+    waiting = asyncio.create_task(ready.wait(), name="e2e:ready")
+    try:
+        await asyncio.wait([waiting, pumping], timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.is_set():
+            proc.kill()
+            await proc.wait()
+            pytest.fail("nova-async did not become ready:\n" + "\n".join(log[-60:]))
+        yield Served(url=f"http://127.0.0.1:{port}", state_dir=state_dir, proc=proc, log=log)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 60)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        waiting.cancel()
+        await pumping
