@@ -49,8 +49,11 @@ class ErrorReply(msgspec.Struct, frozen=True):
     code: str
 
 
+_NULL = msgspec.Raw(b"null")
+
+
 class ReplyEnvelope(msgspec.Struct, frozen=True, kw_only=True):
-    body: msgspec.Raw | None = None
+    body: msgspec.Raw = _NULL  # JSON null when the handler answered nothing
     error: ErrorReply | None = None
 
 
@@ -76,13 +79,15 @@ def decode(data: bytes) -> tuple[Message, RequestContext | None, str]:
 
 
 def encode_reply(msg: Message | None = None, error: ErrorReply | None = None) -> bytes:
-    body = msgspec.Raw(_encoder.encode(msg)) if msg is not None else None
+    body = msgspec.Raw(_encoder.encode(msg)) if msg is not None else _NULL
     return _encoder.encode(ReplyEnvelope(body=body, error=error))
 
 
 def decode_reply(data: bytes) -> tuple[Message | None, ErrorReply | None]:
     env = msgspec.json.decode(data, type=ReplyEnvelope)
-    return (_message_decoder().decode(env.body) if env.body is not None else None), env.error
+    if bytes(env.body) == b"null":
+        return None, env.error
+    return _message_decoder().decode(env.body), env.error
 
 
 def major(version: str) -> str:
