@@ -82,6 +82,9 @@ class SchedulerSettings:
     ram_weight_multiplier: float = _doc("positive spreads by free RAM, negative packs", 1.0)
     cpu_weight_multiplier: float = _doc("positive spreads by free VCPU, negative packs", 1.0)
     disk_weight_multiplier: float = _doc("positive spreads by free disk, negative packs", 1.0)
+    enabled_filters: tuple[str, ...] = _doc("host filters, run in this order",
+                                            ("ComputeFilter", "AvailabilityZoneFilter"))
+    service_down_time: int = _doc("seconds without a heartbeat after which a compute service is down", 60)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ class Deps:
 
 class Role:
     name: str = "role"
+    # Shutdown order: lower tiers stop first. Roles that take work (api, conductor, compute)
+    # stop before the services that work calls (scheduler, then placement/network/image).
+    stop_tier: int = 2
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
@@ -49,6 +52,10 @@ class Role:
         """Serve until `stopping` is set, then finish in-flight work and return."""
         self.ready.set()
         await self.stopping.wait()
+
+    async def serve(self, topic: str, handler, *, concurrency: int = 64) -> None:
+        """Consume `topic` until this role is told to stop, then finish what is in flight."""
+        await self.bus.consume(topic, handler, concurrency=concurrency, until=self.stopping)
 
     async def sleep_unless_stopping(self, seconds: float) -> bool:
         """Wait up to `seconds`; True when the role is stopping (for periodic loops)."""

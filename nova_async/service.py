@@ -63,6 +63,20 @@ def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web
     return root
 
 
+async def drain(roles: list[Role], tasks: list[asyncio.Task], deadline: float) -> None:
+    """Stop roles tier by tier, so that work in flight can still call the services it needs;
+    whatever has not finished by the deadline is cancelled."""
+    for tier in sorted({r.stop_tier for r in roles}):
+        members = [(r, t) for r, t in zip(roles, tasks) if r.stop_tier == tier]
+        for role, _ in members:
+            role.stopping.set()
+        _, pending = await asyncio.wait([t for _, t in members],
+                                        timeout=max(0.01, deadline - time.monotonic()))
+        for task in pending:
+            log.warning("role did not drain in time; cancelling", task=task.get_name())
+            task.cancel()
+
+
 class Service:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -112,13 +126,8 @@ class Service:
             deadline = time.monotonic() + settings.service.shutdown_timeout
             log.info("shutting down: stopping intake")
             await runner.cleanup()
+            await drain(roles, tasks, deadline)
             bus.stop_intake()
-            for role in roles:
-                role.stopping.set()
-            _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
-            for task in pending:
-                log.warning("role did not drain in time; cancelling", task=task.get_name())
-                task.cancel()
         log.info("nova-async stopped")
 
     @staticmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from nova_async import config
 from nova_async.bus.memory import MemoryBus
 from nova_async.role import Deps, Role
-from nova_async.service import _token_key, build_http, role_class
+from nova_async.service import _token_key, build_http, drain, role_class
 from nova_async.common.tokens import TokenCodec
 
 
@@ -69,10 +70,6 @@ async def running(pool: asyncpg.Pool, roles: list[str], state_dir: Path,
         yield Harness(http=client, bus=bus, pool=pool, deps=deps, roles=built)
     finally:
         await client.close()
+        await drain(list(built.values()), tasks, time.monotonic() + 30)
         bus.stop_intake()
-        for r in built.values():
-            r.stopping.set()
-        _, pending = await asyncio.wait(tasks, timeout=30) if tasks else (set(), set())
-        for t in pending:
-            t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

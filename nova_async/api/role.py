@@ -17,6 +17,7 @@ from nova_async.role import Role
 
 class ComputeApiRole(Role):
     name = "api"
+    stop_tier = 0
 
     def http(self) -> tuple[str, web.Application]:
         bus = self.bus

@@ -4,6 +4,7 @@ received message to its handler, errors included."""
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -33,8 +34,10 @@ class Bus(abc.ABC):
         """Tell every listener that something happened."""
 
     @abc.abstractmethod
-    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64) -> None:
-        """Handle messages on `topic` until intake stops, then wait for those in flight."""
+    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
+                      until: asyncio.Event | None = None) -> None:
+        """Handle messages on `topic` until `until` is set (or all intake stops), then wait
+        for the messages in flight."""
 
     @abc.abstractmethod
     def stop_intake(self) -> None:

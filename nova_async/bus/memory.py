@@ -68,13 +68,15 @@ class MemoryBus(Bus):
     def stop_intake(self) -> None:
         self._closing.set()
 
-    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64) -> None:
+    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
+                      until: asyncio.Event | None = None) -> None:
         queue = self._queue(topic)
         slots = asyncio.Semaphore(concurrency)
-        closing = asyncio.create_task(self._closing.wait(), name=f"bus:{topic}:closing")
+        stops = [self._closing] + ([until] if until is not None else [])
+        closing = asyncio.create_task(_first(stops), name=f"bus:{topic}:closing")
         try:
             async with asyncio.TaskGroup() as tg:
-                while not self._closing.is_set():
+                while not any(e.is_set() for e in stops):
                     await slots.acquire()
                     getter = asyncio.ensure_future(queue.get())
                     done, _ = await asyncio.wait({getter, closing}, return_when=asyncio.FIRST_COMPLETED)
@@ -87,6 +89,7 @@ class MemoryBus(Bus):
                                    name=f"bus:{topic}:handler")
         finally:
             closing.cancel()
+            await asyncio.gather(closing, return_exceptions=True)
 
     @staticmethod
     async def _handle(topic: str, data: bytes, reply: asyncio.Future[bytes] | None,
@@ -102,3 +105,14 @@ class MemoryBus(Bus):
                     log.warning("cast failed", topic=topic, error=error.message, code=error.code)
         finally:
             slots.release()
+
+
+async def _first(events: list[asyncio.Event]) -> None:
+    """Return as soon as any of `events` is set."""
+    waiters = [asyncio.create_task(e.wait(), name="bus:stop-wait") for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)

@@ -31,6 +31,7 @@ CQ = queries("conductor")
 
 class ConductorRole(Role):
     name = "conductor"
+    stop_tier = 0
 
     def __init__(self, deps) -> None:
         super().__init__(deps)
@@ -42,7 +43,7 @@ class ConductorRole(Role):
     async def run(self) -> None:
         self.ready.set()
         await self._resume_unscheduled()
-        await self.bus.consume(TOPIC, self._handle)
+        await self.serve(TOPIC, self._handle)
 
     async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
         return await self._handlers[type(msg)](msg, context or admin_context())

@@ -1,0 +1,192 @@
+"""Building one instance on this host, from its database row to a running guest.
+
+Network allocation and block-device preparation run at the same time (they wait on
+different services and disks); then the domain is defined and started and the row becomes
+ACTIVE. Each step is an instance-action event. Any failure tears down whatever was made
+and leaves the instance in ERROR with a fault that says why; a delete that raced in wins.
+
+Building is idempotent, which start-up recovery relies on: ports come back the same,
+disks are made afresh, and a domain left from an earlier attempt is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import asyncpg
+import structlog
+
+from nova_async.common import errors
+from nova_async.compute import disks
+from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
+from nova_async.compute.host import Host, describe
+from nova_async.compute.terminate import teardown, terminate
+from nova_async.db import instances
+from nova_async.db.instances import Q as IQ
+from nova_async.network.messages import IpInfo, RequestedNetwork, Vif
+
+log = structlog.get_logger("compute.build")
+T = TypeVar("T")
+
+
+class DeleteRaced(errors.Conflict):
+    """The instance was deleted while it was being built."""
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    ephemeral_gb: int
+    swap_mb: int
+
+    @classmethod
+    def from_row(cls, data: Any) -> Flavor:
+        if not isinstance(data, dict):
+            raise errors.InvalidInput("the instance has no flavor")
+
+        def number(key: str, minimum: int) -> int:
+            value = data.get(key) or 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise errors.InvalidInput(f"flavor {key} must be an integer >= {minimum}, got {value!r}")
+            return value
+
+        return cls(name=str(data.get("name") or ""), vcpus=number("vcpus", 1),
+                   memory_mb=number("memory_mb", 1), root_gb=number("root_gb", 0),
+                   ephemeral_gb=number("ephemeral_gb", 0), swap_mb=number("swap", 0))
+
+
+def vif_record(vif: Vif) -> dict[str, Any]:
+    """How a port is kept in instances.network_info (plain JSON, no message tags)."""
+    return {"port_id": vif.port_id, "network_id": vif.network_id, "network_name": vif.network_name,
+            "mac_address": vif.mac_address, "ips": [ip_record(ip) for ip in vif.ips],
+            "bridge": vif.bridge, "tap": vif.tap or tap_name(vif.port_id), "mtu": vif.mtu}
+
+
+def ip_record(ip: IpInfo) -> dict[str, Any]:
+    return {"address": ip.address, "version": ip.version, "subnet_id": ip.subnet_id, "cidr": ip.cidr,
+            "gateway": ip.gateway}
+
+
+def tap_name(port_id: str) -> str:
+    return ("tap" + port_id)[:14]  # Nova's convention; fits Linux's 15-byte limit
+
+
+def requested_networks(data: Any) -> list[RequestedNetwork]:
+    if not isinstance(data, list):
+        raise errors.InvalidInput("requested_networks must be a list")
+    keys = ("network_id", "port_id", "fixed_ip")
+    return [RequestedNetwork(**{k: item.get(k) for k in keys}) for item in data if isinstance(item, dict)]
+
+
+async def _settled(step: Awaitable[T]) -> T | BaseException:
+    # Both branches always run to their end, so the clean-up knows what exists.
+    try:
+        return await step
+    except Exception as exc:
+        return exc
+
+
+async def build_and_run(host: Host, instance_uuid: str, request_id: str) -> None:
+    try:
+        row = await instances.get(host.pool, instance_uuid)
+    except errors.NotFound:
+        log.info("build skipped: the instance is gone")
+        return
+    if row["task_state"] == "deleting" or row["vm_state"] != "building":
+        log.info("build skipped", vm_state=row["vm_state"], task_state=row["task_state"])
+        return
+    if row["host"] not in (None, host.name):
+        log.warning("build skipped: the instance was placed on another host", instance_host=row["host"])
+        return
+    await host.notify("instance.create.start", instance_uuid)
+    try:
+        async with instances.event(host.pool, instance_uuid, request_id, "compute_build_and_run_instance",
+                                   host.name):
+            await _build(host, row, request_id)
+    except DeleteRaced:
+        log.info("instance deleted while building; finishing the delete")
+        await terminate(host, instance_uuid, request_id)
+        return
+    except Exception as exc:
+        await _fail(host, instance_uuid, request_id, exc)
+        return
+    log.info("instance active")
+    await host.notify("instance.create.end", instance_uuid, state="active")
+    await instances.finish_action(host.pool, instance_uuid, request_id)
+
+
+async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
+    instance_uuid = str(row["uuid"])
+    flavor = Flavor.from_row(row["flavor"])
+    requested = requested_networks(row["requested_networks"])
+    async with asyncio.TaskGroup() as tg:
+        net = tg.create_task(_settled(_network(host, row, requested, request_id)),
+                             name=f"compute:{instance_uuid}:network")
+        blk = tg.create_task(_settled(_block_devices(host, row, flavor, request_id)),
+                             name=f"compute:{instance_uuid}:block-devices")
+    for outcome in (net.result(), blk.result()):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    vifs: list[Vif] = net.result()  # type: ignore[assignment]
+    disk_list: list[disks.Disk] = blk.result()  # type: ignore[assignment]
+    async with instances.event(host.pool, instance_uuid, request_id, "compute_spawn", host.name):
+        spec = DomainSpec(
+            instance_uuid=instance_uuid, display_name=row["display_name"], project_id=row["project_id"],
+            flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+            domain_type=host.domain_type, disks=tuple(disk_list),
+            interfaces=tuple(Interface(mac=v.mac_address, tap=v.tap or tap_name(v.port_id), bridge=v.bridge,
+                                       mtu=v.mtu) for v in vifs))
+        xml = domain_xml(spec)
+        await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
+        await host.hypervisor.start(xml)
+    if await host.pool.fetchrow(IQ.set_active, instance_uuid) is None:
+        raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
+
+
+async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNetwork],
+                   request_id: str) -> list[Vif]:
+    instance_uuid = str(row["uuid"])
+    async with instances.event(host.pool, instance_uuid, request_id, "compute_allocate_network", host.name):
+        vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
+        await host.pool.execute(IQ.set_network_info, instance_uuid, [vif_record(v) for v in vifs])
+    return vifs
+
+
+async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
+                         request_id: str) -> list[disks.Disk]:
+    instance_uuid = str(row["uuid"])
+    async with instances.event(host.pool, instance_uuid, request_id, "compute_prepare_block_devices",
+                               host.name):
+        if not row["image_ref"]:
+            raise errors.InvalidInput("Booting from a volume is not supported yet: "
+                                      "the instance has no image.")
+        image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
+        base = await host.images.fetch(image)
+        return await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
+                                   ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
+
+
+async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception) -> None:
+    reason = describe(exc)
+    log.error("build failed", reason=reason)
+    problems = await teardown(host, instance_uuid)
+    current = await host.pool.fetchrow(IQ.get, instance_uuid)
+    if current is not None and current["task_state"] == "deleting":
+        await terminate(host, instance_uuid, request_id)
+        return
+    if current is not None:
+        details = "".join(traceback.format_exception(exc))
+        if problems:
+            details = "clean-up left behind: " + "; ".join(problems) + "\n" + details
+        await instances.set_error(host.pool, instance_uuid, reason, host=host.name,
+                                  code=exc.status if isinstance(exc, errors.NovaAsyncError) else 500,
+                                  details=details)
+    await host.notify("instance.create.error", instance_uuid, reason=reason)
+    await instances.finish_action(host.pool, instance_uuid, request_id, None)

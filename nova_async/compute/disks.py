@@ -1,0 +1,127 @@
+"""Instance disks: a per-host cache of base images, and qcow2 overlays on top of them.
+
+Layout under `<state_dir>/instances/`:
+
+    _base/<image_id>      the image as a raw file, copied once per image
+    <instance_uuid>/disk  qcow2 overlay of the base, grown to the flavor's root_gb
+              disk.eph0   blank qcow2 of ephemeral_gb, when the flavor has one
+              disk.swap   blank qcow2 of swap MiB, when the flavor has one
+
+Two builds of the same image share one copy: a lock per image id decides who copies, the
+copy goes to a temporary name and is renamed into place, so a reader never sees half a
+file and a crash mid-copy leaves only a `.part` file for the next start to sweep away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import uuid as uuidlib
+from pathlib import Path
+
+import structlog
+
+from nova_async.common import errors
+from nova_async.compute.domain_xml import Disk, canonical_uuid
+from nova_async.image.messages import ImageInfo
+
+log = structlog.get_logger("compute.disks")
+
+BASE_DIR = "_base"
+PART_SUFFIX = ".part"
+GiB = 1024 ** 3
+_IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+
+
+async def qemu_img(*args: str) -> None:
+    proc = await asyncio.create_subprocess_exec("qemu-img", *args, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        text = out.decode(errors="replace").strip()[-500:]
+        raise errors.NovaAsyncError(f"qemu-img {args[0]} failed ({proc.returncode}): {text}")
+
+
+class ImageCache:
+    """Base images for every host of this process (simulated hosts share one directory)."""
+
+    def __init__(self, instances_root: Path) -> None:
+        self.base_dir = instances_root / BASE_DIR
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def fetch(self, image: ImageInfo) -> Path:
+        if not _IMAGE_ID.match(image.id):
+            raise errors.InvalidInput(f"image id {image.id!r} cannot name a file")
+        if not image.path:
+            raise errors.Conflict(f"Image {image.id} has no data to boot from.")
+        target = self.base_dir / image.id
+        if target.exists():
+            return target
+        async with self._locks.setdefault(image.id, asyncio.Lock()):
+            if target.exists():
+                return target
+            await self._copy(image, target)
+        return target
+
+    async def _copy(self, image: ImageInfo, target: Path) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.base_dir / f".{image.id}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
+        try:
+            if image.disk_format == "qcow2":
+                # Overlays sit on raw bases (as Nova's image cache does by default).
+                await qemu_img("convert", "-q", "-f", "qcow2", "-O", "raw", image.path, str(tmp))
+            else:
+                await asyncio.to_thread(shutil.copyfile, image.path, tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise errors.NovaAsyncError(f"cannot copy image {image.id} into the image cache: "
+                                        f"{exc.strerror or exc}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        log.info("image cached", image_id=image.id, bytes=target.stat().st_size)
+
+    def sweep_partial(self) -> None:
+        """Remove copies a crash interrupted (only at start-up, when no copy is running)."""
+        if self.base_dir.is_dir():
+            for stale in self.base_dir.glob(f".*{PART_SUFFIX}"):
+                stale.unlink(missing_ok=True)
+
+
+def instance_dir(instances_root: Path, instance_uuid: str) -> Path:
+    return instances_root / canonical_uuid(instance_uuid)
+
+
+async def remove_instance_dir(instances_root: Path, instance_uuid: str) -> bool:
+    path = instance_dir(instances_root, instance_uuid)
+    if not path.exists():
+        return False
+    await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+    return True
+
+
+async def prepare(instances_root: Path, instance_uuid: str, base: Path, *, root_gb: int,
+                  ephemeral_gb: int, swap_mb: int) -> list[Disk]:
+    """Make the instance's disks from scratch (anything already there is discarded)."""
+    if root_gb and base.stat().st_size > root_gb * GiB:
+        raise errors.InvalidInput(f"Flavor's disk is too small for requested image: the image is "
+                                  f"{base.stat().st_size} bytes, the flavor's disk {root_gb} GiB.")
+    path = instance_dir(instances_root, instance_uuid)
+    if path.exists():
+        await asyncio.to_thread(shutil.rmtree, path)
+    path.mkdir(parents=True)
+    root = path / "disk"
+    size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
+    await qemu_img("create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base), str(root), *size)
+    disks = [Disk(path=str(root), target="vda")]
+    if ephemeral_gb:
+        eph = path / "disk.eph0"
+        await qemu_img("create", "-q", "-f", "qcow2", str(eph), f"{ephemeral_gb}G")
+        disks.append(Disk(path=str(eph), target="vdb"))
+    if swap_mb:
+        swap = path / "disk.swap"
+        await qemu_img("create", "-q", "-f", "qcow2", str(swap), f"{swap_mb}M")
+        disks.append(Disk(path=str(swap), target=f"vd{'c' if ephemeral_gb else 'b'}"))
+    return disks

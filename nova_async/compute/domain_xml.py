@@ -1,0 +1,208 @@
+"""The libvirt domain XML for one instance, built from checked values.
+
+Everything a user chose (the server's name, its project) reaches the hypervisor only as
+element text or attribute values that ElementTree escapes; nothing is pasted into a string.
+Values that end up in device definitions (MACs, tap names, paths) are validated here, so a
+bad value fails the build with a clear message instead of a libvirt parse error — or worse,
+a definition that means something else.
+
+The same XML serves libvirt's test driver and QEMU/KVM; only the domain type differs.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from nova_async.common.errors import InvalidInput
+
+NAME_PREFIX = "instance-"
+# Our own metadata namespace: marks domains as ours and carries what an operator wants to see.
+NS = "urn:nova-async:instance:1.0"
+ET.register_namespace("nova-async", NS)
+
+DOMAIN_TYPES = ("test", "qemu", "kvm")
+DISK_FORMATS = ("raw", "qcow2")
+
+_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+# Linux interface names: at most 15 bytes, no slash, no whitespace; we allow a safe subset.
+_IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_TARGET = re.compile(r"^(vd|sd|hd)[a-z]{1,2}$")
+# Characters XML 1.0 cannot carry at all, even escaped.
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_MAX_TEXT = 255
+
+
+def domain_name(instance_uuid: str) -> str:
+    return NAME_PREFIX + canonical_uuid(instance_uuid)
+
+
+def uuid_from_domain_name(name: str) -> str | None:
+    """The instance UUID of one of our domains, or None for a domain that is not ours."""
+    if not name.startswith(NAME_PREFIX):
+        return None
+    rest = name[len(NAME_PREFIX):]
+    try:
+        canonical = str(uuidlib.UUID(rest))
+    except ValueError:
+        return None
+    return canonical if canonical == rest else None
+
+
+def canonical_uuid(value: str) -> str:
+    try:
+        return str(uuidlib.UUID(str(value)))
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not a UUID") from None
+
+
+def xml_text(value: str, what: str) -> str:
+    """User text made safe to carry in XML: unrepresentable characters replaced, length capped."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string")
+    return _NOT_XML.sub("\ufffd", value)[:_MAX_TEXT]
+
+
+def _positive_int(value: object, what: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(f"{what} must be an integer from 1 to {maximum}, got {value!r}")
+    return value
+
+
+def _path(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value.startswith("/") or _NOT_XML.search(value) or "\n" in value:
+        raise InvalidInput(f"{what} must be an absolute path, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Disk:
+    path: str
+    target: str
+    format: str = "qcow2"
+
+    def __post_init__(self) -> None:
+        _path(self.path, "disk path")
+        if not _TARGET.match(self.target):
+            raise InvalidInput(f"disk target {self.target!r} is not a device name like vda")
+        if self.format not in DISK_FORMATS:
+            raise InvalidInput(f"disk format {self.format!r} is not one of {', '.join(DISK_FORMATS)}")
+
+
+@dataclass(frozen=True)
+class Interface:
+    mac: str
+    tap: str
+    bridge: str = ""
+    mtu: int = 1500
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mac, str) or not _MAC.match(self.mac.lower()):
+            raise InvalidInput(f"MAC address {self.mac!r} is not of the form aa:bb:cc:dd:ee:ff")
+        object.__setattr__(self, "mac", self.mac.lower())
+        if not _IFNAME.match(self.tap or ""):
+            raise InvalidInput(f"tap device name {self.tap!r} is not a valid interface name")
+        if self.bridge and not _IFNAME.match(self.bridge):
+            raise InvalidInput(f"bridge name {self.bridge!r} is not a valid interface name")
+        if isinstance(self.mtu, bool) or not isinstance(self.mtu, int) or not 68 <= self.mtu <= 65535:
+            raise InvalidInput(f"MTU {self.mtu!r} is out of range 68..65535")
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    instance_uuid: str
+    display_name: str
+    memory_mb: int
+    vcpus: int
+    domain_type: str
+    project_id: str = ""
+    flavor_name: str = ""
+    disks: tuple[Disk, ...] = ()
+    interfaces: tuple[Interface, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "instance_uuid", canonical_uuid(self.instance_uuid))
+        for attr in ("display_name", "project_id", "flavor_name"):
+            object.__setattr__(self, attr, xml_text(getattr(self, attr), attr))
+        _positive_int(self.memory_mb, "memory_mb", 16 * 1024 * 1024)
+        _positive_int(self.vcpus, "vcpus", 1024)
+        if self.domain_type not in DOMAIN_TYPES:
+            raise InvalidInput(f"domain type {self.domain_type!r} is not one of {', '.join(DOMAIN_TYPES)}")
+        targets = [d.target for d in self.disks]
+        if len(set(targets)) != len(targets):
+            raise InvalidInput(f"two disks share a target device: {targets}")
+        taps = [i.tap for i in self.interfaces]
+        if len(set(taps)) != len(taps):
+            raise InvalidInput(f"two interfaces share a tap device: {taps}")
+
+    @property
+    def name(self) -> str:
+        return NAME_PREFIX + self.instance_uuid
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    el = ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        el.text = text
+    return el
+
+
+def _metadata(parent: ET.Element, spec: DomainSpec) -> None:
+    meta = _sub(parent, "metadata")
+    inst = _sub(meta, f"{{{NS}}}instance", uuid=spec.instance_uuid)
+    _sub(inst, f"{{{NS}}}name", spec.display_name)
+    _sub(inst, f"{{{NS}}}project", id=spec.project_id)
+    _sub(inst, f"{{{NS}}}flavor", name=spec.flavor_name, vcpus=str(spec.vcpus), memory_mb=str(spec.memory_mb))
+
+
+def _disk(devices: ET.Element, disk: Disk) -> None:
+    el = _sub(devices, "disk", type="file", device="disk")
+    _sub(el, "driver", name="qemu", type=disk.format)
+    _sub(el, "source", file=disk.path)
+    _sub(el, "target", dev=disk.target, bus="virtio")
+
+
+def _interface(devices: ET.Element, vif: Interface) -> None:
+    # A bridge the network service made: plug the tap into it. Without one, libvirt just
+    # creates the tap (type 'ethernet') and the network service wires it up.
+    el = _sub(devices, "interface", type="bridge" if vif.bridge else "ethernet")
+    _sub(el, "mac", address=vif.mac)
+    if vif.bridge:
+        _sub(el, "source", bridge=vif.bridge)
+    _sub(el, "target", dev=vif.tap)
+    _sub(el, "model", type="virtio")
+    _sub(el, "mtu", size=str(vif.mtu))
+
+
+def domain_xml(spec: DomainSpec) -> str:
+    dom = ET.Element("domain", type=spec.domain_type)
+    _sub(dom, "name", spec.name)
+    _sub(dom, "uuid", spec.instance_uuid)
+    # libvirt refuses a title with line breaks; the metadata keeps the name exactly.
+    _sub(dom, "title", " ".join(spec.display_name.splitlines()))
+    _metadata(dom, spec)
+    _sub(dom, "memory", str(spec.memory_mb), unit="MiB")
+    _sub(dom, "currentMemory", str(spec.memory_mb), unit="MiB")
+    _sub(dom, "vcpu", str(spec.vcpus))
+    os_el = _sub(dom, "os")
+    _sub(os_el, "type", "hvm")
+    _sub(os_el, "boot", dev="hd")
+    features = _sub(dom, "features")
+    _sub(features, "acpi")  # lets a guest's poweroff end the domain
+    _sub(features, "apic")
+    _sub(dom, "clock", offset="utc")
+    _sub(dom, "on_poweroff", "destroy")
+    _sub(dom, "on_reboot", "restart")
+    _sub(dom, "on_crash", "destroy")
+    devices = _sub(dom, "devices")
+    for disk in spec.disks:
+        _disk(devices, disk)
+    for vif in spec.interfaces:
+        _interface(devices, vif)
+    serial = _sub(devices, "serial", type="pty")
+    _sub(serial, "target", port="0")
+    console = _sub(devices, "console", type="pty")
+    _sub(console, "target", type="serial", port="0")
+    return ET.tostring(dom, encoding="unicode")

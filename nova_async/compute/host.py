@@ -1,0 +1,61 @@
+"""Everything one compute host works with, in one place for the build and terminate steps.
+
+A process runs one real host or several simulated ones; each has its own name, libvirt
+connection and placement provider, and they share the database, the bus and the image
+cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import structlog
+
+from nova_async.bus import Bus, Notification
+from nova_async.common import errors
+from nova_async.compute.disks import ImageCache
+from nova_async.compute.hypervisor import Hypervisor
+from nova_async.image.client import ImageClient
+from nova_async.network.client import NetworkClient
+from nova_async.placement.client import PlacementClient
+
+log = structlog.get_logger("compute")
+
+
+def describe(exc: BaseException) -> str:
+    """The reason a user is shown: our errors carry one; anything else is named by its type."""
+    if isinstance(exc, errors.NovaAsyncError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class Host:
+    name: str
+    hypervisor: Hypervisor
+    pool: asyncpg.Pool
+    bus: Bus
+    images: ImageCache
+    instances_root: Path
+    disk_gb: int = 0            # fixed size for simulated hosts; 0 = measure instances_root
+    node_uuid: str = ""         # set at registration: the compute node and its provider
+    service_id: str = ""
+    domain_type: str = "test"   # set at registration, from what the hypervisor is
+    network: NetworkClient = field(init=False)
+    image: ImageClient = field(init=False)
+    placement: PlacementClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.network = NetworkClient(self.bus)
+        self.image = ImageClient(self.bus)
+        self.placement = PlacementClient(self.bus)
+
+    async def notify(self, event_type: str, instance_uuid: str, **payload: Any) -> None:
+        """Tell listeners (instance.create.end, …); never let a listener fail the work."""
+        try:
+            await self.bus.publish(Notification(event_type=event_type, payload={
+                "instance_uuid": instance_uuid, "host": self.name, **payload}))
+        except Exception:
+            log.exception("notification failed", event_type=event_type)

@@ -1,0 +1,95 @@
+"""Start-up reconciliation: the database is the truth, the host is made to agree with it.
+
+Run before a host takes any new work:
+- a domain named `instance-<uuid>` whose instance is gone (deleted, or never recorded) is
+  an orphan: it is stopped and undefined. Domains we did not name are not ours to touch;
+- an instance directory with no live instance is removed (done once per process, since
+  simulated hosts share the directory);
+- an instance this host was deleting is terminated again (every step is idempotent);
+- an instance this host was building is built again from scratch. We rebuild rather than
+  fail it: its placement claim still stands, its ports come back the same, its disks and
+  domain are remade, and the user gets the server they asked for instead of an ERROR they
+  did nothing to cause. If the rebuild fails, the usual failure path cleans up and sets
+  ERROR with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid as uuidlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import structlog
+
+from nova_async.compute.domain_xml import domain_name
+from nova_async.compute.host import Host
+from nova_async.db.queries import queries
+
+log = structlog.get_logger("compute.recovery")
+Q = queries("compute")
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    instance_uuid: str
+    kind: str            # "build" or "terminate"
+    request_id: str
+
+
+def _uuid_name(name: str) -> str | None:
+    try:
+        canonical = str(uuidlib.UUID(name))
+    except ValueError:
+        return None
+    return canonical if canonical == name else None
+
+
+async def sweep_instance_dirs(pool: asyncpg.Pool, instances_root: Path) -> list[str]:
+    """Remove instance directories whose instance no longer exists; returns their uuids."""
+    if not instances_root.is_dir():
+        return []
+    found = [u for p in instances_root.iterdir() if p.is_dir() and (u := _uuid_name(p.name))]
+    if not found:
+        return []
+    live = {str(r["uuid"]) for r in await pool.fetch(Q.live_instances, found)}
+    removed = sorted(set(found) - live)
+    for instance_uuid in removed:
+        await asyncio.to_thread(shutil.rmtree, instances_root / instance_uuid, ignore_errors=True)
+        log.info("removed orphan instance directory", instance_uuid=instance_uuid)
+    return removed
+
+
+async def sweep_orphan_domains(host: Host) -> list[str]:
+    """Stop and undefine our domains whose instance no longer exists; returns their uuids.
+
+    A domain whose live instance the database places on another host is left alone, with a
+    warning: destroying a guest cannot be undone, and a renamed host or two hosts sharing
+    one libvirt must not wipe each other's guests."""
+    present = await host.hypervisor.instance_uuids()
+    if not present:
+        return []
+    rows = await host.pool.fetch(Q.instance_hosts, list(present))
+    live = {str(r["uuid"]): r["host"] for r in rows}
+    for instance_uuid, owner in sorted(live.items()):
+        if owner != host.name:
+            log.warning("domain of an instance placed elsewhere left alone", instance_uuid=instance_uuid,
+                        instance_host=owner)
+    removed = sorted(present - set(live))
+    for instance_uuid in removed:
+        await host.hypervisor.remove(domain_name(instance_uuid))
+        log.info("removed orphan domain", instance_uuid=instance_uuid)
+    return removed
+
+
+async def unfinished(host: Host) -> list[Unfinished]:
+    """Builds and deletes a restart interrupted on this host, in the order they were asked."""
+    work = []
+    for row in await host.pool.fetch(Q.unfinished_on_host, host.name):
+        kind = "terminate" if row["task_state"] == "deleting" else "build"
+        # Events go under the action the user started; a row without one still gets done.
+        request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
+        work.append(Unfinished(str(row["uuid"]), kind, request_id))
+    return work

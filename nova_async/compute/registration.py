@@ -1,0 +1,70 @@
+"""A compute host reporting in: its service row, its compute node, its placement provider,
+and the heartbeat that keeps the service "up" for the scheduler and the API.
+
+Nova's compute does this in `init_host` plus the resource tracker's periodic update; here
+it is one call at start and one UPDATE every `HEARTBEAT_SECONDS`."""
+
+from __future__ import annotations
+
+import shutil
+import uuid as uuidlib
+
+import structlog
+
+from nova_async.compute.host import Host
+from nova_async.config import ComputeSettings
+from nova_async.db.queries import queries
+from nova_async.placement.messages import InventoryRecord
+
+log = structlog.get_logger("compute.registration")
+Q = queries("compute")
+
+BINARY = "nova-compute"
+TOPIC = "compute"
+HEARTBEAT_SECONDS = 10.0
+GiB = 1024 ** 3
+
+
+def inventories(vcpus: int, memory_mb: int, disk_gb: int, c: ComputeSettings) -> dict[str, InventoryRecord]:
+    return {
+        "VCPU": InventoryRecord(total=vcpus, max_unit=vcpus, allocation_ratio=c.cpu_allocation_ratio),
+        "MEMORY_MB": InventoryRecord(total=memory_mb, max_unit=memory_mb,
+                                     reserved=min(c.reserved_host_memory_mb, memory_mb),
+                                     allocation_ratio=c.ram_allocation_ratio),
+        "DISK_GB": InventoryRecord(total=disk_gb, max_unit=disk_gb, allocation_ratio=c.disk_allocation_ratio),
+    }
+
+
+def local_disk_gb(host: Host) -> int:
+    """The size of the filesystem holding instance disks (simulated hosts: as configured).
+
+    The whole filesystem, not its free space: placement subtracts what instances use, and
+    counting free space too would shrink the inventory by every existing disk at each restart
+    (this is also what Nova's libvirt driver reports)."""
+    if host.disk_gb:
+        return host.disk_gb
+    host.instances_root.mkdir(parents=True, exist_ok=True)
+    return shutil.disk_usage(host.instances_root).total // GiB
+
+
+async def register(host: Host, settings: ComputeSettings) -> None:
+    facts = await host.hypervisor.facts()
+    disk_gb = local_disk_gb(host)
+    async with host.pool.acquire() as conn, conn.transaction():
+        service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
+        node_uuid = await conn.fetchval(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
+                                        facts.hypervisor_type, facts.hypervisor_version, facts.vcpus,
+                                        facts.memory_mb, disk_gb, service_id)
+    host.service_id, host.node_uuid = str(service_id), str(node_uuid)
+    host.domain_type = facts.domain_type
+    await host.placement.ensure_provider(host.node_uuid, host.name,
+                                         inventories(facts.vcpus, facts.memory_mb, disk_gb, settings))
+    log.info("compute host registered", host=host.name, node_uuid=host.node_uuid, vcpus=facts.vcpus,
+             memory_mb=facts.memory_mb, disk_gb=disk_gb, hypervisor=facts.hypervisor_type)
+
+
+async def heartbeat(host: Host) -> None:
+    try:
+        await host.pool.execute(Q.heartbeat, host.service_id)
+    except Exception as exc:  # a database blip must not take the host down; the next beat retries
+        log.warning("heartbeat failed", host=host.name, error=str(exc))

@@ -1,0 +1,148 @@
+"""The compute role: one or more compute hosts, each serving its own bus topic.
+
+Per host, in order: open its libvirt connection → register (service, compute node,
+placement provider) → reconcile with the database (recovery.py) → then take work from
+`compute.<host>` and beat every 10 s. The role is ready once every host has reconciled.
+
+Work for one instance is serialised by `InstanceWorkers`; different instances build in
+parallel. Shutdown: the supervisor stops bus intake (the consumers return) and sets
+`stopping` (the heartbeats return); each host's workers finish the jobs they hold; then
+the libvirt connections close, and last the libvirt thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import uuid as uuidlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import structlog
+
+from nova_async.bus import Message
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.compute import recovery, registration
+from nova_async.compute.build import build_and_run
+from nova_async.compute.client import topic
+from nova_async.compute.disks import ImageCache
+from nova_async.compute.domain_xml import canonical_uuid
+from nova_async.compute.host import Host
+from nova_async.compute.hypervisor import Hypervisor, runs_in_process
+from nova_async.compute.messages import BuildAndRunInstance, TerminateInstance
+from nova_async.compute.simhosts import host_specs
+from nova_async.compute.terminate import terminate
+from nova_async.compute.workers import InstanceWorkers
+from nova_async.role import Deps, Role
+
+log = structlog.get_logger("compute")
+
+LIBVIRT_THREADS = 8        # concurrent blocking libvirt calls against a daemon
+RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes redone at once per host
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str              # "build" or "terminate"
+    request_id: str
+
+
+class ComputeRole(Role):
+    name = "compute"
+    stop_tier = 0
+
+    def __init__(self, deps: Deps) -> None:
+        super().__init__(deps)
+        self.hosts: dict[str, Host] = {}  # by host name; tests look at their hypervisors
+
+    async def run(self) -> None:
+        specs = host_specs(self.settings)
+        instances_root = (self.settings.state_path / "instances").resolve()
+        instances_root.mkdir(parents=True, exist_ok=True)
+        images = ImageCache(instances_root)
+        async with contextlib.AsyncExitStack() as stack:
+            executor = None
+            if not all(runs_in_process(s.uri) for s in specs):
+                executor = ThreadPoolExecutor(LIBVIRT_THREADS, thread_name_prefix="libvirt")
+                stack.callback(executor.shutdown, wait=True)  # last: connections close through it
+            for spec in specs:
+                hypervisor = Hypervisor(spec.uri, None if runs_in_process(spec.uri) else executor)
+                await hypervisor.open()
+                stack.push_async_callback(hypervisor.close)
+                self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=self.pool,
+                                             bus=self.bus, images=images, instances_root=instances_root,
+                                             disk_gb=spec.disk_gb)
+            # Before any host builds: nothing may be half-copied or half-removed under it.
+            images.sweep_partial()
+            await recovery.sweep_instance_dirs(self.pool, instances_root)
+            async with asyncio.TaskGroup() as tg:
+                started = []
+                for host in self.hosts.values():
+                    started.append(ready := asyncio.Event())
+                    tg.create_task(self._run_host(host, ready), name=f"compute:{host.name}")
+                for ready in started:
+                    await ready.wait()
+                self.ready.set()
+                log.info("compute ready", hosts=",".join(self.hosts))
+
+    async def _run_host(self, host: Host, started: asyncio.Event) -> None:
+        structlog.contextvars.bind_contextvars(host=host.name)
+        await registration.register(host, self.settings.compute)
+        await self._recover(host)
+        started.set()
+        handle = functools.partial(self._handle, host)
+        async with InstanceWorkers(handle, name=f"compute:{host.name}") as workers:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self._heartbeat(host), name=f"compute:{host.name}:heartbeat")
+                # Returns once the role is told to stop; the workers then finish their jobs.
+                intake = functools.partial(self._on_message, workers)
+                tg.create_task(self.serve(topic(host.name), intake),
+                               name=f"compute:{host.name}:consume")
+        log.info("compute host stopped")
+
+    async def _heartbeat(self, host: Host) -> None:
+        while not await self.sleep_unless_stopping(registration.HEARTBEAT_SECONDS):
+            await registration.heartbeat(host)
+
+    async def _recover(self, host: Host) -> None:
+        await recovery.sweep_orphan_domains(host)
+        work = await recovery.unfinished(host)
+        if not work:
+            return
+        log.info("resuming interrupted work", builds=sum(w.kind == "build" for w in work),
+                 deletes=sum(w.kind == "terminate" for w in work))
+        slots = asyncio.Semaphore(RECOVERY_CONCURRENCY)
+
+        async def redo(item: recovery.Unfinished) -> None:
+            async with slots:
+                with structlog.contextvars.bound_contextvars(instance_uuid=item.instance_uuid):
+                    try:
+                        await self._handle(host, item.instance_uuid, Job(item.kind, item.request_id))
+                    except Exception:
+                        log.exception("recovery of an instance failed")
+
+        # Nothing else touches these instances yet: the host is not consuming.
+        async with asyncio.TaskGroup() as tg:
+            for item in work:
+                tg.create_task(redo(item), name=f"compute:{host.name}:recover:{item.instance_uuid}")
+
+    async def _on_message(self, workers: InstanceWorkers[Job], msg: Message,
+                          context: RequestContext | None) -> None:
+        if isinstance(msg, BuildAndRunInstance):
+            kind = "build"
+        elif isinstance(msg, TerminateInstance):
+            kind = "terminate"
+        else:
+            raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
+        request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
+        workers.submit(canonical_uuid(msg.instance_uuid), Job(kind, request_id))
+
+    @staticmethod
+    async def _handle(host: Host, instance_uuid: str, job: Job) -> None:
+        with structlog.contextvars.bound_contextvars(request_id=job.request_id):
+            if job.kind == "build":
+                await build_and_run(host, instance_uuid, job.request_id)
+            else:
+                await terminate(host, instance_uuid, job.request_id)

@@ -1,0 +1,66 @@
+"""Taking an instance off this host: the guest, its disks, its ports and its allocations.
+
+`teardown` is the one clean-up both paths use: a failed build (which then leaves the
+instance in ERROR) and a terminate (which then marks the row deleted). Every step
+tolerates "already gone", so it can run again after a crash, after a half-finished build,
+or twice in a row."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from nova_async.common import errors
+from nova_async.compute.disks import remove_instance_dir
+from nova_async.compute.domain_xml import domain_name
+from nova_async.compute.host import Host, describe
+from nova_async.db import instances
+from nova_async.db.instances import Q as IQ
+
+log = structlog.get_logger("compute.terminate")
+
+
+async def teardown(host: Host, instance_uuid: str) -> list[str]:
+    """Remove everything this host holds for the instance; returns what could not be removed."""
+    steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+        ("guest", lambda: host.hypervisor.remove(domain_name(instance_uuid))),
+        ("disks", lambda: remove_instance_dir(host.instances_root, instance_uuid)),
+        ("ports", lambda: host.network.deallocate(instance_uuid)),
+        ("allocations", lambda: host.placement.delete_allocations(instance_uuid)),
+    ]
+    problems = []
+    for what, step in steps:
+        try:
+            await step()
+        except Exception as exc:
+            log.warning("clean-up step failed", step=what, error=describe(exc))
+            problems.append(f"{what}: {describe(exc)}")
+    return problems
+
+
+async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
+    row = await host.pool.fetchrow(IQ.get_any, instance_uuid)
+    live = row is not None and row["deleted_at"] is None
+    if live and row["host"] not in (None, host.name):
+        log.warning("terminate ignored: the instance lives on another host", instance_host=row["host"])
+        return
+    await host.notify("instance.delete.start", instance_uuid)
+    try:
+        async with instances.event(host.pool, instance_uuid, request_id, "compute_terminate_instance",
+                                   host.name):
+            problems = await teardown(host, instance_uuid)
+            if problems:
+                raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
+            await host.pool.fetchval(IQ.mark_deleted, instance_uuid)
+    except Exception as exc:
+        log.error("terminate failed", error=describe(exc))
+        # As in Nova: ERROR with the reason; deleting again retries every step.
+        if live:
+            await instances.set_error(host.pool, instance_uuid,
+                                      f"Failed to terminate instance: {describe(exc)}", host=host.name)
+        await host.notify("instance.delete.error", instance_uuid, reason=describe(exc))
+    else:
+        log.info("instance terminated")
+        await host.notify("instance.delete.end", instance_uuid)
+    await instances.finish_action(host.pool, instance_uuid, request_id)

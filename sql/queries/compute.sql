@@ -1,0 +1,45 @@
+-- The compute role's own queries: its service and compute-node rows, and what it must
+-- reconcile at start-up. Instance state changes go through sql/queries/instances.sql.
+
+-- name: upsert_service
+-- $1 is a fresh id, used only when this host has never registered.
+INSERT INTO services (id, host, binary_name, topic, last_seen_up)
+VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (host, binary_name) DO UPDATE
+   SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now()
+RETURNING id;
+
+-- name: upsert_compute_node
+-- $1 is a fresh uuid, used only for a new hypervisor_hostname: a node keeps its uuid (and
+-- so its resource provider) across restarts.
+INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, hypervisor_type, hypervisor_version,
+                           vcpus, memory_mb, local_gb, service_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (hypervisor_hostname) DO UPDATE
+   SET host = EXCLUDED.host, hypervisor_type = EXCLUDED.hypervisor_type,
+       hypervisor_version = EXCLUDED.hypervisor_version, vcpus = EXCLUDED.vcpus,
+       memory_mb = EXCLUDED.memory_mb, local_gb = EXCLUDED.local_gb,
+       service_id = EXCLUDED.service_id, updated_at = now()
+RETURNING uuid;
+
+-- name: heartbeat
+UPDATE services SET last_seen_up = now() WHERE id = $1;
+
+-- name: live_instances
+-- Which of the uuids $1 still have an instance (on any host: simulated hosts share a disk).
+SELECT uuid FROM instances WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL;
+
+-- name: instance_hosts
+-- The live instances among the uuids $1, with the host each is placed on.
+SELECT uuid, host FROM instances WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL;
+
+-- name: unfinished_on_host
+-- Work a restart interrupted on host $1, with the request id of the action it belongs to.
+SELECT i.uuid, i.vm_state, i.task_state,
+       (SELECT a.request_id FROM instance_actions a
+         WHERE a.instance_uuid = i.uuid
+         ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
+  FROM instances i
+ WHERE i.host = $1 AND i.deleted_at IS NULL
+   AND (i.task_state = 'deleting' OR i.vm_state = 'building')
+ ORDER BY i.created_at;

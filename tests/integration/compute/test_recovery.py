@@ -1,0 +1,83 @@
+"""Start-up recovery on one host connected to libvirt's shared test:///default.
+
+test:///default lives as long as the process and is shared by every connection, so the
+test can leave a domain behind "before the restart" and watch compute reconcile it."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+import libvirt
+import pytest
+
+from nova_async.compute.domain_xml import domain_name
+from nova_async.network.messages import DeallocatePorts
+from nova_async.placement.messages import DeleteAllocations
+from tests.harness import running
+from tests.integration.compute.support import add_instance, events
+
+pytestmark = pytest.mark.usefixtures("fake_roles")
+ROLES = ["image", "network", "placement", "compute"]
+HOST = "recovery-host"
+
+
+def leave_domain(conn: libvirt.virConnect, instance_uuid: str) -> None:
+    dom = conn.defineXML(f"<domain type='test'><name>{domain_name(instance_uuid)}</name>"
+                         f"<uuid>{instance_uuid}</uuid><memory>65536</memory>"
+                         "<os><type>hvm</type></os></domain>")
+    dom.create()
+
+
+def domains(conn: libvirt.virConnect) -> set[str]:
+    return {d.name() for d in conn.listAllDomains()}
+
+
+async def test_restart_reconciles_host_with_database(pool, tmp_path):
+    conn = libvirt.open("test:///default")
+    orphan = str(uuidlib.uuid4())
+    deleting, deleting_rid = await add_instance(pool, host=HOST, task_state="deleting")
+    building, building_rid = await add_instance(pool, host=HOST)
+    active, _ = await add_instance(pool, host=HOST, vm_state="active", task_state=None)
+    elsewhere, _ = await add_instance(pool, host="other-host", vm_state="active", task_state=None)
+    try:
+        for left in (orphan, deleting, building, active, elsewhere):
+            leave_domain(conn, left)
+        for left in (orphan, deleting, active):
+            (tmp_path / "instances" / left).mkdir(parents=True)
+        (tmp_path / "instances" / "not-an-instance").mkdir()
+
+        async with running(pool, ROLES, tmp_path, compute={"host": HOST}) as h:
+            now = domains(conn)
+            # not ours, still wanted, or placed elsewhere (never destroy a guest on a guess): untouched
+            assert {"test", domain_name(active), domain_name(elsewhere)} <= now
+            # ours, and no instance accounts for it: gone
+            assert domain_name(orphan) not in now
+            assert not (tmp_path / "instances" / orphan).exists()
+            assert (tmp_path / "instances" / active).exists()
+            assert (tmp_path / "instances" / "not-an-instance").exists()
+
+            # the interrupted delete was finished
+            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", deleting)
+            assert row["deleted_at"] is not None
+            assert domain_name(deleting) not in now
+            assert not (tmp_path / "instances" / deleting).exists()
+            assert h.roles["network"].asked(DeallocatePorts, instance_uuid=deleting)
+            assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=deleting)
+            assert (await events(pool, deleting, deleting_rid))["compute_terminate_instance"] == "Success"
+
+            # the interrupted build was redone from scratch, under the user's original action
+            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", building)
+            assert (row["vm_state"], row["task_state"], row["power_state"]) == ("active", None, 1)
+            assert conn.lookupByName(domain_name(building)).isActive()
+            assert (tmp_path / "instances" / building / "disk").exists()
+            assert (await events(pool, building, building_rid))["compute_build_and_run_instance"] == "Success"
+    finally:
+        for left in (orphan, deleting, building, active, elsewhere):
+            try:
+                dom = conn.lookupByName(domain_name(left))
+            except libvirt.libvirtError:
+                continue
+            if dom.isActive():
+                dom.destroy()
+            dom.undefine()
+        conn.close()

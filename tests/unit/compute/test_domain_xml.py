@@ -1,0 +1,104 @@
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from nova_async.common.errors import InvalidInput
+from nova_async.compute.domain_xml import (NS, Disk, DomainSpec, Interface, domain_name, domain_xml,
+                                           uuid_from_domain_name)
+
+UUID = "0f7c3c4e-8b1e-4a53-9d1a-2f6a3c1b2d4e"
+
+
+def spec(**kw):
+    values = dict(instance_uuid=UUID, display_name="web", memory_mb=512, vcpus=2, domain_type="qemu",
+                  project_id="proj", flavor_name="m1.tiny",
+                  disks=(Disk(path="/var/lib/x/disk", target="vda"),),
+                  interfaces=(Interface(mac="FA:16:3E:00:00:01", tap="tap1234", bridge="br0"),))
+    values.update(kw)
+    return DomainSpec(**values)
+
+
+def test_hostile_display_name_is_escaped_and_round_trips():
+    name = 'a "quoted" <script>&amp; \'x\' ]]> name'
+    xml = domain_xml(spec(display_name=name))
+    assert "<script>" not in xml and '"quoted" <' not in xml
+    root = ET.fromstring(xml)
+    assert root.find(f"metadata/{{{NS}}}instance/{{{NS}}}name").text == name
+    assert root.findtext("title") == name
+    assert root.findtext("name") == f"instance-{UUID}"
+    # the name did not create or alter any element
+    assert [el.tag for el in root.find("devices")] == ["disk", "interface", "serial", "console"]
+
+
+def test_hostile_project_and_flavor_stay_attribute_values():
+    xml = domain_xml(spec(project_id='p" evil="1', flavor_name="<f>&"))
+    root = ET.fromstring(xml)
+    project = root.find(f"metadata/{{{NS}}}instance/{{{NS}}}project")
+    assert project.attrib == {"id": 'p" evil="1'}
+    assert root.find(f"metadata/{{{NS}}}instance/{{{NS}}}flavor").get("name") == "<f>&"
+
+
+def test_control_characters_cannot_break_the_document():
+    xml = domain_xml(spec(display_name="bad\x00\x07name\nline"))
+    root = ET.fromstring(xml)
+    assert root.find(f"metadata/{{{NS}}}instance/{{{NS}}}name").text == "bad\ufffd\ufffdname\nline"
+    assert "\n" not in root.findtext("title")
+
+
+def test_devices_are_described():
+    root = ET.fromstring(domain_xml(spec(domain_type="test")))
+    assert root.get("type") == "test"
+    assert root.findtext("uuid") == UUID
+    assert root.find("memory").text == "512" and root.find("memory").get("unit") == "MiB"
+    assert root.findtext("vcpu") == "2"
+    disk = root.find("devices/disk")
+    assert disk.find("source").get("file") == "/var/lib/x/disk"
+    assert disk.find("target").attrib == {"dev": "vda", "bus": "virtio"}
+    assert disk.find("driver").get("type") == "qcow2"
+    iface = root.find("devices/interface")
+    assert iface.get("type") == "bridge"
+    assert iface.find("mac").get("address") == "fa:16:3e:00:00:01"
+    assert iface.find("source").get("bridge") == "br0"
+    assert iface.find("target").get("dev") == "tap1234"
+    assert root.find("features/acpi") is not None
+    assert root.find("devices/serial").get("type") == "pty"
+
+
+def test_interface_without_bridge_is_ethernet():
+    root = ET.fromstring(domain_xml(spec(interfaces=(Interface(mac="fa:16:3e:00:00:02", tap="tapx"),))))
+    iface = root.find("devices/interface")
+    assert iface.get("type") == "ethernet" and iface.find("source") is None
+
+
+@pytest.mark.parametrize("kw", [
+    {"memory_mb": 0}, {"memory_mb": "512"}, {"memory_mb": True}, {"vcpus": 0}, {"vcpus": 2.0},
+    {"domain_type": "xen"}, {"instance_uuid": "not-a-uuid"}, {"display_name": None},
+    {"disks": (Disk(path="/a", target="vda"), Disk(path="/b", target="vda"))},
+])
+def test_bad_domain_values_are_refused(kw):
+    with pytest.raises(InvalidInput):
+        spec(**kw)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Disk(path="relative/disk", target="vda"),
+    lambda: Disk(path="/x", target="vda'/><evil"),
+    lambda: Disk(path="/x", target="vda", format="vmdk"),
+    lambda: Interface(mac="fa:16:3e:00:00", tap="tap1"),
+    lambda: Interface(mac="fa:16:3e:00:00:01'", tap="tap1"),
+    lambda: Interface(mac="fa:16:3e:00:00:01", tap="tap-name-much-too-long"),
+    lambda: Interface(mac="fa:16:3e:00:00:01", tap="tap 1"),
+    lambda: Interface(mac="fa:16:3e:00:00:01", tap="tap1", bridge="br/0"),
+    lambda: Interface(mac="fa:16:3e:00:00:01", tap="tap1", mtu=10),
+])
+def test_bad_device_values_are_refused(make):
+    with pytest.raises(InvalidInput):
+        make()
+
+
+def test_domain_names_map_back_to_instances():
+    assert uuid_from_domain_name(domain_name(UUID.upper())) == UUID
+    assert uuid_from_domain_name("test") is None
+    assert uuid_from_domain_name("instance-00000001") is None
+    assert uuid_from_domain_name(f"instance-{uuid.UUID(UUID).hex}") is None  # not our spelling
