@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
+import msgspec
 import structlog
 
 from nova_async.bus.messages import Message
@@ -61,7 +62,7 @@ class ConductorRole(Role):
         if not rows:
             return None
         uuids = [str(r["uuid"]) for r in rows]
-        spec = RequestSpec(**rows[0]["request_spec"])
+        spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
         try:
             async with contextlib.AsyncExitStack() as events:
@@ -69,8 +70,13 @@ class ConductorRole(Role):
                     await events.enter_async_context(instances.event(
                         self.pool, uuid, request_id, "conductor_schedule_and_build_instances"))
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx)
-        except errors.NovaAsyncError as exc:
-            message = exc.message if isinstance(exc, errors.NoValidHost) else f"Scheduling failed: {exc.message}"
+        except Exception as exc:
+            if isinstance(exc, errors.NoValidHost):
+                message = exc.message
+            else:
+                log.exception("scheduling failed unexpectedly", instances=uuids)
+                detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
+                message = f"Scheduling failed: {detail}"
             log.warning("scheduling failed", instances=uuids, reason=message)
             for uuid in uuids:
                 await instances.set_error(self.pool, uuid, message, code=500)

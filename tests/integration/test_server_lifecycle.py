@@ -1,0 +1,174 @@
+"""A server's whole life through every role in one event loop: the API, conductor,
+scheduler, placement, compute (two simulated libvirt hosts), network and image — real
+PostgreSQL, real libvirt test driver, real HTTP, nothing mocked."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from nova_async.compute.domain_xml import domain_name
+from tests.harness import running
+
+V = "/compute/v2.1"
+MV = {"OpenStack-API-Version": "compute 2.96"}
+ROLES = ["identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute"]
+
+
+async def ok(resp, status: int):
+    assert resp.status == status, f"{resp.method} {resp.url}: {resp.status} {await resp.text()}"
+    return await resp.json() if resp.content_type == "application/json" else None
+
+
+@pytest.fixture
+async def cloud(pool, tmp_path):
+    async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 2, "sim_vcpus": 4,
+                                                       "sim_memory_mb": 4096, "sim_disk_gb": 50}) as h:
+        flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+            "name": "m1.small", "ram": 1024, "vcpus": 1, "disk": 1}}), 200)
+        h.flavor = flavor["flavor"]["id"]
+        image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
+            "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
+        await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
+                                  headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
+        h.image = image["id"]
+        net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
+                                         json={"network": {"name": "net1"}}), 201)
+        h.net = net["network"]["id"]
+        await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
+            "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
+        yield h
+
+
+def boot_body(h, **extra):
+    return {"server": {"name": "vm1", "imageRef": h.image, "flavorRef": h.flavor,
+                       "networks": [{"uuid": h.net}], **extra}}
+
+
+async def wait_status(h, server_id: str, *wanted: str, headers=None) -> dict:
+    async with asyncio.timeout(20):
+        while True:
+            resp = await h.http.get(f"{V}/servers/{server_id}", headers={**(headers or h.alice), **MV})
+            if resp.status == 404 and "GONE" in wanted:
+                return {}
+            body = await ok(resp, 200)
+            if body["server"]["status"] in wanted:
+                return body["server"]
+            await asyncio.sleep(0.02)
+
+
+async def test_boot_show_list_delete_leaves_nothing_behind(cloud):
+    h = cloud
+    created = await ok(await h.http.post(V + "/servers", headers={**h.alice, **MV}, json=boot_body(h)), 202)
+    server_id = created["server"]["id"]
+    assert created["server"]["adminPass"]
+
+    server = await wait_status(h, server_id, "ACTIVE", "ERROR")
+    assert server["status"] == "ACTIVE", server.get("fault")
+    assert server["OS-EXT-STS:power_state"] == 1 and server["OS-EXT-STS:task_state"] is None
+    [addr] = server["addresses"]["net1"]
+    assert addr["addr"].startswith("10.0.0.") and addr["OS-EXT-IPS-MAC:mac_addr"].startswith("fa:16:3e")
+    assert server["flavor"]["original_name"] == "m1.small"
+
+    admin_view = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.admin, **MV}), 200))["server"]
+    host = admin_view["OS-EXT-SRV-ATTR:host"]
+    hypervisor = h.roles["compute"].hosts[host].hypervisor
+    assert await hypervisor.is_running(domain_name(server_id)) is True
+
+    listed = await ok(await h.http.get(V + "/servers/detail", headers={**h.alice, **MV}), 200)
+    assert [s["id"] for s in listed["servers"]] == [server_id]
+    assert (await ok(await h.http.get(V + "/servers?name=vm", headers=h.alice), 200))["servers"][0]["name"] == "vm1"
+
+    allocations = await ok(await h.http.get(f"/placement/allocations/{server_id}", headers=h.admin), 200)
+    [(rp, alloc)] = allocations["allocations"].items()
+    assert alloc["resources"] == {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 1}
+
+    actions = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions", headers=h.alice), 200)
+    [create] = actions["instanceActions"]
+    detail = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions/{create['request_id']}",
+                                       headers={**h.alice, **MV}), 200)
+    events = {e["event"]: e["result"] for e in detail["instanceAction"]["events"]}
+    assert events["conductor_schedule_and_build_instances"] == "Success"
+    assert events["compute_build_and_run_instance"] == "Success"
+
+    resp = await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice)
+    assert resp.status == 204
+    await wait_status(h, server_id, "GONE")
+    assert await hypervisor.is_running(domain_name(server_id)) is None
+    assert not (h.deps.state_dir / "instances" / server_id).exists()
+    usages = await ok(await h.http.get(f"/placement/resource_providers/{rp}/usages", headers=h.admin), 200)
+    assert all(v == 0 for v in usages["usages"].values())
+    ports = await ok(await h.http.get("/network/v2.0/ports", headers=h.admin), 200)
+    assert ports["ports"] == []
+
+
+async def test_projects_do_not_see_each_others_servers(cloud):
+    h = cloud
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    server_id = created["server"]["id"]
+    await wait_status(h, server_id, "ACTIVE")
+    assert (await h.http.get(f"{V}/servers/{server_id}", headers=h.bob)).status == 404
+    assert (await h.http.delete(f"{V}/servers/{server_id}", headers=h.bob)).status == 404
+    assert (await ok(await h.http.get(V + "/servers/detail", headers=h.bob), 200))["servers"] == []
+    everyone = await ok(await h.http.get(V + "/servers/detail?all_tenants=1", headers=h.admin), 200)
+    assert [s["id"] for s in everyone["servers"]] == [server_id]
+
+
+async def test_multiple_create_names_servers_and_spreads_them(cloud):
+    h = cloud
+    await ok(await h.http.post(V + "/servers", headers=h.alice,
+                               json=boot_body(h, name="multi", min_count=2, max_count=2)), 202)
+    listed = await ok(await h.http.get(V + "/servers/detail?all_tenants=1", headers={**h.admin, **MV}), 200)
+    assert sorted(s["name"] for s in listed["servers"]) == ["multi-1", "multi-2"]
+    hosts = set()
+    for s in listed["servers"]:
+        server = await wait_status(h, s["id"], "ACTIVE", "ERROR", headers=h.admin)
+        assert server["status"] == "ACTIVE"
+        hosts.add(server["OS-EXT-SRV-ATTR:host"])
+    assert hosts == {"sim-1", "sim-2"}
+
+
+async def test_no_valid_host_says_why(cloud):
+    h = cloud
+    big = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "huge", "ram": 65536, "vcpus": 1, "disk": 1}}), 200)
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice,
+                                         json=boot_body(h, flavorRef=big["flavor"]["id"])), 202)
+    server = await wait_status(h, created["server"]["id"], "ERROR")
+    assert "MEMORY_MB" in server["fault"]["message"]
+    assert (await h.http.delete(f"{V}/servers/{created['server']['id']}", headers=h.alice)).status == 204
+    await wait_status(h, created["server"]["id"], "GONE")
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"flavorRef": "nope"}, "Flavor nope"),
+    ({"imageRef": "9b1f0e0e-0000-4000-8000-000000000000"}, "Image"),
+    ({"networks": [{"uuid": "9b1f0e0e-0000-4000-8000-000000000000"}]}, "9b1f0e0e"),
+    ({"min_count": 3, "max_count": 2}, "min_count"),
+    ({"min_count": -1}, "min_count"),
+    ({"name": "x" * 256}, "name"),
+    ({"name": "   "}, "name"),
+    ({"metadata": {"k": "v" * 256}}, "metadata"),
+    ({"metadata": "not-a-dict"}, "metadata"),
+    ({"user_data": "***not base64***"}, "user_data"),
+    ({"networks": "everything"}, "networks"),
+    ({"unknown_field": 1}, "unknown_field"),
+])
+async def test_bad_boot_requests_are_400_and_write_nothing(cloud, change, fragment):
+    h = cloud
+    resp = await h.http.post(V + "/servers", headers={**h.alice, **MV}, json=boot_body(h, **change))
+    assert resp.status == 400, await resp.text()
+    assert fragment in (await resp.json())["badRequest"]["message"]
+    assert await h.pool.fetchval("SELECT count(*) FROM instances") == 0
+
+
+async def test_malformed_and_missing_bodies_are_400(cloud):
+    h = cloud
+    assert (await h.http.post(V + "/servers", headers=h.alice, data=b"{nope")).status == 400
+    assert (await h.http.post(V + "/servers", headers=h.alice, json={"server": {}})).status == 400
+    assert (await h.http.post(V + "/servers", headers=h.alice, json=[])).status == 400
+    assert (await h.http.get(V + "/servers/not-a-uuid", headers=h.alice)).status == 404
+    assert (await h.http.delete(V + "/servers/not-a-uuid", headers=h.alice)).status == 404
+    assert (await h.http.get(V + "/servers?name=(", headers=h.alice)).status == 400
+    assert await h.pool.fetchval("SELECT count(*) FROM instances") == 0
