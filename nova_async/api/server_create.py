@@ -24,6 +24,7 @@ from nova_async.network.messages import RequestedNetwork
 from nova_async.scheduler.messages import RequestSpec
 
 GiB = 1024**3
+NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
 Q = queries("servers")
 
 
@@ -62,7 +63,7 @@ def _requested_networks(server: dict[str, Any], version) -> list[RequestedNetwor
     if networks in (None, "auto"):
         return []
     if networks == "none":
-        return [RequestedNetwork(network_id="none")]
+        return [NO_NETWORK]
     requested = []
     for net in networks:
         if not net.get("uuid") and not net.get("port"):
@@ -118,14 +119,12 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                                   f"(image needs {image.min_disk} GB).")
 
     requested = _requested_networks(server, version)
-    real = [r for r in requested if r.network_id != "none"]
-    if real:
+    if requested != [NO_NETWORK]:
+        # An empty list ("auto") is checked too: it fails up front when the choice is ambiguous.
         try:
-            await state.networks.validate(ctx, real)
+            await state.networks.validate(ctx, requested)
         except errors.NotFound as exc:
             raise errors.InvalidInput(exc.message) from None
-    if requested and not real:
-        requested = []
 
     flavor_copy = {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
                    "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],

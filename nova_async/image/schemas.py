@@ -1,0 +1,79 @@
+"""What an image body may hold, checked before anything touches the database.
+
+Glance's rules, restated: core attributes have fixed types; any other key is a free-form
+string property; attributes the service computes are read-only (403, as Glance answers),
+and the `os_glance_` prefix is reserved for the service itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nova_async.common import errors
+from nova_async.common.web import validator
+
+DISK_FORMATS = ["ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop"]
+CONTAINER_FORMATS = ["ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed"]
+VISIBILITIES = ["public", "private", "shared", "community"]
+
+READ_ONLY = frozenset({"status", "size", "virtual_size", "checksum", "os_hash_algo", "os_hash_value",
+                       "created_at", "updated_at", "self", "file", "schema", "direct_url",
+                       "locations", "stores"})
+RESERVED_PREFIX = "os_glance_"
+
+# The attributes that are columns; everything else is a property.
+CORE = ("id", "name", "disk_format", "container_format", "visibility", "min_disk", "min_ram",
+        "protected", "os_hidden", "owner", "tags")
+
+_UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+
+IMAGE = validator({
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": _UUID},
+        "name": {"type": ["string", "null"], "maxLength": 255},
+        "disk_format": {"enum": [None, *DISK_FORMATS]},
+        "container_format": {"enum": [None, *CONTAINER_FORMATS]},
+        "visibility": {"enum": VISIBILITIES},
+        "min_disk": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        "min_ram": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        "protected": {"type": "boolean"},
+        "os_hidden": {"type": "boolean"},
+        "owner": {"type": ["string", "null"], "maxLength": 255},
+        "tags": {"type": "array", "maxItems": 128,
+                 "items": {"type": "string", "minLength": 1, "maxLength": 255}},
+    },
+    "propertyNames": {"maxLength": 255},
+    "additionalProperties": {"type": "string", "maxLength": 65535},
+})
+
+# RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it.
+PATCH_MEDIA_TYPE = "application/openstack-images-v2.1-json-patch"
+PATCH = validator({
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["add", "replace", "remove"]},
+            "path": {"type": "string", "pattern": "^/[^/]+$"},
+            "value": {},
+        },
+        "required": ["op", "path"],
+        "additionalProperties": False,
+    },
+})
+
+
+def check_writable(keys: Any) -> None:
+    """Refuse attributes a user may not set, the way Glance does (403)."""
+    for key in keys:
+        if key in READ_ONLY:
+            raise errors.Forbidden(f"Attribute '{key}' is read-only.")
+        if key.startswith(RESERVED_PREFIX):
+            raise errors.Forbidden(f"Attribute '{key}' is reserved.")
+
+
+def split(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(core attributes, free-form properties) of a validated image body."""
+    core = {k: v for k, v in body.items() if k in CORE}
+    props = {k: v for k, v in body.items() if k not in CORE}
+    return core, props

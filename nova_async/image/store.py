@@ -1,0 +1,190 @@
+"""Image records and their rules: who may see or change an image, and the life of an upload
+(queued → saving → active).
+
+Visibility, as Glance has it: public and community images are usable by everyone, private
+and shared ones by their owner's project (shared images have no member list here, so they
+behave like private ones), and an admin sees everything. An image a caller may not see does
+not exist for them (404); one they may see but not change answers 403."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import structlog
+
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.common.web import check, parse_uuid
+from nova_async.db.queries import queries
+from nova_async.image import patch, schemas
+from nova_async.image.blobs import HASH_ALGO, ImageFiles
+
+Q = queries("image")
+log = structlog.get_logger("image")
+
+Db = asyncpg.Pool | asyncpg.Connection
+
+
+@dataclass(frozen=True)
+class ImageFilters:
+    ids: list[str] | None = None
+    names: list[str] | None = None
+    statuses: list[str] | None = None
+    visibility: str | None = None
+    os_hidden: bool | None = False
+    owner: str | None = None
+    tags: list[str] | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    disk_formats: list[str] | None = None
+    container_formats: list[str] | None = None
+    marker: str | None = None
+    limit: int | None = None
+
+
+def may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
+    return ctx.is_admin or row["visibility"] in ("public", "community") or row["owner"] == ctx.project_id
+
+
+def _may_change(row: asyncpg.Record, ctx: RequestContext) -> bool:
+    return ctx.is_admin or row["owner"] == ctx.project_id
+
+
+def _not_found(image_id: str) -> errors.NotFound:
+    return errors.NotFound(f"No image found with ID {image_id}", code="image_not_found")
+
+
+def _check_policy(ctx: RequestContext, core: dict[str, Any]) -> None:
+    if core.get("visibility") == "public" and not ctx.is_admin:
+        raise errors.Forbidden("Only an admin may make an image public (visibility 'public').")
+    owner = core.get("owner")
+    if owner is not None and owner != ctx.project_id and not ctx.is_admin:
+        raise errors.Forbidden("Only an admin may give an image to another project (owner).")
+
+
+def _unique(tags: list[str]) -> list[str]:
+    return list(dict.fromkeys(tags))
+
+
+async def _visible(db: Db, ctx: RequestContext, image_id: str, *, for_update: bool = False) -> asyncpg.Record:
+    canonical = parse_uuid(image_id)
+    if canonical is None:
+        raise _not_found(image_id)
+    row = await db.fetchrow(Q.get_image_for_update if for_update else Q.get_image, canonical)
+    if row is None or not may_see(row, ctx):
+        raise _not_found(image_id)
+    return row
+
+
+async def _changeable(db: Db, ctx: RequestContext, image_id: str, *, for_update: bool = False) -> asyncpg.Record:
+    row = await _visible(db, ctx, image_id, for_update=for_update)
+    if not _may_change(row, ctx):
+        raise errors.Forbidden(f"You are not permitted to modify image {image_id}.")
+    return row
+
+
+async def create(db: Db, ctx: RequestContext, core: dict[str, Any], props: dict[str, str]) -> asyncpg.Record:
+    _check_policy(ctx, core)
+    image_id = parse_uuid(core["id"]) if core.get("id") else str(uuid.uuid4())
+    try:
+        return await db.fetchrow(
+            Q.insert_image, image_id, core.get("name"), core.get("disk_format"),
+            core.get("container_format"), core.get("visibility", "shared"), core.get("min_disk", 0),
+            core.get("min_ram", 0), core.get("protected", False), core.get("os_hidden", False),
+            core.get("owner") or ctx.project_id, _unique(core.get("tags", [])), props)
+    except asyncpg.UniqueViolationError:
+        raise errors.Conflict(f"An image with identifier {image_id} already exists.",
+                              code="image_exists") from None
+
+
+async def get(db: Db, ctx: RequestContext, image_id: str) -> asyncpg.Record:
+    return await _visible(db, ctx, image_id)
+
+
+async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyncpg.Record]:
+    marker_at = marker_id = None
+    if f.marker is not None:
+        try:
+            marker = await _visible(db, ctx, f.marker)
+        except errors.NotFound:
+            raise errors.InvalidInput(f"Invalid marker: image {f.marker} could not be found.") from None
+        marker_at, marker_id = marker["created_at"], marker["id"]
+    ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
+    return await db.fetch(
+        Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
+        f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
+        marker_at, marker_id, f.limit)
+
+
+def _document(row: asyncpg.Record) -> dict[str, Any]:
+    doc = {k: row[k] for k in schemas.CORE if k != "id"}
+    doc["tags"] = list(row["tags"])
+    doc.update(row["properties"])
+    return doc
+
+
+async def update(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
+                 ops: list[dict[str, Any]]) -> asyncpg.Record:
+    """Apply a JSON patch atomically: the row is locked from read to write."""
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        before = _document(row)
+        after = patch.apply(before, ops)
+        check(schemas.IMAGE, after)
+        core, props = schemas.split(after)
+        changed = {k for k in core if core[k] != before.get(k)}
+        _check_policy(ctx, {k: core[k] for k in changed})
+        if changed & {"disk_format", "container_format"} and row["status"] != "queued":
+            raise errors.Forbidden("disk_format and container_format can only be changed "
+                                   "before data is uploaded.")
+        return await conn.fetchrow(
+            Q.update_image, row["id"], core.get("name"), core["visibility"], core["min_disk"],
+            core["min_ram"], core["protected"], core["os_hidden"], _unique(core["tags"]), props,
+            core.get("disk_format"), core.get("container_format"), core.get("owner") or row["owner"])
+
+
+async def delete(pool: asyncpg.Pool, ctx: RequestContext, image_id: str, files: ImageFiles) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        if row["protected"]:
+            raise errors.Forbidden(f"Image {image_id} is protected and cannot be deleted.")
+        await conn.execute(Q.delete_image, row["id"])
+    files.remove(str(row["id"]))
+
+
+async def upload(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
+                 chunks: AsyncIterator[bytes], files: ImageFiles) -> asyncpg.Record:
+    """Take the image's data; only a queued image accepts it, and only once."""
+    row = await _changeable(pool, ctx, image_id)
+    if await pool.fetchrow(Q.start_upload, row["id"]) is None:
+        current = await pool.fetchrow(Q.get_image, row["id"])
+        if current is None:
+            raise _not_found(image_id)
+        raise errors.Conflict(f"Image {image_id} is {current['status']}: data can only be "
+                              "uploaded once, to a queued image.", code="image_not_queued")
+    key = str(row["id"])
+    try:
+        written = await files.write(key, chunks, row["disk_format"])
+    except BaseException:
+        await pool.execute(Q.abort_upload, row["id"])
+        raise
+    done = await pool.fetchrow(Q.finish_upload, row["id"], written.size, written.virtual_size,
+                               written.checksum, HASH_ALGO, written.hash_value)
+    if done is None:  # deleted while the data was arriving
+        files.remove(key)
+        raise errors.Conflict(f"Image {image_id} was deleted during the upload.", code="image_deleted")
+    log.info("image data stored", image_id=key, size=written.size, checksum=written.checksum)
+    return done
+
+
+async def reset_interrupted_uploads(pool: asyncpg.Pool, files: ImageFiles) -> None:
+    """After a restart, uploads that were in progress are gone: their images take data again."""
+    files.prepare()
+    await pool.execute(Q.reset_interrupted_uploads)
+
+
+def file_path(row: asyncpg.Record, files: ImageFiles) -> str:
+    return str(files.path(str(row["id"])).resolve()) if row["status"] == "active" else ""

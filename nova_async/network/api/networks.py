@@ -1,0 +1,37 @@
+"""The /v2.0/networks resource."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.common.web import context, dump, read_json
+from nova_async.network import networks, schemas, views
+from nova_async.network.api import STATE, fields, flag, many
+
+
+async def list_networks(request: web.Request) -> web.Response:
+    filters = networks.NetworkFilters(
+        ids=many(request, "id"), names=many(request, "name"), shared=flag(request, "shared"),
+        project_ids=many(request, "project_id") or many(request, "tenant_id"),
+        admin_state_up=flag(request, "admin_state_up"), external=flag(request, "router:external"))
+    rows = await networks.list_networks(request.app[STATE].pool, context(request), filters)
+    wanted = fields(request)
+    return dump({"networks": [views.only(views.network(r), wanted) for r in rows]})
+
+
+async def show_network(request: web.Request) -> web.Response:
+    row = await networks.get_network(request.app[STATE].pool, context(request),
+                                     request.match_info["network_id"])
+    return dump({"network": views.only(views.network(row), fields(request))})
+
+
+async def create_network(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await read_json(request, schemas.NETWORK)
+    row = await networks.create_network(request.app[STATE].pool, ctx, body["network"])
+    return dump({"network": views.network(row)}, status=201)
+
+
+async def delete_network(request: web.Request) -> web.Response:
+    await networks.delete_network(request.app[STATE].pool, context(request), request.match_info["network_id"])
+    return web.Response(status=204)

@@ -1,0 +1,36 @@
+"""The /v2.0/subnets resource."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.common.web import context, dump, read_json
+from nova_async.network import schemas, subnets, views
+from nova_async.network.api import STATE, fields, many, number
+
+
+async def list_subnets(request: web.Request) -> web.Response:
+    filters = subnets.SubnetFilters(
+        ids=many(request, "id"), names=many(request, "name"), network_ids=many(request, "network_id"),
+        cidrs=many(request, "cidr"), ip_version=number(request, "ip_version"),
+        project_ids=many(request, "project_id") or many(request, "tenant_id"))
+    rows = await subnets.list_subnets(request.app[STATE].pool, context(request), filters)
+    wanted = fields(request)
+    return dump({"subnets": [views.only(views.subnet(r), wanted) for r in rows]})
+
+
+async def show_subnet(request: web.Request) -> web.Response:
+    row = await subnets.get_subnet(request.app[STATE].pool, context(request), request.match_info["subnet_id"])
+    return dump({"subnet": views.only(views.subnet(row), fields(request))})
+
+
+async def create_subnet(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await read_json(request, schemas.SUBNET)
+    row = await subnets.create_subnet(request.app[STATE].pool, ctx, body["subnet"])
+    return dump({"subnet": views.subnet(row)}, status=201)
+
+
+async def delete_subnet(request: web.Request) -> web.Response:
+    await subnets.delete_subnet(request.app[STATE].pool, context(request), request.match_info["subnet_id"])
+    return web.Response(status=204)

@@ -1,0 +1,69 @@
+"""The network API's one route table and its fault format.
+
+Neutron answers errors as {"NeutronError": {"type", "message", "detail"}}. The type is
+Neutron's exception name: our errors carry a machine code, mapped to that name here; an
+error without a Neutron-specific name gets the generic one for its status."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.common import errors
+from nova_async.common.web import api_app, dump
+from nova_async.network.api import STATE, NetworkApi, networks, ports, quotas, subnets, versions
+
+V2 = "/v2.0"
+
+ROUTES = [
+    ("GET", "", versions.show_versions),
+    ("GET", "/", versions.show_versions),
+    ("GET", V2, versions.show_resources),
+    ("GET", f"{V2}/", versions.show_resources),
+    ("GET", f"{V2}/networks", networks.list_networks),
+    ("POST", f"{V2}/networks", networks.create_network),
+    ("GET", f"{V2}/networks/{{network_id}}", networks.show_network),
+    ("DELETE", f"{V2}/networks/{{network_id}}", networks.delete_network),
+    ("GET", f"{V2}/subnets", subnets.list_subnets),
+    ("POST", f"{V2}/subnets", subnets.create_subnet),
+    ("GET", f"{V2}/subnets/{{subnet_id}}", subnets.show_subnet),
+    ("DELETE", f"{V2}/subnets/{{subnet_id}}", subnets.delete_subnet),
+    ("GET", f"{V2}/ports", ports.list_ports),
+    ("POST", f"{V2}/ports", ports.create_port),
+    ("GET", f"{V2}/ports/{{port_id}}", ports.show_port),
+    ("DELETE", f"{V2}/ports/{{port_id}}", ports.delete_port),
+    ("GET", f"{V2}/quotas/{{project_id}}", quotas.show_quota),
+    ("GET", f"{V2}/quotas/{{project_id}}/details", quotas.show_quota_details),
+]
+
+NEUTRON_TYPES = {
+    "network_not_found": "NetworkNotFound",
+    "subnet_not_found": "SubnetNotFound",
+    "port_not_found": "PortNotFound",
+    "network_in_use": "NetworkInUse",
+    "subnet_in_use": "SubnetInUse",
+    "port_in_use": "PortInUse",
+    "ip_exhausted": "IpAddressGenerationFailure",
+    "ip_in_use": "IpAddressAlreadyAllocated",
+    "mac_in_use": "MacAddressInUse",
+    "mac_generation_failed": "MacAddressGenerationFailure",
+    "network_requires_subnet": "NetworkRequiresSubnet",
+    "network_ambiguous": "NetworkAmbiguous",
+}
+
+_BY_STATUS = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
+              405: "HTTPMethodNotAllowed", 406: "HTTPNotAcceptable", 409: "HTTPConflict",
+              413: "HTTPRequestEntityTooLarge", 415: "HTTPUnsupportedMediaType",
+              503: "HTTPServiceUnavailable"}
+
+
+def render_fault(exc: errors.NovaAsyncError, request_id: str) -> web.Response:
+    kind = NEUTRON_TYPES.get(exc.code) or _BY_STATUS.get(exc.status, "HTTPInternalServerError")
+    return dump({"NeutronError": {"type": kind, "message": exc.message, "detail": ""}}, status=exc.status)
+
+
+def build_app(state: NetworkApi) -> web.Application:
+    app = api_app(render_fault)
+    app[STATE] = state
+    for method, path, handler in ROUTES:
+        app.router.add_route(method, path, handler)
+    return app

@@ -1,0 +1,161 @@
+"""Ports for instances, as the API and compute ask for them over the bus.
+
+- validate: before a boot is accepted, every requested network/port must be usable by the
+  instance's project (its own or shared networks, its own free ports).
+- allocate: one transaction per instance makes all its ports, or none. It is idempotent: a
+  per-instance advisory lock plus "ports with this device_id already exist" means a retried
+  or duplicated request gets the same ports back, rebound to the new host.
+- deallocate: ports made for the instance are deleted; ports the user made are released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from nova_async.common import errors
+from nova_async.common.web import parse_uuid
+from nova_async.db.queries import queries
+from nova_async.network import ipam, networks, ports
+from nova_async.network import messages as m
+
+Q = queries("network")
+
+DEVICE_OWNER = "compute:nova"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One NIC to be: a new port on `network` (address from `subnet`), or an existing `port`."""
+
+    network: asyncpg.Record
+    subnet: asyncpg.Record | None = None
+    fixed_ip: str | None = None
+    port: asyncpg.Record | None = None
+
+
+def _usable(row: asyncpg.Record | None, project_id: str) -> bool:
+    return row is not None and (row["project_id"] == project_id or row["shared"])
+
+
+async def _network_target(conn: asyncpg.Connection, project_id: str, network_id: str,
+                          fixed_ip: str | None) -> Target:
+    canonical = parse_uuid(network_id)
+    net = await conn.fetchrow(Q.get_network, canonical) if canonical else None
+    if not _usable(net, project_id):
+        raise networks.not_found(network_id)
+    subnets = await conn.fetch(Q.network_subnets, net["id"])
+    if not subnets:
+        raise errors.InvalidInput(f"Network {network_id} has no subnet, so an instance on it would "
+                                  "get no address; add a subnet first.", code="network_requires_subnet")
+    if fixed_ip is None:
+        return Target(network=net, subnet=subnets[0])
+    for s in subnets:
+        try:
+            addr = str(ipam.parse_address(fixed_ip, s["cidr"], "fixed ip"))
+        except errors.InvalidInput:
+            continue
+        if await conn.fetchval(Q.ip_taken, s["id"], addr):
+            raise errors.Conflict(f"IP address {addr} already allocated in subnet {s['id']}.", code="ip_in_use")
+        return Target(network=net, subnet=s, fixed_ip=addr)
+    raise errors.InvalidInput(f"Fixed IP {fixed_ip} is not a usable address on network {network_id}.")
+
+
+async def _port_target(conn: asyncpg.Connection, project_id: str, req: m.RequestedNetwork,
+                       instance_uuid: str | None) -> Target:
+    assert req.port_id is not None
+    canonical = parse_uuid(req.port_id)
+    port = await conn.fetchrow(Q.get_port, canonical) if canonical else None
+    if port is None or port["project_id"] != project_id:
+        raise ports.not_found(req.port_id)
+    if port["device_id"] and port["device_id"] != instance_uuid:
+        raise errors.Conflict(f"Port {req.port_id} is still in use by {port['device_id']}.", code="port_in_use")
+    if req.network_id and parse_uuid(req.network_id) != str(port["network_id"]):
+        raise errors.InvalidInput(f"Port {req.port_id} is not on network {req.network_id}.")
+    net = await conn.fetchrow(Q.get_network, port["network_id"])
+    return Target(network=net, port=port)
+
+
+async def _resolve(conn: asyncpg.Connection, project_id: str, requested: Sequence[m.RequestedNetwork],
+                   instance_uuid: str | None = None) -> list[Target]:
+    if any(r.network_id == "none" for r in requested):
+        # Nova's `"networks": "none"`: the instance is to have no NIC at all.
+        if len(requested) > 1:
+            raise errors.InvalidInput("'none' cannot be combined with other requested networks.")
+        return []
+    requested = [r for r in requested if r.network_id != "auto"]
+    if not requested:
+        # Nothing named ("auto" or no "networks"): the project's only network, if it has one.
+        usable = await networks.usable_networks(conn, project_id)
+        if len(usable) > 1:
+            raise errors.Conflict("Multiple possible networks found, use a Network ID to be more specific.",
+                                  code="network_ambiguous")
+        return [await _network_target(conn, project_id, str(n["id"]), None) for n in usable]
+    targets = []
+    for req in requested:
+        if req.port_id:
+            targets.append(await _port_target(conn, project_id, req, instance_uuid))
+        elif req.network_id:
+            targets.append(await _network_target(conn, project_id, req.network_id, req.fixed_ip))
+        else:
+            raise errors.InvalidInput("Each requested network needs a network id or a port id.")
+    return targets
+
+
+async def validate(pool: asyncpg.Pool, project_id: str, requested: Sequence[m.RequestedNetwork]) -> None:
+    async with pool.acquire() as conn:
+        await _resolve(conn, project_id, requested)
+
+
+async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(Q.lock_device, msg.instance_uuid)
+        if await conn.fetch(Q.device_ports, msg.instance_uuid):
+            await conn.execute(Q.rebind_device_ports, msg.instance_uuid, msg.host)
+            return await vifs(conn, msg.instance_uuid)
+        targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
+        locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
+        for index, t in enumerate(targets):
+            if t.port is not None:
+                adopted = await conn.fetchrow(Q.adopt_port, t.port["id"], msg.instance_uuid, DEVICE_OWNER,
+                                              msg.host, index)
+                if adopted is None:
+                    raise errors.Conflict(f"Port {t.port['id']} was taken meanwhile.", code="port_in_use")
+                continue
+            assert t.subnet is not None
+            await ports.make_port(conn, ports.NewPort(
+                network=t.network, project_id=msg.project_id,
+                subnets=[(locked[str(t.subnet["id"])], t.fixed_ip)], device_id=msg.instance_uuid,
+                device_owner=DEVICE_OWNER, host=msg.host, auto_created=True, device_index=index))
+        return await vifs(conn, msg.instance_uuid)
+
+
+async def deallocate(pool: asyncpg.Pool, instance_uuid: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(Q.lock_device, instance_uuid)
+        await conn.execute(Q.delete_device_ports, instance_uuid)
+        await conn.execute(Q.release_device_ports, instance_uuid)
+
+
+async def vifs(db: asyncpg.Connection | asyncpg.Pool, instance_uuid: str) -> list[m.Vif]:
+    """The instance's ports as compute needs them, in NIC order."""
+    rows = await db.fetch(Q.device_vifs, instance_uuid)
+    ips: dict[str, list[m.IpInfo]] = {}
+    for r in rows:
+        found = ips.setdefault(str(r["port_id"]), [])
+        if r["ip_address"] is not None:
+            found.append(m.IpInfo(address=ipam.host(r["ip_address"]), version=r["ip_version"],
+                                  subnet_id=str(r["subnet_id"]), cidr=str(r["cidr"]),
+                                  gateway=None if r["gateway_ip"] is None else ipam.host(r["gateway_ip"])))
+    out, seen = [], set()
+    for r in rows:
+        port_id, network_id = str(r["port_id"]), str(r["network_id"])
+        if port_id in seen:
+            continue
+        seen.add(port_id)
+        out.append(m.Vif(port_id=port_id, network_id=network_id, network_name=r["network_name"],
+                         mac_address=str(r["mac_address"]), ips=ips[port_id], mtu=r["mtu"],
+                         bridge="brq" + network_id[:11], tap="tap" + port_id[:11]))
+    return out

@@ -1,0 +1,163 @@
+"""Ports: a MAC address and fixed IPs on a network, optionally attached to a device.
+
+`make_port` is the one way a port comes to be, for the API and for instances alike: in the
+caller's transaction, with the subnets it draws from already row-locked, so the port and
+its addresses appear together or not at all. A port is visible to its own project and to
+the owner of its network."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.common.web import parse_uuid
+from nova_async.db.queries import queries
+from nova_async.network import ipam, networks
+
+Q = queries("network")
+
+Db = asyncpg.Pool | asyncpg.Connection
+
+# OpenStack's customary prefix; the first octet's "locally administered" bit is set.
+MAC_PREFIX = "fa:16:3e"
+_MAC_ATTEMPTS = 16
+
+
+@dataclass(frozen=True)
+class PortFilters:
+    ids: list[str] | None = None
+    network_ids: list[str] | None = None
+    device_ids: list[str] | None = None
+    device_owners: list[str] | None = None
+    names: list[str] | None = None
+    macs: list[str] | None = None
+    project_ids: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class NewPort:
+    network: asyncpg.Record
+    project_id: str
+    subnets: list[tuple[asyncpg.Record, str | None]]  # (locked subnet, wanted address or None)
+    name: str = ""
+    description: str = ""
+    mac_address: str | None = None
+    device_id: str = ""
+    device_owner: str = ""
+    admin_state_up: bool = True
+    host: str = ""
+    auto_created: bool = False
+    device_index: int = 0
+
+
+def random_mac() -> str:
+    return MAC_PREFIX + "".join(f":{b:02x}" for b in secrets.token_bytes(3))
+
+
+def not_found(port_id: str) -> errors.NotFound:
+    return errors.NotFound(f"Port {port_id} could not be found.", code="port_not_found")
+
+
+def _may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
+    return ctx.is_admin or ctx.project_id in (row["project_id"], row["network_project_id"])
+
+
+async def make_port(conn: asyncpg.Connection, new: NewPort) -> asyncpg.Record:
+    port_id = str(uuid.uuid4())
+    status = "ACTIVE" if new.host else "DOWN"
+    for _ in range(_MAC_ATTEMPTS):
+        mac = new.mac_address or random_mac()
+        try:
+            row = await conn.fetchrow(
+                Q.insert_port, port_id, new.network["id"], new.project_id, new.name, new.description, mac,
+                new.device_id, new.device_owner, status, new.admin_state_up, new.host, new.auto_created,
+                new.device_index)
+        except asyncpg.ForeignKeyViolationError:
+            raise networks.not_found(str(new.network["id"])) from None
+        if row is not None:
+            break
+        if new.mac_address:
+            raise errors.Conflict(f"Unable to complete operation for network {new.network['id']}. "
+                                  f"The mac address {mac} is in use.", code="mac_in_use")
+    else:
+        raise errors.Conflict("Could not find a free MAC address.", code="mac_generation_failed")
+    for subnet, wanted in new.subnets:
+        await ipam.allocate(conn, subnet, port_id, wanted)
+    return row
+
+
+def _subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id: str) -> asyncpg.Record:
+    if "subnet_id" in entry:
+        for s in subnets:
+            if str(s["id"]) == parse_uuid(entry["subnet_id"]):
+                return s
+        raise errors.InvalidInput(f"Subnet {entry['subnet_id']} is not on network {network_id}.")
+    for s in subnets:
+        try:
+            ipam.parse_address(entry["ip_address"], s["cidr"], "ip_address")
+            return s
+        except errors.InvalidInput:
+            continue
+    raise errors.InvalidInput(f"IP address {entry['ip_address']} is not on any subnet of network {network_id}.")
+
+
+async def create_port(pool: asyncpg.Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
+    project = networks.owner_project(ctx, body)
+    async with pool.acquire() as conn, conn.transaction():
+        net = await networks.get_network(conn, ctx, body["network_id"])
+        available = await conn.fetch(Q.network_subnets, net["id"])
+        if "fixed_ips" in body:
+            wanted = [(_subnet_for(available, e, body["network_id"]), e.get("ip_address"))
+                      for e in body["fixed_ips"]]
+        else:
+            wanted = [(available[0], None)] if available else []
+        locked = await ipam.lock_subnets(conn, [s["id"] for s, _ in wanted])
+        return await make_port(conn, NewPort(
+            network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
+            name=body.get("name", ""), description=body.get("description", ""),
+            mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
+            device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
+            host=body.get("binding:host_id", "")))
+
+
+async def get_port(db: Db, ctx: RequestContext, port_id: str) -> asyncpg.Record:
+    canonical = parse_uuid(port_id)
+    row = await db.fetchrow(Q.get_port, canonical) if canonical else None
+    if row is None or not _may_see(row, ctx):
+        raise not_found(port_id)
+    return row
+
+
+async def list_ports(db: Db, ctx: RequestContext, f: PortFilters) -> list[asyncpg.Record]:
+    ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
+    net_ids = None if f.network_ids is None else [i for i in map(parse_uuid, f.network_ids) if i]
+    macs = None if f.macs is None else [m.lower() for m in f.macs if _is_mac(m)]
+    return await db.fetch(Q.list_ports, ctx.is_admin, ctx.project_id, ids, net_ids, f.device_ids,
+                          f.device_owners, f.names, macs, f.project_ids)
+
+
+def _is_mac(text: str) -> bool:
+    parts = text.split(":")
+    return len(parts) == 6 and all(len(p) == 2 and all(c in "0123456789abcdefABCDEF" for c in p)
+                                   for p in parts)
+
+
+async def fixed_ips(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[dict[str, str]]]:
+    """Each port's addresses, fetched in one query for a whole listing."""
+    out: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for r in await db.fetch(Q.port_ips, [p["id"] for p in ports]):
+        out[str(r["port_id"])].append({"subnet_id": str(r["subnet_id"]), "ip_address": ipam.host(r["ip_address"])})
+    return out
+
+
+async def delete_port(pool: asyncpg.Pool, ctx: RequestContext, port_id: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await get_port(conn, ctx, port_id)
+        await conn.execute(Q.delete_port, row["id"])

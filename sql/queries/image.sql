@@ -1,0 +1,66 @@
+-- Images (Glance v2 subset). Who may see what is decided here, in one place per query:
+-- $admin sees all; everyone sees public and community images; owners see their own.
+
+-- name: insert_image
+INSERT INTO images (id, name, disk_format, container_format, visibility, min_disk, min_ram,
+                    protected, os_hidden, owner, tags, properties)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING *;
+
+-- name: get_image
+SELECT * FROM images WHERE id = $1;
+
+-- name: get_image_for_update
+SELECT * FROM images WHERE id = $1 FOR UPDATE;
+
+-- name: list_images
+-- $1 admin, $2 caller's project, $3 visibility filter (NULL: all but others' community
+-- images; 'all': everything visible), then optional filters, then the page.
+SELECT * FROM images
+ WHERE ($1 OR visibility IN ('public', 'community') OR owner = $2)
+   AND (CASE WHEN $3::text IS NULL THEN visibility <> 'community' OR owner = $2
+             WHEN $3 = 'all' THEN true
+             ELSE visibility = $3 END)
+   AND ($4::uuid[] IS NULL OR id = ANY($4))
+   AND ($5::text[] IS NULL OR name = ANY($5))
+   AND ($6::text[] IS NULL OR status = ANY($6))
+   AND ($7::boolean IS NULL OR os_hidden = $7)
+   AND ($8::text IS NULL OR owner = $8)
+   AND ($9::text[] IS NULL OR tags @> $9)
+   AND properties @> $10::jsonb
+   AND ($11::text[] IS NULL OR disk_format = ANY($11))
+   AND ($12::text[] IS NULL OR container_format = ANY($12))
+   AND ($13::timestamptz IS NULL OR (created_at, id) < ($13, $14::uuid))
+ ORDER BY created_at DESC, id DESC
+ LIMIT $15;
+
+-- name: start_upload
+-- Only a queued image takes data; 'saving' keeps a second upload out meanwhile.
+UPDATE images SET status = 'saving', updated_at = now()
+ WHERE id = $1 AND status = 'queued'
+RETURNING *;
+
+-- name: finish_upload
+UPDATE images
+   SET status = 'active', size = $2, virtual_size = $3, checksum = $4,
+       os_hash_algo = $5, os_hash_value = $6, updated_at = now()
+ WHERE id = $1 AND status = 'saving'
+RETURNING *;
+
+-- name: abort_upload
+UPDATE images SET status = 'queued', updated_at = now()
+ WHERE id = $1 AND status = 'saving';
+
+-- name: update_image
+UPDATE images
+   SET name = $2, visibility = $3, min_disk = $4, min_ram = $5, protected = $6,
+       os_hidden = $7, tags = $8, properties = $9, disk_format = $10,
+       container_format = $11, owner = $12, updated_at = now()
+ WHERE id = $1
+RETURNING *;
+
+-- name: delete_image
+DELETE FROM images WHERE id = $1 RETURNING id;
+
+-- name: reset_interrupted_uploads
+UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';

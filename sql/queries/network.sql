@@ -1,0 +1,179 @@
+-- Networks, subnets, ports and fixed IPs (Neutron v2.0 subset).
+-- Who sees what: $1 is "the caller is an admin", $2 the caller's project. Everyone sees
+-- shared and external networks and their subnets; a port is seen by its own project and
+-- by the owner of its network.
+
+-- name: insert_network
+INSERT INTO networks (id, name, description, project_id, admin_state_up, shared, external, mtu)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *, ARRAY[]::uuid[] AS subnets;
+
+-- name: get_network
+SELECT n.*, ARRAY(SELECT s.id FROM subnets s WHERE s.network_id = n.id
+                   ORDER BY s.created_at, s.id) AS subnets
+  FROM networks n
+ WHERE n.id = $1;
+
+-- name: lock_network
+SELECT * FROM networks WHERE id = $1 FOR UPDATE;
+
+-- name: list_networks
+SELECT n.*, ARRAY(SELECT s.id FROM subnets s WHERE s.network_id = n.id
+                   ORDER BY s.created_at, s.id) AS subnets
+  FROM networks n
+ WHERE ($1 OR n.project_id = $2 OR n.shared OR n.external)
+   AND ($3::uuid[] IS NULL OR n.id = ANY($3))
+   AND ($4::text[] IS NULL OR n.name = ANY($4))
+   AND ($5::boolean IS NULL OR n.shared = $5)
+   AND ($6::text[] IS NULL OR n.project_id = ANY($6))
+   AND ($7::boolean IS NULL OR n.admin_state_up = $7)
+   AND ($8::boolean IS NULL OR n.external = $8)
+ ORDER BY n.created_at, n.id;
+
+-- name: usable_networks
+-- What an instance of project $1 may be attached to when it names no network.
+SELECT n.*, ARRAY(SELECT s.id FROM subnets s WHERE s.network_id = n.id
+                   ORDER BY s.created_at, s.id) AS subnets
+  FROM networks n
+ WHERE (n.project_id = $1 OR n.shared) AND NOT n.external
+ ORDER BY n.created_at, n.id;
+
+-- name: network_has_ports
+SELECT EXISTS (SELECT 1 FROM ports WHERE network_id = $1);
+
+-- name: delete_network
+DELETE FROM networks WHERE id = $1;
+
+-- name: insert_subnet
+INSERT INTO subnets (id, network_id, project_id, name, description, cidr, ip_version, gateway_ip,
+                     allocation_pools, enable_dhcp, dns_nameservers, host_routes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING *;
+
+-- name: get_subnet
+SELECT s.*, n.project_id AS network_project_id, n.shared, n.external
+  FROM subnets s JOIN networks n ON n.id = s.network_id
+ WHERE s.id = $1;
+
+-- name: lock_subnet
+SELECT * FROM subnets WHERE id = $1 FOR UPDATE;
+
+-- name: network_subnets
+-- IPv4 first: an instance's port takes its address from the first one listed.
+SELECT * FROM subnets WHERE network_id = $1 ORDER BY ip_version, created_at, id;
+
+-- name: list_subnets
+SELECT s.*
+  FROM subnets s JOIN networks n ON n.id = s.network_id
+ WHERE ($1 OR s.project_id = $2 OR n.project_id = $2 OR n.shared OR n.external)
+   AND ($3::uuid[] IS NULL OR s.id = ANY($3))
+   AND ($4::text[] IS NULL OR s.name = ANY($4))
+   AND ($5::uuid[] IS NULL OR s.network_id = ANY($5))
+   AND ($6::cidr[] IS NULL OR s.cidr = ANY($6))
+   AND ($7::smallint IS NULL OR s.ip_version = $7)
+   AND ($8::text[] IS NULL OR s.project_id = ANY($8))
+ ORDER BY s.created_at, s.id;
+
+-- name: subnet_in_use
+SELECT EXISTS (SELECT 1 FROM ip_allocations WHERE subnet_id = $1);
+
+-- name: delete_subnet
+DELETE FROM subnets WHERE id = $1;
+
+-- name: lowest_free_ip
+-- The lowest free address in the pool [$2, $3] of subnet $1: the pool's first address, or
+-- the one after an allocated address, whichever is lowest and not taken. The caller holds
+-- the subnet's row lock, so nobody else allocates from this subnet meanwhile.
+SELECT candidate FROM (
+    SELECT $2::inet AS candidate
+    UNION ALL
+    SELECT ip_address + 1 FROM ip_allocations
+     WHERE subnet_id = $1 AND ip_address >= $2::inet AND ip_address < $3::inet
+) c
+ WHERE NOT EXISTS (SELECT 1 FROM ip_allocations a
+                    WHERE a.subnet_id = $1 AND a.ip_address = c.candidate)
+ ORDER BY candidate
+ LIMIT 1;
+
+-- name: ip_taken
+SELECT EXISTS (SELECT 1 FROM ip_allocations WHERE subnet_id = $1 AND ip_address = $2::inet);
+
+-- name: insert_ip
+INSERT INTO ip_allocations (subnet_id, ip_address, port_id) VALUES ($1, $2::inet, $3);
+
+-- name: insert_port
+-- A MAC that is already in use yields no row; the caller picks another one.
+INSERT INTO ports (id, network_id, project_id, name, description, mac_address, device_id,
+                   device_owner, status, admin_state_up, binding_host, auto_created, device_index)
+VALUES ($1, $2, $3, $4, $5, $6::macaddr, $7, $8, $9, $10, $11, $12, $13)
+ON CONFLICT (mac_address) DO NOTHING
+RETURNING *;
+
+-- name: get_port
+SELECT p.*, n.project_id AS network_project_id
+  FROM ports p JOIN networks n ON n.id = p.network_id
+ WHERE p.id = $1;
+
+-- name: list_ports
+SELECT p.*
+  FROM ports p JOIN networks n ON n.id = p.network_id
+ WHERE ($1 OR p.project_id = $2 OR n.project_id = $2)
+   AND ($3::uuid[] IS NULL OR p.id = ANY($3))
+   AND ($4::uuid[] IS NULL OR p.network_id = ANY($4))
+   AND ($5::text[] IS NULL OR p.device_id = ANY($5))
+   AND ($6::text[] IS NULL OR p.device_owner = ANY($6))
+   AND ($7::text[] IS NULL OR p.name = ANY($7))
+   AND ($8::macaddr[] IS NULL OR p.mac_address = ANY($8))
+   AND ($9::text[] IS NULL OR p.project_id = ANY($9))
+ ORDER BY p.created_at, p.device_index, p.id;
+
+-- name: port_ips
+SELECT port_id, subnet_id, ip_address FROM ip_allocations
+ WHERE port_id = ANY($1::uuid[])
+ ORDER BY ip_address;
+
+-- name: delete_port
+DELETE FROM ports WHERE id = $1;
+
+-- name: lock_device
+-- One allocation per instance at a time, so a retried AllocatePorts finds the first one's ports.
+SELECT pg_advisory_xact_lock(hashtextextended('nova-async:ports:' || $1::text, 0));
+
+-- name: device_ports
+SELECT * FROM ports WHERE device_id = $1 ORDER BY device_index, created_at, id;
+
+-- name: rebind_device_ports
+UPDATE ports SET binding_host = $2, status = 'ACTIVE', updated_at = now()
+ WHERE device_id = $1 AND binding_host <> $2;
+
+-- name: adopt_port
+UPDATE ports
+   SET device_id = $2, device_owner = $3, binding_host = $4, device_index = $5,
+       status = 'ACTIVE', updated_at = now()
+ WHERE id = $1 AND device_id = ''
+RETURNING *;
+
+-- name: delete_device_ports
+DELETE FROM ports WHERE device_id = $1 AND auto_created;
+
+-- name: release_device_ports
+UPDATE ports
+   SET device_id = '', device_owner = '', binding_host = '', device_index = 0,
+       status = 'DOWN', updated_at = now()
+ WHERE device_id = $1 AND NOT auto_created;
+
+-- name: device_vifs
+-- One row per (port, fixed IP) of a device, in NIC order.
+SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.mtu,
+       a.ip_address, s.id AS subnet_id, s.cidr, s.gateway_ip, s.ip_version
+  FROM ports p
+  JOIN networks n ON n.id = p.network_id
+  LEFT JOIN ip_allocations a ON a.port_id = p.id
+  LEFT JOIN subnets s ON s.id = a.subnet_id
+ WHERE p.device_id = $1
+ ORDER BY p.device_index, p.created_at, p.id, a.ip_address;
+
+-- name: project_usage
+SELECT (SELECT count(*) FROM networks WHERE project_id = $1) AS network,
+       (SELECT count(*) FROM subnets WHERE project_id = $1) AS subnet,
+       (SELECT count(*) FROM ports WHERE project_id = $1) AS port;
