@@ -16,9 +16,13 @@ class PlacementClient:
         await self.bus.call(TOPIC, m.EnsureProvider(uuid=uuid, name=name, inventories=inventories))
 
     async def candidates(self, resources: dict[str, int], limit: int | None = None) -> list[m.ProviderSummary]:
+        return (await self.find_candidates(resources, limit)).providers
+
+    async def find_candidates(self, resources: dict[str, int], limit: int | None = None) -> m.Candidates:
+        """The whole answer, with placement's per-class explanation when nothing fits."""
         reply = await self.bus.call(TOPIC, m.GetCandidates(resources=resources, limit=limit))
         assert isinstance(reply, m.Candidates)
-        return reply.providers
+        return reply
 
     async def claim(self, consumer_uuid: str, provider_uuid: str, resources: dict[str, int],
                     project_id: str, user_id: str) -> m.ClaimResult:

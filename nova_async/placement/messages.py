@@ -34,10 +34,14 @@ class ProviderSummary(Message, frozen=True, kw_only=True):
     # per resource class: capacity ((total - reserved) * ratio) and current usage
     capacity: dict[str, int]
     used: dict[str, int]
+    traits: list[str] = []
 
 
 class Candidates(Message, frozen=True, kw_only=True):
     providers: list[ProviderSummary]
+    # Only when `providers` is empty: per requested class, how many root providers could take
+    # that amount of it on their own (tells a user which resource is short).
+    providers_with_room: dict[str, int] = {}
 
 
 class Claim(Message, frozen=True, kw_only=True):

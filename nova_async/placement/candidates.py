@@ -1,0 +1,81 @@
+"""Allocation candidates: which providers could take a request right now.
+
+One SQL statement does the work (sql/queries/placement.sql `candidates`): it sums usage per
+provider and class, keeps the root providers where every requested amount fits (free
+capacity, min_unit, max_unit, step_size) and returns each survivor's capacity and usage for
+all of its classes. Candidates are advice, not reservations: the claim re-checks under lock.
+
+Nested providers and request groups (a tree sharing one request) come with the full 1.39
+API; today a candidate is a single root provider that satisfies the whole request."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import asyncpg
+
+from nova_async.common import errors
+from nova_async.db.queries import queries
+
+Q = queries("placement")
+
+_CLASS = re.compile(r"^[A-Z0-9_]{1,255}$")
+MAX_AMOUNT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Candidate:
+    uuid: str
+    name: str
+    generation: int
+    capacity: dict[str, int]
+    used: dict[str, int]
+    traits: tuple[str, ...] = ()
+
+
+def parse_resources(text: str) -> dict[str, int]:
+    """`VCPU:1,MEMORY_MB:512` → {"VCPU": 1, "MEMORY_MB": 512}, or InvalidInput saying why."""
+    wanted: dict[str, int] = {}
+    for part in text.split(","):
+        rc, sep, amount = part.strip().partition(":")
+        if not sep or not _CLASS.match(rc) or not amount.strip().isdigit():
+            raise errors.InvalidInput(
+                "Badly formed resources parameter. Expected resources query string parameter in "
+                f"form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {text}.", code="placement.query.bad_value")
+        if rc in wanted:
+            raise errors.InvalidInput(f"Resource class {rc} appears more than once in resources.",
+                                      code="placement.query.duplicate_key")
+        wanted[rc] = int(amount)
+    check_resources(wanted)
+    return wanted
+
+
+def check_resources(resources: dict[str, int]) -> None:
+    if not resources:
+        raise errors.InvalidInput("At least one resource must be requested.",
+                                  code="placement.query.bad_value")
+    for rc, amount in resources.items():
+        if not _CLASS.match(rc):
+            raise errors.InvalidInput(f"Invalid resource class name {rc!r}.",
+                                      code="placement.query.bad_value")
+        if not 1 <= amount <= MAX_AMOUNT:
+            raise errors.InvalidInput(f"Requested amount of {rc} must be an integer from 1 to "
+                                      f"{MAX_AMOUNT}, got {amount}.", code="placement.query.bad_value")
+
+
+async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None = None) -> list[Candidate]:
+    check_resources(resources)
+    classes = list(resources)
+    rows = await pool.fetch(Q.candidates, classes, [resources[rc] for rc in classes], limit)
+    return [Candidate(uuid=str(r["uuid"]), name=r["name"], generation=r["generation"],
+                      capacity=dict(zip(r["classes"], r["capacity"])),
+                      used=dict(zip(r["classes"], r["used"])), traits=tuple(r["traits"]))
+            for r in rows]
+
+
+async def providers_with_room(pool: asyncpg.Pool, resources: dict[str, int]) -> dict[str, int]:
+    """Per requested class, how many root providers could take that amount of it alone."""
+    classes = list(resources)
+    rows = await pool.fetch(Q.providers_with_room, classes, [resources[rc] for rc in classes])
+    return {r["resource_class"]: r["providers"] for r in rows}

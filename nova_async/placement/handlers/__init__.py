@@ -1,0 +1,1 @@
+"""Placement HTTP handlers, one module per resource; routes.py maps URLs to them."""

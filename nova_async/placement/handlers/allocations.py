@@ -1,0 +1,105 @@
+"""`/allocations/{consumer_uuid}`: what one consumer holds, replaced or removed whole."""
+
+from __future__ import annotations
+
+import uuid
+
+from aiohttp import web
+
+from nova_async.common import errors
+from nova_async.common.web import check, dump, read_body, validator
+from nova_async.placement import allocations, microversion
+from nova_async.placement.handlers.common import authorize, path_uuid, pool
+
+# what old (pre-1.8) clients did not say
+INCOMPLETE_CONSUMER = "00000000-0000-0000-0000-000000000000"
+
+_UUID_KEY = "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"
+_RESOURCES = {"type": "object", "minProperties": 1,
+              "patternProperties": {"^[A-Z0-9_]{1,255}$": {"type": "integer", "minimum": 1,
+                                                           "maximum": 2**31 - 1}},
+              "additionalProperties": False}
+_ID = {"type": "string", "minLength": 1, "maxLength": 255}
+
+
+def _schema(minor: int) -> dict:
+    if minor < 12:
+        allocs: dict = {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "properties": {"resource_provider": {"type": "object", "properties": {
+                               "uuid": {"type": "string", "pattern": _UUID_KEY}},
+                               "required": ["uuid"]},
+                           "resources": _RESOURCES},
+            "required": ["resource_provider", "resources"]}}
+    else:
+        allocs = {"type": "object", "minProperties": 0 if minor >= 28 else 1,
+                  "patternProperties": {_UUID_KEY: {
+                      "type": "object",
+                      "properties": {"resources": _RESOURCES, "generation": {}},
+                      "required": ["resources"], "additionalProperties": False}},
+                  "additionalProperties": False}
+    props = {"allocations": allocs}
+    required = ["allocations"]
+    if minor >= 8:
+        props.update(project_id=_ID, user_id=_ID)
+        required += ["project_id", "user_id"]
+    if minor >= 28:
+        props["consumer_generation"] = {"type": ["integer", "null"]}
+        required.append("consumer_generation")
+    if minor >= 38:
+        props["consumer_type"] = {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"}
+        required.append("consumer_type")
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+UPDATE = {minor: validator(_schema(minor)) for minor in (0, 8, 12, 28, 38)}
+
+
+def _update_validator(request: web.Request):
+    minor = microversion.version(request).minor
+    return UPDATE[max(m for m in UPDATE if m <= minor)]
+
+
+def _wanted(body: dict) -> dict[str, dict[str, int]]:
+    if isinstance(body["allocations"], list):
+        wanted: dict[str, dict[str, int]] = {}
+        for item in body["allocations"]:
+            wanted.setdefault(str(uuid.UUID(item["resource_provider"]["uuid"])), {}).update(item["resources"])
+        return wanted
+    return {str(uuid.UUID(rp)): entry["resources"] for rp, entry in body["allocations"].items()}
+
+
+async def show_allocations(request: web.Request) -> web.Response:
+    authorize(request, "allocations:list")
+    found = await allocations.get_allocations(pool(request), path_uuid(request, "consumer", "consumer"))
+    body: dict = {"allocations": {rp: {"generation": gen, "resources": res}
+                                  for rp, (gen, res) in found.providers.items()}}
+    if found.providers and microversion.at_least(request, 12):
+        body.update(project_id=found.project_id, user_id=found.user_id)
+        if microversion.at_least(request, 28):
+            body["consumer_generation"] = found.generation
+        if microversion.at_least(request, 38):
+            body["consumer_type"] = found.consumer_type or "UNKNOWN"
+    return dump(body)
+
+
+async def update_allocations(request: web.Request) -> web.Response:
+    authorize(request, "allocations:update")
+    consumer = path_uuid(request, "consumer", "consumer")
+    body = await read_body(request)
+    check(_update_validator(request), body)
+    generation = body["consumer_generation"] if "consumer_generation" in body else allocations.ANY_GENERATION
+    await allocations.replace_allocations(
+        pool(request), consumer, _wanted(body),
+        project_id=body.get("project_id", INCOMPLETE_CONSUMER),
+        user_id=body.get("user_id", INCOMPLETE_CONSUMER),
+        consumer_type=body.get("consumer_type"), consumer_generation=generation)
+    return web.Response(status=204)
+
+
+async def delete_allocations(request: web.Request) -> web.Response:
+    authorize(request, "allocations:delete")
+    consumer = path_uuid(request, "consumer", "consumer")
+    if not await allocations.delete_allocations(pool(request), consumer):
+        raise errors.NotFound(f"No allocations for consumer '{consumer}'")
+    return web.Response(status=204)

@@ -1,0 +1,78 @@
+"""`/resource_providers` and `/resource_providers/{uuid}`: list, show, create, delete."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from aiohttp import web
+
+from nova_async.common.web import check, dump, read_body, validator
+from nova_async.placement import microversion, providers
+from nova_async.placement.handlers.common import (PREFIX, authorize, check_query, path_uuid, pool,
+                                                  query_uuid)
+
+_UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+
+CREATE = validator({
+    "type": "object",
+    "properties": {"name": _NAME, "uuid": _UUID},
+    "required": ["name"],
+    "additionalProperties": False,
+})
+CREATE_1_14 = validator({
+    "type": "object",
+    "properties": {"name": _NAME, "uuid": _UUID, "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]}},
+    "required": ["name"],
+    "additionalProperties": False,
+})
+
+
+def provider_body(request: web.Request, p: providers.Provider) -> dict:
+    base = f"{PREFIX}/resource_providers/{p.uuid}"
+    links = [{"rel": "self", "href": base},
+             {"rel": "inventories", "href": f"{base}/inventories"},
+             {"rel": "usages", "href": f"{base}/usages"}]
+    for minor, rel in ((1, "aggregates"), (6, "traits"), (11, "allocations")):
+        if microversion.at_least(request, minor):
+            links.append({"rel": rel, "href": f"{base}/{rel}"})
+    body = {"uuid": p.uuid, "name": p.name, "generation": p.generation, "links": links}
+    if microversion.at_least(request, 14):
+        body["parent_provider_uuid"] = p.parent_uuid
+        body["root_provider_uuid"] = p.root_uuid
+    return body
+
+
+async def list_resource_providers(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:list")
+    check_query(request, {"name": 0, "uuid": 0, "in_tree": 14})
+    found = await providers.list_providers(pool(request), name=request.query.get("name"),
+                                           uuid=query_uuid(request, "uuid"),
+                                           in_tree=query_uuid(request, "in_tree"))
+    return dump({"resource_providers": [provider_body(request, p) for p in found]})
+
+
+async def show_resource_provider(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:show")
+    found = await providers.get_provider(pool(request), path_uuid(request))
+    return dump(provider_body(request, found))
+
+
+async def create_resource_provider(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:create")
+    body = await read_body(request)
+    check(CREATE_1_14 if microversion.at_least(request, 14) else CREATE, body)
+    new_uuid = str(uuidlib.UUID(body["uuid"])) if body.get("uuid") else str(uuidlib.uuid4())
+    parent = body.get("parent_provider_uuid")
+    created = await providers.create_provider(pool(request), uuid=new_uuid, name=body["name"],
+                                              parent_uuid=str(uuidlib.UUID(parent)) if parent else None)
+    location = {"Location": f"{PREFIX}/resource_providers/{created.uuid}"}
+    if microversion.at_least(request, 20):
+        return dump(provider_body(request, created), headers=location)
+    return web.Response(status=201, headers=location)
+
+
+async def delete_resource_provider(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:delete")
+    await providers.delete_provider(pool(request), path_uuid(request))
+    return web.Response(status=204)

@@ -1,0 +1,20 @@
+"""The version document at `GET /placement/`: public, and where clients negotiate."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from nova_async.common.web import dump, public
+from nova_async.placement import microversion
+from nova_async.placement.handlers.common import PREFIX
+
+
+@public
+async def show_versions(request: web.Request) -> web.Response:
+    return dump({"versions": [{
+        "id": "v1.0",
+        "max_version": str(microversion.MAX),
+        "min_version": str(microversion.MIN),
+        "status": "CURRENT",
+        "links": [{"rel": "self", "href": f"{PREFIX}/"}],
+    }]})

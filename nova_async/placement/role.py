@@ -1,0 +1,89 @@
+"""The placement role: the HTTP API under /placement and the "placement" bus topic.
+
+Other roles reach placement only through placement.messages (via placement.client); each
+message maps to one domain call here. A claim that does not fit is an answer
+(ClaimResult ok=False with the reason), not an error: the scheduler moves on to the next host."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+import structlog
+from aiohttp import web
+
+from nova_async.bus import Message
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.placement import allocations, candidates, providers, routes
+from nova_async.placement import messages as m
+from nova_async.placement.client import TOPIC
+from nova_async.role import Deps, Role
+
+log = structlog.get_logger("placement")
+
+
+def _inventory(record: m.InventoryRecord) -> providers.Inventory:
+    return providers.Inventory(total=record.total, reserved=record.reserved, min_unit=record.min_unit,
+                               max_unit=record.max_unit or record.total, step_size=record.step_size,
+                               allocation_ratio=record.allocation_ratio)
+
+
+class PlacementRole(Role):
+    name = "placement"
+
+    def __init__(self, deps: Deps) -> None:
+        super().__init__(deps)
+        self._handlers: dict[type[Message], Callable[[Message], Awaitable[Message | None]]] = {
+            m.EnsureProvider: self._ensure_provider,
+            m.GetCandidates: self._get_candidates,
+            m.Claim: self._claim,
+            m.DeleteAllocations: self._delete_allocations,
+            m.GetAllocations: self._get_allocations,
+        }
+
+    def http(self) -> tuple[str, web.Application]:
+        return routes.build_app(self.pool)
+
+    async def run(self) -> None:
+        self.ready.set()
+        await self.serve(TOPIC, self._handle)
+
+    async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
+        handler = self._handlers.get(type(msg))
+        if handler is None:
+            raise errors.InvalidInput(f"placement does not handle {type(msg).__name__}")
+        try:
+            return await handler(msg)
+        except asyncpg.DataError as exc:  # a malformed uuid, an amount out of range
+            raise errors.InvalidInput(f"placement: {exc}") from None
+
+    async def _ensure_provider(self, msg: m.EnsureProvider) -> None:
+        await providers.ensure_provider(self.pool, msg.uuid, msg.name,
+                                        {rc: _inventory(r) for rc, r in msg.inventories.items()})
+
+    async def _get_candidates(self, msg: m.GetCandidates) -> m.Candidates:
+        found = await candidates.find(self.pool, msg.resources, msg.limit)
+        summaries = [m.ProviderSummary(uuid=c.uuid, name=c.name, generation=c.generation,
+                                       capacity=c.capacity, used=c.used, traits=list(c.traits))
+                     for c in found]
+        room = {} if found else await candidates.providers_with_room(self.pool, msg.resources)
+        return m.Candidates(providers=summaries, providers_with_room=room)
+
+    async def _claim(self, msg: m.Claim) -> m.ClaimResult:
+        try:
+            await allocations.replace_allocations(
+                self.pool, msg.consumer_uuid, {msg.provider_uuid: msg.resources},
+                project_id=msg.project_id, user_id=msg.user_id)
+        except (allocations.ClaimRefused, allocations.UnknownProvider) as exc:
+            log.info("claim refused", consumer=msg.consumer_uuid, provider=msg.provider_uuid,
+                     reason=exc.message)
+            return m.ClaimResult(ok=False, reason=exc.message)
+        return m.ClaimResult(ok=True)
+
+    async def _delete_allocations(self, msg: m.DeleteAllocations) -> None:
+        await allocations.delete_allocations(self.pool, msg.consumer_uuid)
+
+    async def _get_allocations(self, msg: m.GetAllocations) -> m.Allocations:
+        found = await allocations.get_allocations(self.pool, msg.consumer_uuid)
+        return m.Allocations(allocations={rp: res for rp, (_, res) in found.providers.items()})

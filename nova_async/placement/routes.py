@@ -1,0 +1,41 @@
+"""Every placement URL in one table, and the sub-application that serves them.
+
+The order of middleware is fixed by `api_app`: faults rendered in placement's format, then
+authentication; microversion negotiation runs last, so even the public version document
+refuses a version we do not speak."""
+
+from __future__ import annotations
+
+import asyncpg
+from aiohttp import web
+
+from nova_async.common.web import api_app
+from nova_async.placement import microversion
+from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
+                                           resource_providers, root, usages)
+
+ROUTES = {
+    ("GET", ""): root.show_versions,
+    ("GET", "/"): root.show_versions,
+    ("GET", "/resource_providers"): resource_providers.list_resource_providers,
+    ("POST", "/resource_providers"): resource_providers.create_resource_provider,
+    ("GET", "/resource_providers/{uuid}"): resource_providers.show_resource_provider,
+    ("DELETE", "/resource_providers/{uuid}"): resource_providers.delete_resource_provider,
+    ("GET", "/resource_providers/{uuid}/inventories"): inventories.list_inventories,
+    ("PUT", "/resource_providers/{uuid}/inventories"): inventories.update_inventories,
+    ("GET", "/resource_providers/{uuid}/usages"): usages.show_usages,
+    ("GET", "/allocation_candidates"): allocation_candidates.list_allocation_candidates,
+    ("GET", "/allocations/{consumer}"): allocations.show_allocations,
+    ("PUT", "/allocations/{consumer}"): allocations.update_allocations,
+    ("DELETE", "/allocations/{consumer}"): allocations.delete_allocations,
+}
+
+
+def build_app(pool: asyncpg.Pool) -> tuple[str, web.Application]:
+    app = api_app(microversion.render_fault)
+    app.middlewares.append(microversion.negotiate)
+    app.on_response_prepare.append(microversion.echo_version)
+    app[common.POOL] = pool
+    for (method, path), handler in ROUTES.items():
+        app.router.add_route(method, path, handler)
+    return common.PREFIX, app

@@ -1,0 +1,75 @@
+"""Host states: what the scheduler knows about each candidate host for one request.
+
+Placement says how much room a provider has; Nova's own tables say which host and node that
+provider is and whether its compute service is usable. One SQL query joins the two for all
+candidates at once. A host state lives for one request: claims made while serving it are
+subtracted locally, so later instances of the same request see the room that is left."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from nova_async.db.queries import queries
+from nova_async.placement.messages import ProviderSummary
+
+Q = queries("scheduler")
+
+
+@dataclass
+class HostState:
+    uuid: str                      # the compute node's uuid, also its resource provider's
+    host: str
+    node: str
+    zone: str = "nova"
+    has_service: bool = True
+    disabled: bool = False
+    disabled_reason: str | None = None
+    forced_down: bool = False
+    up: bool = True
+    capacity: dict[str, int] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    traits: tuple[str, ...] = ()
+    refused: str | None = None     # placement refused a claim here during this request
+
+    def free(self, resource_class: str) -> int:
+        return self.capacity.get(resource_class, 0) - self.used.get(resource_class, 0)
+
+    def fits(self, resources: dict[str, int]) -> bool:
+        if self.refused is not None:
+            return False
+        capacity, used = self.capacity, self.used
+        for rc, n in resources.items():
+            if capacity.get(rc, 0) - used.get(rc, 0) < n:
+                return False
+        return True
+
+    def consume(self, resources: dict[str, int]) -> None:
+        for rc, amount in resources.items():
+            self.used[rc] = self.used.get(rc, 0) + amount
+
+
+async def load(pool: asyncpg.Pool, candidates: list[ProviderSummary],
+               service_down_time: int) -> tuple[list[HostState], int]:
+    """Host states for the candidates, in placement's order, and how many candidates have no
+    compute node here (providers that are not Nova hosts cannot be scheduled to)."""
+    if not candidates:
+        return [], 0
+    rows = await pool.fetch(Q.host_states, [c.uuid for c in candidates], float(service_down_time))
+    by_uuid = {str(r["uuid"]): r for r in rows}
+    hosts = []
+    for c in candidates:
+        row = by_uuid.get(c.uuid)
+        if row is None:
+            continue
+        hosts.append(HostState(
+            uuid=c.uuid, host=row["host"], node=row["hypervisor_hostname"], zone=row["zone"],
+            has_service=row["has_service"], disabled=row["disabled"],
+            disabled_reason=row["disabled_reason"], forced_down=row["forced_down"], up=row["up"],
+            capacity=dict(c.capacity), used=dict(c.used), traits=tuple(c.traits)))
+    return hosts, len(candidates) - len(hosts)
+
+
+async def count_hosts(pool: asyncpg.Pool) -> int:
+    return await pool.fetchval(Q.count_hosts)

@@ -1,0 +1,154 @@
+"""select_destinations: from a request spec to claimed hosts, or a NoValidHost that explains.
+
+Per request: one candidates call to placement, one SQL query for host states, the filters,
+then for each instance the weighers and claims in placement, host after host, until one
+accepts. Claims are what make a choice real (placement refuses what does not fit, however
+many schedulers race), so a refused claim only moves us to the next host. The request is
+all or nothing: when one instance cannot be placed, the claims already made for the others
+are deleted before NoValidHost is raised."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+
+import asyncpg
+import structlog
+
+from nova_async.common import errors
+from nova_async.config import SchedulerSettings
+from nova_async.placement.client import PlacementClient
+from nova_async.scheduler import filters, host_state, weighers
+from nova_async.scheduler import messages as m
+from nova_async.scheduler.host_state import HostState
+
+log = structlog.get_logger("scheduler")
+
+_UNITS = {"MEMORY_MB": "MB", "DISK_GB": "GB"}
+
+
+def _amount(rc: str, n: int) -> str:
+    unit = _UNITS.get(rc)
+    return f"{n} {unit} {rc}" if unit else f"{n} {rc}"
+
+
+class Scheduler:
+    def __init__(self, pool: asyncpg.Pool, placement: PlacementClient, settings: SchedulerSettings) -> None:
+        self.pool = pool
+        self.placement = placement
+        self.settings = settings
+        self.filters = filters.from_settings(settings)
+        self.weighers = weighers.from_settings(settings)
+
+    async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
+        if not instance_uuids:
+            return []
+        if len(set(instance_uuids)) != len(instance_uuids):
+            raise errors.InvalidInput("select_destinations: an instance uuid is listed twice")
+        resources = spec.resources()
+        if not resources:
+            raise errors.InvalidInput("select_destinations: the request spec asks for no resources")
+        started = time.perf_counter()
+
+        found = await self.placement.find_candidates(resources)
+        hosts, not_nova = await host_state.load(self.pool, found.providers, self.settings.service_down_time)
+        passed, removed_by = filters.run(self.filters, hosts, spec)
+
+        selections: list[m.Selection] = []
+        refusals: list[str] = []
+        attempted: list[str] = []
+        try:
+            for uuid in instance_uuids:
+                attempted.append(uuid)
+                selection = await self._place(uuid, passed, spec, resources, refusals)
+                if selection is None:
+                    break
+                selections.append(selection)
+            else:
+                log.info("scheduled", instances=len(instance_uuids),
+                         hosts=[s.chosen.host for s in selections], candidates=len(found.providers),
+                         ms=round((time.perf_counter() - started) * 1000, 1))
+                return selections
+        except BaseException:
+            # a claim whose answer was lost (a bus timeout) may have been made: release it too
+            await self._release(attempted)
+            raise
+        await self._release([s.instance_uuid for s in selections])
+        total = await host_state.count_hosts(self.pool)
+        reason = explain(resources, total, len(hosts), found.providers_with_room, not_nova, removed_by,
+                         refusals, placed=len(selections), wanted=len(instance_uuids))
+        log.info("no valid host", instances=len(instance_uuids), reason=reason,
+                 ms=round((time.perf_counter() - started) * 1000, 1))
+        raise errors.NoValidHost(reason)
+
+    async def _place(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
+                     resources: dict[str, int], refusals: list[str]) -> m.Selection | None:
+        ordered = weighers.order(self.weighers, [h for h in hosts if h.fits(resources)])
+        subset = max(1, self.settings.host_subset_size)
+        if subset > 1 and len(ordered) > 1:
+            pick = random.choice(ordered[:subset])
+            ordered.remove(pick)
+            ordered.insert(0, pick)
+        for i, host in enumerate(ordered):
+            result = await self.placement.claim(uuid, host.uuid, resources, spec.project_id, spec.user_id)
+            if not result.ok:
+                host.refused = result.reason
+                refusals.append(f"{host.host}: {result.reason}")
+                continue
+            host.consume(resources)
+            room = (h for h in ordered[i + 1:] if h.fits(resources))
+            alternates = [_destination(h) for h in itertools.islice(room, max(0, self.settings.max_attempts - 1))]
+            return m.Selection(instance_uuid=uuid, chosen=_destination(host), alternates=alternates)
+        return None
+
+    async def _release(self, instance_uuids: list[str]) -> None:
+        """Undo this request's claims (all or nothing)."""
+        if not instance_uuids:
+            return
+        async with asyncio.TaskGroup() as tg:
+            for uuid in instance_uuids:
+                tg.create_task(self._release_one(uuid), name=f"scheduler:release:{uuid}")
+        log.info("released the claims of a request that could not be placed whole",
+                 instances=instance_uuids)
+
+    async def _release_one(self, uuid: str) -> None:
+        try:
+            await self.placement.delete_allocations(uuid)
+        except errors.NovaAsyncError as exc:
+            # the instance goes to ERROR either way; its allocation is cleaned up with it
+            log.warning("could not release a claim", instance_uuid=uuid, error=exc.message)
+
+
+def explain(resources: dict[str, int], total: int, with_room: int, room_per_class: dict[str, int],
+            not_nova: int, removed_by: list[str], refusals: list[str], *, placed: int, wanted: int) -> str:
+    """The NoValidHost message: what each stage removed, in the order the stages ran.
+
+    `total` compute hosts exist, `with_room` of them had room according to placement
+    (`room_per_class` says, when none had, how many had enough of each class alone)."""
+    if total == 0:
+        return "No valid host: there are no compute hosts."
+    everything = ", ".join(_amount(rc, n) for rc, n in resources.items())
+    parts = []
+    short = sorted((n, rc) for rc, n in room_per_class.items() if n < total)
+    if with_room == 0 and short:
+        parts.append("placement: " + ", ".join(
+            f"{n} of {total} hosts have {_amount(rc, resources[rc])} free" for n, rc in short))
+    elif with_room == 0 and room_per_class:
+        parts.append(f"placement: 0 of {total} hosts have {everything} free together")
+    else:
+        parts.append(f"placement: {with_room} of {total} hosts have {everything} free")
+    if not_nova:
+        parts.append(f"{not_nova} resource provider(s) are not compute nodes")
+    parts.extend(removed_by)
+    if refusals:
+        shown = "; ".join(refusals[:3]) + ("; ..." if len(refusals) > 3 else "")
+        parts.append(f"placement refused {len(refusals)} claim(s) ({shown})")
+    if wanted > 1:
+        parts.append(f"{placed} of {wanted} instances could be placed, so none were")
+    return "No valid host: " + "; ".join(parts)
+
+
+def _destination(host: HostState) -> m.Destination:
+    return m.Destination(host=host.host, node=host.node, provider_uuid=host.uuid)

@@ -1,0 +1,49 @@
+"""Host weighers: rank the hosts that passed the filters.
+
+Each weigher gives a raw number per host (free RAM, free VCPU, free disk), normalised to
+0..1 across the hosts being ranked and multiplied by its configured multiplier; a host's
+weight is the sum. Positive multipliers spread instances over the emptiest hosts, negative
+ones pack them. Equal weights keep placement's order, so ties resolve the same way twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nova_async.config import SchedulerSettings
+from nova_async.scheduler.host_state import HostState
+
+
+@dataclass(frozen=True)
+class FreeResourceWeigher:
+    name: str
+    resource_class: str
+    multiplier: float
+
+    def raw(self, host: HostState) -> float:
+        return float(host.free(self.resource_class))
+
+
+def from_settings(settings: SchedulerSettings) -> list[FreeResourceWeigher]:
+    weighers = [FreeResourceWeigher("RAMWeigher", "MEMORY_MB", settings.ram_weight_multiplier),
+                FreeResourceWeigher("CPUWeigher", "VCPU", settings.cpu_weight_multiplier),
+                FreeResourceWeigher("DiskWeigher", "DISK_GB", settings.disk_weight_multiplier)]
+    return [w for w in weighers if w.multiplier]
+
+
+def _normalise(values: list[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return [0.0] * len(values)
+    return [(v - lo) / (hi - lo) for v in values]
+
+
+def order(weighers: list[FreeResourceWeigher], hosts: list[HostState]) -> list[HostState]:
+    """Hosts best first."""
+    if len(hosts) < 2:
+        return list(hosts)
+    totals = [0.0] * len(hosts)
+    for w in weighers:
+        for i, value in enumerate(_normalise([w.raw(h) for h in hosts])):
+            totals[i] += w.multiplier * value
+    ranked = sorted(range(len(hosts)), key=lambda i: -totals[i])
+    return [hosts[i] for i in ranked]

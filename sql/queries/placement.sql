@@ -1,0 +1,191 @@
+-- Placement: providers, inventories, usages, allocation candidates and allocations.
+-- Writers lock the provider rows they touch, in id order, after locking the consumer.
+
+-- name: list_providers
+-- $1 name, $2 uuid, $3 uuid of any provider in the wanted tree: each NULL means "any".
+SELECT rp.id, rp.uuid, rp.name, rp.generation, p.uuid AS parent_uuid, r.uuid AS root_uuid
+  FROM resource_providers rp
+  JOIN resource_providers r ON r.id = rp.root_provider_id
+  LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
+ WHERE ($1::text IS NULL OR rp.name = $1)
+   AND ($2::uuid IS NULL OR rp.uuid = $2)
+   AND ($3::uuid IS NULL OR rp.root_provider_id =
+        (SELECT t.root_provider_id FROM resource_providers t WHERE t.uuid = $3))
+ ORDER BY rp.id;
+
+-- name: get_provider
+SELECT rp.id, rp.uuid, rp.name, rp.generation, p.uuid AS parent_uuid, r.uuid AS root_uuid
+  FROM resource_providers rp
+  JOIN resource_providers r ON r.id = rp.root_provider_id
+  LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
+ WHERE rp.uuid = $1;
+
+-- name: lock_provider
+SELECT id, uuid, name, generation, parent_provider_id
+  FROM resource_providers WHERE uuid = $1 FOR UPDATE;
+
+-- name: create_provider
+-- $1 uuid, $2 name, $3 parent's id (NULL for a root). A root is its own root.
+WITH new AS (SELECT nextval(pg_get_serial_sequence('resource_providers', 'id')) AS id)
+INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id)
+SELECT new.id, $1, $2, parent.id, coalesce(parent.root_provider_id, new.id)
+  FROM new LEFT JOIN resource_providers parent ON parent.id = $3
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: find_provider_by_name
+SELECT uuid FROM resource_providers WHERE name = $1;
+
+-- name: rename_provider
+UPDATE resource_providers SET name = $2, generation = generation + 1, updated_at = now()
+ WHERE id = $1;
+
+-- name: bump_providers
+UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+ WHERE id = ANY($1::bigint[])
+RETURNING id, generation;
+
+-- name: provider_in_use
+SELECT EXISTS (SELECT 1 FROM inventories WHERE resource_provider_id = $1 AND used > 0) AS allocated,
+       EXISTS (SELECT 1 FROM resource_providers WHERE parent_provider_id = $1) AS has_children;
+
+-- name: delete_provider
+DELETE FROM resource_providers WHERE id = $1;
+
+-- name: inventories
+SELECT resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio
+  FROM inventories WHERE resource_provider_id = $1
+ ORDER BY resource_class;
+
+-- name: upsert_inventories
+-- $1 provider id, then one array per column, all in the same order.
+INSERT INTO inventories (resource_provider_id, resource_class, total, reserved, min_unit,
+                         max_unit, step_size, allocation_ratio)
+SELECT $1, * FROM unnest($2::text[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[],
+                         $8::float8[])
+ON CONFLICT (resource_provider_id, resource_class) DO UPDATE
+   SET total = EXCLUDED.total, reserved = EXCLUDED.reserved, min_unit = EXCLUDED.min_unit,
+       max_unit = EXCLUDED.max_unit, step_size = EXCLUDED.step_size,
+       allocation_ratio = EXCLUDED.allocation_ratio;
+
+-- name: classes_in_use_outside
+-- Resource classes with allocations on provider $1 that are not in $2.
+SELECT resource_class FROM inventories
+ WHERE resource_provider_id = $1 AND used > 0 AND resource_class <> ALL($2::text[])
+ ORDER BY resource_class;
+
+-- name: delete_inventories_outside
+DELETE FROM inventories WHERE resource_provider_id = $1 AND resource_class <> ALL($2::text[]);
+
+-- name: usages
+SELECT resource_class, used FROM inventories WHERE resource_provider_id = $1
+ ORDER BY resource_class;
+
+-- name: candidates
+-- Root providers that can take every requested class ($1, amounts $2) on their own, each with
+-- capacity and usage of ALL its classes. Capacity is floor((total - reserved) * ratio), the
+-- same figure the claim checks against. $3 limits the number of providers (NULL: no limit).
+-- One pass over inventories (usage is kept there), grouped per provider: its cost does not
+-- grow with the number of allocations.
+WITH wanted AS (
+    SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
+),
+per_provider AS (
+    SELECT i.resource_provider_id AS id,
+           count(w.amount) FILTER (
+               WHERE floor((i.total - i.reserved) * i.allocation_ratio) - i.used >= w.amount
+                 AND w.amount BETWEEN i.min_unit AND i.max_unit
+                 AND w.amount % i.step_size = 0) AS satisfied,
+           array_agg(i.resource_class) AS classes,
+           array_agg(floor((i.total - i.reserved) * i.allocation_ratio)::bigint) AS capacity,
+           array_agg(i.used) AS used
+      FROM inventories i
+      LEFT JOIN wanted w ON w.resource_class = i.resource_class
+     GROUP BY i.resource_provider_id
+)
+SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used,
+       array(SELECT t.name FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
+              WHERE pt.resource_provider_id = rp.id ORDER BY t.name) AS traits
+  FROM per_provider p
+  JOIN resource_providers rp ON rp.id = p.id
+ WHERE p.satisfied = cardinality($1::text[]) AND rp.parent_provider_id IS NULL
+ ORDER BY rp.id
+ LIMIT $3;
+
+-- name: providers_with_room
+-- Only asked when no provider fits: per requested class, how many root providers could
+-- take that class alone. It tells a user which resource is short.
+WITH wanted AS (
+    SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
+)
+SELECT w.resource_class, count(rp.id) AS providers
+  FROM wanted w
+  LEFT JOIN inventories i
+    ON i.resource_class = w.resource_class
+   AND w.amount BETWEEN i.min_unit AND i.max_unit
+   AND w.amount % i.step_size = 0
+   AND floor((i.total - i.reserved) * i.allocation_ratio) - i.used >= w.amount
+  LEFT JOIN resource_providers rp ON rp.id = i.resource_provider_id AND rp.parent_provider_id IS NULL
+ GROUP BY w.resource_class;
+
+-- name: insert_consumer
+INSERT INTO consumers (uuid, project_id, user_id, consumer_type)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (uuid) DO NOTHING
+RETURNING id, generation, project_id, user_id;
+
+-- name: lock_consumer
+SELECT id, generation, project_id, user_id, consumer_type
+  FROM consumers WHERE uuid = $1 FOR UPDATE;
+
+-- name: update_consumer
+UPDATE consumers
+   SET project_id = $2, user_id = $3, consumer_type = coalesce($4, consumer_type),
+       generation = generation + 1, updated_at = now()
+ WHERE id = $1
+RETURNING generation;
+
+-- name: delete_consumer
+DELETE FROM consumers WHERE id = $1;
+
+-- name: consumer_providers
+SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id = $1;
+
+-- name: lock_providers
+-- Always in id order, so that two writers never wait on each other in a cycle.
+SELECT id, uuid, name, generation FROM resource_providers
+ WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE;
+
+-- name: providers_by_uuid
+SELECT id, uuid FROM resource_providers WHERE uuid = ANY($1::uuid[]);
+
+-- name: room_for_claim
+-- Per wanted (provider id $1[i], class $2[i]): the inventory and what everybody but the
+-- consumer $3 (whose allocations are being replaced) uses. A NULL total: no such inventory.
+WITH wanted AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[]) AS w(provider_id, resource_class)
+)
+SELECT w.provider_id, w.resource_class, i.total, i.reserved, i.min_unit, i.max_unit,
+       i.step_size, i.allocation_ratio, i.used - coalesce(own.used, 0) AS used
+  FROM wanted w
+  LEFT JOIN inventories i ON i.resource_provider_id = w.provider_id
+                         AND i.resource_class = w.resource_class
+  LEFT JOIN allocations own ON own.consumer_id = $3
+                           AND own.resource_provider_id = w.provider_id
+                           AND own.resource_class = w.resource_class;
+
+-- name: delete_allocations_of
+DELETE FROM allocations WHERE consumer_id = $1;
+
+-- name: insert_allocations
+INSERT INTO allocations (consumer_id, resource_provider_id, resource_class, used)
+SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[]);
+
+-- name: allocations_of
+SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resource_class,
+       a.used, c.project_id, c.user_id, c.generation AS consumer_generation, c.consumer_type
+  FROM consumers c
+  JOIN allocations a ON a.consumer_id = c.id
+  JOIN resource_providers rp ON rp.id = a.resource_provider_id
+ WHERE c.uuid = $1
+ ORDER BY rp.uuid, a.resource_class;

@@ -1,0 +1,22 @@
+-- The scheduler's view of compute hosts: a compute node (its uuid is its resource provider's)
+-- and the nova-compute service that runs it.
+
+-- name: host_states
+-- $1 provider uuids from placement's candidates, $2 service_down_time in seconds.
+-- `up` is judged by the database clock, the one the heartbeats were written with.
+SELECT cn.uuid, cn.host, cn.hypervisor_hostname,
+       s.id IS NOT NULL AS has_service,
+       coalesce(s.zone, 'nova') AS zone,
+       coalesce(s.disabled, false) AS disabled,
+       s.disabled_reason,
+       coalesce(s.forced_down, false) AS forced_down,
+       coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up
+  FROM compute_nodes cn
+  LEFT JOIN services s
+    ON s.id = coalesce(cn.service_id,
+                       (SELECT x.id FROM services x
+                         WHERE x.host = cn.host AND x.binary_name = 'nova-compute'))
+ WHERE cn.uuid = ANY($1::uuid[]);
+
+-- name: count_hosts
+SELECT count(*) FROM compute_nodes;
