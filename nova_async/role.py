@@ -7,13 +7,17 @@ HTTP sub-application a role offers, runs every `run()` in one TaskGroup, waits f
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+import structlog
 from aiohttp import web
 
-from nova_async.bus import Bus
+from nova_async.bus import Bus, Message
+from nova_async.common import errors
+from nova_async.common.context import RequestContext, admin_context
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 
@@ -30,8 +34,13 @@ class Deps:
         return self.settings.state_path
 
 
+MessageHandler = Callable[[Message, RequestContext], Awaitable[Message | None]]
+
+
 class Role:
     name: str = "role"
+    # The bus topic this role answers on, if any; `handlers` maps message types to methods.
+    topic: str = ""
     # Shutdown order: lower tiers stop first. Roles that take work (api, conductor, compute)
     # stop before the services that work calls (scheduler, then placement/network/image).
     stop_tier: int = 2
@@ -43,6 +52,7 @@ class Role:
         self.bus = deps.bus
         self.ready = asyncio.Event()
         self.stopping = asyncio.Event()
+        self.handlers: dict[type[Message], MessageHandler] = {}
 
     def http(self) -> tuple[str, web.Application] | None:
         """The (path prefix, sub-application) this role serves on the shared port, if any."""
@@ -51,7 +61,20 @@ class Role:
     async def run(self) -> None:
         """Serve until `stopping` is set, then finish in-flight work and return."""
         self.ready.set()
-        await self.stopping.wait()
+        if self.topic:
+            await self.serve(self.topic, self.dispatch)
+        else:
+            await self.stopping.wait()
+
+    async def dispatch(self, msg: Message, context: RequestContext | None) -> Message | None:
+        """Hand one bus message to the method registered for its type."""
+        handler = self.handlers.get(type(msg))
+        if handler is None:
+            raise errors.InvalidInput(f"{self.name} does not handle {type(msg).__name__}")
+        ctx = context or admin_context()
+        if ctx.request_id:  # each message runs in its own task, so this stays with it
+            structlog.contextvars.bind_contextvars(request_id=ctx.request_id)
+        return await handler(msg, ctx)
 
     async def serve(self, topic: str, handler, *, concurrency: int = 64) -> None:
         """Consume `topic` until this role is told to stop, then finish what is in flight."""

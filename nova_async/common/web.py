@@ -80,7 +80,7 @@ def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
     if exc.status == 404:
         return errors.NotFound("The resource could not be found.")
     if exc.status == 405:
-        return errors.MethodNotAllowed(f"The method is not allowed for this resource.")
+        return errors.MethodNotAllowed("The method is not allowed for this resource.")
     if exc.status == 413:
         return errors.TooLarge("Request is too large.")
     err = errors.NovaAsyncError(exc.reason)

@@ -12,9 +12,8 @@ import contextlib
 import msgspec
 import structlog
 
-from nova_async.bus.messages import Message
 from nova_async.common import errors
-from nova_async.common.context import RequestContext, admin_context
+from nova_async.common.context import RequestContext
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import ScheduleAndBuildInstances
@@ -39,15 +38,12 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
-        self._handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances}
+        self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances}
 
     async def run(self) -> None:
         self.ready.set()
         await self._resume_unscheduled()
-        await self.serve(TOPIC, self._handle)
-
-    async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
-        return await self._handlers[type(msg)](msg, context or admin_context())
+        await self.serve(TOPIC, self.dispatch)
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         rows = []

@@ -3,12 +3,9 @@ bus (compute asks where an image's bits are; the API asks whether a project may 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from nova_async.bus import Message
-from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.image import http, store, views
 from nova_async.image import messages as m
@@ -20,12 +17,13 @@ from nova_async.role import Deps, Role
 
 class ImageRole(Role):
     name = "image"
+    topic = TOPIC
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.files = ImageFiles(self.settings.state_path / "images")
-        self._handlers: dict[type[Message], Callable[[Message], Awaitable[Message | None]]] = {
-            m.GetImage: self._get_image,  # type: ignore[dict-item]
+        self.handlers = {
+            m.GetImage: self._get_image,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -37,17 +35,9 @@ class ImageRole(Role):
         # Before the first request: an upload a restart interrupted can never finish.
         await store.reset_interrupted_uploads(self.pool, self.files)
 
-    async def run(self) -> None:
-        self.ready.set()
-        await self.serve(TOPIC, self._handle)
 
-    async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
-        handler = self._handlers.get(type(msg))
-        if handler is None:
-            raise errors.InvalidInput(f"the image service does not handle {type(msg).__name__}")
-        return await handler(msg)
 
-    async def _get_image(self, msg: m.GetImage) -> m.ImageInfo:
+    async def _get_image(self, msg: m.GetImage, ctx: RequestContext) -> m.ImageInfo:
         caller = RequestContext(user_id="", project_id=msg.project_id,
                                 roles=("admin",) if msg.is_admin else ())
         row = await store.get(self.pool, caller, msg.image_id)

@@ -6,7 +6,6 @@ message maps to one domain call here. A claim that does not fit is an answer
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 
 import asyncpg
 import structlog
@@ -31,10 +30,11 @@ def _inventory(record: m.InventoryRecord) -> providers.Inventory:
 
 class PlacementRole(Role):
     name = "placement"
+    topic = TOPIC
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
-        self._handlers: dict[type[Message], Callable[[Message], Awaitable[Message | None]]] = {
+        self.handlers = {
             m.EnsureProvider: self._ensure_provider,
             m.GetCandidates: self._get_candidates,
             m.Claim: self._claim,
@@ -45,24 +45,19 @@ class PlacementRole(Role):
     def http(self) -> tuple[str, web.Application]:
         return routes.build_app(self.pool)
 
-    async def run(self) -> None:
-        self.ready.set()
-        await self.serve(TOPIC, self._handle)
 
-    async def _handle(self, msg: Message, context: RequestContext | None) -> Message | None:
-        handler = self._handlers.get(type(msg))
-        if handler is None:
-            raise errors.InvalidInput(f"placement does not handle {type(msg).__name__}")
+
+    async def dispatch(self, msg: Message, context: RequestContext | None) -> Message | None:
         try:
-            return await handler(msg)
+            return await super().dispatch(msg, context)
         except asyncpg.DataError as exc:  # a malformed uuid, an amount out of range
             raise errors.InvalidInput(f"placement: {exc}") from None
 
-    async def _ensure_provider(self, msg: m.EnsureProvider) -> None:
+    async def _ensure_provider(self, msg: m.EnsureProvider, ctx: RequestContext) -> None:
         await providers.ensure_provider(self.pool, msg.uuid, msg.name,
                                         {rc: _inventory(r) for rc, r in msg.inventories.items()})
 
-    async def _get_candidates(self, msg: m.GetCandidates) -> m.Candidates:
+    async def _get_candidates(self, msg: m.GetCandidates, ctx: RequestContext) -> m.Candidates:
         found = await candidates.find(self.pool, msg.resources, msg.limit)
         summaries = [m.ProviderSummary(uuid=c.uuid, name=c.name, generation=c.generation,
                                        capacity=c.capacity, used=c.used, traits=list(c.traits))
@@ -70,7 +65,7 @@ class PlacementRole(Role):
         room = {} if found else await candidates.providers_with_room(self.pool, msg.resources)
         return m.Candidates(providers=summaries, providers_with_room=room)
 
-    async def _claim(self, msg: m.Claim) -> m.ClaimResult:
+    async def _claim(self, msg: m.Claim, ctx: RequestContext) -> m.ClaimResult:
         try:
             await allocations.replace_allocations(
                 self.pool, msg.consumer_uuid, {msg.provider_uuid: msg.resources},
@@ -81,9 +76,9 @@ class PlacementRole(Role):
             return m.ClaimResult(ok=False, reason=exc.message)
         return m.ClaimResult(ok=True)
 
-    async def _delete_allocations(self, msg: m.DeleteAllocations) -> None:
+    async def _delete_allocations(self, msg: m.DeleteAllocations, ctx: RequestContext) -> None:
         await allocations.delete_allocations(self.pool, msg.consumer_uuid)
 
-    async def _get_allocations(self, msg: m.GetAllocations) -> m.Allocations:
+    async def _get_allocations(self, msg: m.GetAllocations, ctx: RequestContext) -> m.Allocations:
         found = await allocations.get_allocations(self.pool, msg.consumer_uuid)
         return m.Allocations(allocations={rp: res for rp, (_, res) in found.providers.items()})

@@ -15,7 +15,6 @@ from nova_async.common.context import RequestContext
 from nova_async.common.errors import NotFound, Unavailable
 from nova_async.image import messages as im
 from nova_async.network import messages as nm
-from nova_async.placement import messages as pm
 from nova_async.role import Role
 
 MISSING_IMAGE = "00000000-0000-4000-8000-00000000dead"
