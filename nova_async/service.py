@@ -117,8 +117,12 @@ class Service:
                 log.error("cannot listen", listen=settings.service.listen, error=exc.strerror)
                 raise SystemExit(f"nova-async: cannot listen on {settings.service.listen}: {exc.strerror}")
             await asyncio.gather(*(role.ready.wait() for role in roles))
+            login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
+                     "user admin, project admin, password " + (
+                         "from --admin-password" if settings.identity.admin_password
+                         else f"in {settings.state_path / 'admin-password'}"))
             log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url,
-                     identity=f"{settings.base_url}/v3", auth=settings.identity.auth,
+                     identity=f"{settings.base_url}/v3", login=login, auth=settings.identity.auth,
                      roles=",".join(r.name for r in roles),
                      seconds=round(time.monotonic() - started, 2))
             await self.stop_requested.wait()

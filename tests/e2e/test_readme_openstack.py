@@ -1,0 +1,41 @@
+"""The README's `openstack` block, run with the real, unmodified OpenStack CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import serve
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BIN = Path(sys.executable).parent
+
+
+def block() -> str:
+    found = re.search(r"<!-- openstack:start -->\s*```sh\n(.*?)```\s*<!-- openstack:end -->",
+                      README.read_text(), re.S)
+    assert found, "README.md lost its openstack block"
+    return found.group(1)
+
+
+@pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
+                    reason="python-openstackclient is installed by `make test`")
+async def test_readme_openstack_commands_work(database, work_dir):
+    async with serve(work_dir / "osc", "--database", database) as served:
+        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
+               "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
+               "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password}
+        env.pop("OS_CLOUD", None)
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-euxo", "pipefail", "-c", block(), env=env, cwd=work_dir,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 300)
+        output = out.decode()
+        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        assert re.search(r"\| vm3 +\| ACTIVE +\| net2=10\.1\.0\.\d+ +\| tiny +\| m1\.mini", output), output
