@@ -20,7 +20,7 @@ from aiohttp import web
 from nova_async.bus.memory import MemoryBus
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
-from nova_async.config import Settings
+from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.embedded import embedded_postgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
@@ -98,6 +98,11 @@ class Service:
             async with pool.acquire() as conn:
                 await migrate(conn)
             bus = MemoryBus()
+            missing = [r for r in ALL_ROLES if r not in settings.service.roles]
+            if missing:
+                # In-memory messages never leave this process: calls to these roles time out.
+                log.warning("running without some roles on the in-memory bus; what they serve "
+                            "will not answer", missing=",".join(missing))
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)))
             roles = [role_class(name)(deps) for name in settings.service.roles]
             await self._supervise(roles, bus, deps, started)
