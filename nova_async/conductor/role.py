@@ -7,8 +7,6 @@ At start it resumes boot requests a previous run accepted but never scheduled.""
 
 from __future__ import annotations
 
-import contextlib
-
 import msgspec
 import structlog
 
@@ -61,10 +59,7 @@ class ConductorRole(Role):
         spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
         try:
-            async with contextlib.AsyncExitStack() as events:
-                for uuid in uuids:
-                    await events.enter_async_context(instances.event(
-                        self.pool, uuid, request_id, "conductor_schedule_and_build_instances"))
+            async with instances.events(self.pool, uuids, request_id, "conductor_schedule_and_build_instances"):
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx)
         except Exception as exc:
             if isinstance(exc, errors.NoValidHost):

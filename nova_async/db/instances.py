@@ -83,6 +83,15 @@ async def event(db, uuid: str, request_id: str, name: str, host: str | None = No
 
 
 @contextlib.asynccontextmanager
+async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncIterator[None]:
+    """The same step, recorded for each of several instances (a multi-create request)."""
+    async with contextlib.AsyncExitStack() as stack:
+        for uuid in uuids:
+            await stack.enter_async_context(event(db, uuid, request_id, name))
+        yield
+
+
+@contextlib.asynccontextmanager
 async def _tx(db) -> AsyncIterator[asyncpg.Connection]:
     if isinstance(db, asyncpg.Pool):
         async with db.acquire() as conn, conn.transaction():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 from nova_async.common.context import RequestContext
+from nova_async.db import instances
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Deps, Role
 from nova_async.scheduler import messages as m
@@ -27,7 +28,9 @@ class SchedulerRole(Role):
             m.SelectDestinations: self._select_destinations,
         }
 
-
-
     async def _select_destinations(self, msg: m.SelectDestinations, ctx: RequestContext) -> m.Selections:
-        return m.Selections(selections=await self.scheduler.select_destinations(msg.instance_uuids, msg.spec))
+        # Filtering, weighing and the placement claims, as one recorded step per instance.
+        async with instances.events(self.pool, msg.instance_uuids, ctx.request_id,
+                                    "scheduler_select_destinations_and_claim"):
+            selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
+        return m.Selections(selections=selections)

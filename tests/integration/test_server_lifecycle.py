@@ -90,6 +90,9 @@ async def test_boot_show_list_delete_leaves_nothing_behind(cloud):
                                        headers={**h.alice, **MV}), 200)
     events = {e["event"]: e["result"] for e in detail["instanceAction"]["events"]}
     assert events["conductor_schedule_and_build_instances"] == "Success"
+    assert events["scheduler_select_destinations_and_claim"] == "Success"
+    assert events["compute_allocate_network"] == events["compute_prepare_block_devices"] == "Success"
+    assert events["compute_spawn"] == "Success"
     assert events["compute_build_and_run_instance"] == "Success"
 
     resp = await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice)
@@ -137,6 +140,13 @@ async def test_no_valid_host_says_why(cloud):
                                          json=boot_body(h, flavorRef=big["flavor"]["id"])), 202)
     server = await wait_status(h, created["server"]["id"], "ERROR")
     assert "MEMORY_MB" in server["fault"]["message"]
+    [action] = (await ok(await h.http.get(f"{V}/servers/{server['id']}/os-instance-actions",
+                                          headers=h.alice), 200))["instanceActions"]
+    detail = await ok(await h.http.get(f"{V}/servers/{server['id']}/os-instance-actions/{action['request_id']}",
+                                       headers={**h.admin, **MV}), 200)
+    results = {e["event"]: e for e in detail["instanceAction"]["events"]}
+    assert results["scheduler_select_destinations_and_claim"]["result"] == "Error"
+    assert "MEMORY_MB" in results["scheduler_select_destinations_and_claim"]["details"]
     assert (await h.http.delete(f"{V}/servers/{created['server']['id']}", headers=h.alice)).status == 204
     await wait_status(h, created["server"]["id"], "GONE")
 
