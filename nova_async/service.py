@@ -24,9 +24,11 @@ from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.embedded import embedded_postgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
+from nova_async.db.queries import queries
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("service")
+SQ = queries("service")
 
 ROLE_CLASSES = {
     "identity": "nova_async.identity.role:IdentityRole",
@@ -46,10 +48,9 @@ def role_class(name: str) -> type[Role]:
 
 
 async def _token_key(pool) -> bytes:
-    async with pool.acquire() as conn:
-        await conn.execute("INSERT INTO service_keys (name, secret) VALUES ('token', $1) "
-                           "ON CONFLICT (name) DO NOTHING", secrets.token_bytes(32))
-        return await conn.fetchval("SELECT secret FROM service_keys WHERE name = 'token'")
+    """The token signing key: made once, shared by every process on this database."""
+    await pool.execute(SQ.ensure_key, "token", secrets.token_bytes(32))
+    return await pool.fetchval(SQ.get_key, "token")
 
 
 def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web.Application:

@@ -17,11 +17,16 @@ async def _init(conn: asyncpg.Connection) -> None:
                                   decoder=msgspec.json.decode, format="text")
 
 
+async def _keep(conn: asyncpg.Connection) -> None:
+    """Release a connection as it is: nothing here keeps session state (LISTEN, session
+    advisory locks, SET) on a pooled connection, so asyncpg's reset round trip is waste."""
+
+
 @contextlib.asynccontextmanager
 async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20) -> AsyncIterator[asyncpg.Pool]:
     try:
         pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init,
-                                         command_timeout=60)
+                                         reset=_keep, command_timeout=60)
     except (OSError, asyncpg.PostgresError) as exc:
         raise errors.Unavailable(f"cannot connect to the database: {exc}") from exc
     try:
