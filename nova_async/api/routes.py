@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.api import faults, flavors, instance_actions, microversion, servers, versions
+from nova_async.api import (
+    faults,
+    flavors,
+    instance_actions,
+    microversion,
+    server_actions,
+    servers,
+    versions,
+)
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import web as w
 
@@ -37,6 +45,7 @@ def build(state: ApiState) -> web.Application:
         web.get(V + "/servers/detail", servers.list_servers_detail),
         web.get(V + "/servers/{server_id}", servers.show_server),
         web.delete(V + "/servers/{server_id}", servers.delete_server),
+        web.post(V + "/servers/{server_id}/action", server_actions.create_server_action),
         web.get(V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
         web.get(V + "/servers/{server_id}/os-instance-actions/{request_id}",
                 instance_actions.show_instance_action),

@@ -118,8 +118,8 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str) -> None
         await _fail(host, instance_uuid, request_id, exc)
         return
     log.info("instance active")
-    await host.notify("instance.create.end", instance_uuid, state="active")
     await instances.finish_action(host.pool, instance_uuid, request_id)
+    await host.notify("instance.create.end", instance_uuid, state="active")
 
 
 async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
@@ -188,5 +188,6 @@ async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception)
         await instances.set_error(host.pool, instance_uuid, reason, host=host.name,
                                   code=exc.status if isinstance(exc, errors.NovaAsyncError) else 500,
                                   details=details)
-    await host.notify("instance.create.error", instance_uuid, reason=reason)
+    # The record first: whoever hears the notification may read it at once.
     await instances.finish_action(host.pool, instance_uuid, request_id, None)
+    await host.notify("instance.create.error", instance_uuid, reason=reason)

@@ -23,3 +23,9 @@ class ComputeClient:
 
     async def terminate(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
         await self.bus.cast(topic(host), m.TerminateInstance(instance_uuid=instance_uuid), context=context)
+
+    async def power_action(self, host: str, instance_uuid: str, action: m.PowerOp,
+                           reboot_type: m.RebootType = m.RebootType.SOFT,
+                           context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.PowerAction(instance_uuid=instance_uuid, action=action,
+                                                       reboot_type=reboot_type), context=context)

@@ -6,6 +6,10 @@ Run before a host takes any new work:
 - an instance directory with no live instance is removed (done once per process, since
   simulated hosts share the directory);
 - an instance this host was deleting is terminated again (every step is idempotent);
+- an instance this host was rebooting, stopping, starting, pausing, unpausing, suspending
+  or resuming has that operation run again: each starts from the domain's actual state,
+  so one that got done before the crash is only recorded, and a guest that is gone ends in
+  ERROR with a fault;
 - an instance this host was building is built again from scratch. We rebuild rather than
   fail it: its placement claim still stands, its ports come back the same, its disks and
   domain are remade, and the user gets the server they asked for instead of an ERROR they
@@ -26,17 +30,31 @@ import structlog
 
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host
+from nova_async.compute.messages import (
+    POWER_TASK_STATES,
+    PowerAction,
+    PowerOp,
+    RebootType,
+)
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.recovery")
 Q = queries("compute")
+AQ = queries("actions")
+
+# Which operation left each task_state behind.
+_BY_TASK_STATE = {
+    PowerAction(instance_uuid="", action=op, reboot_type=kind).task_state: (op, kind)
+    for op in PowerOp for kind in (RebootType if op is PowerOp.REBOOT else (RebootType.SOFT,))
+}
 
 
 @dataclass(frozen=True)
 class Unfinished:
     instance_uuid: str
-    kind: str            # "build" or "terminate"
+    kind: str            # "build", "terminate" or "power"
     request_id: str
+    power: PowerAction | None = None
 
 
 def _uuid_name(name: str) -> str | None:
@@ -92,4 +110,16 @@ async def unfinished(host: Host) -> list[Unfinished]:
         # Events go under the action the user started; a row without one still gets done.
         request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
         work.append(Unfinished(str(row["uuid"]), kind, request_id))
+    return work
+
+
+async def interrupted_power_actions(host: Host) -> list[Unfinished]:
+    """Power operations a restart interrupted on this host, as the messages that asked."""
+    work = []
+    for row in await host.pool.fetch(AQ.interrupted_on_host, host.name, sorted(POWER_TASK_STATES)):
+        op, kind = _BY_TASK_STATE[row["task_state"]]
+        instance_uuid = str(row["uuid"])
+        request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
+        work.append(Unfinished(instance_uuid, "power", request_id,
+                               PowerAction(instance_uuid=instance_uuid, action=op, reboot_type=kind)))
     return work

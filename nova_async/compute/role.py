@@ -19,6 +19,7 @@ import uuid as uuidlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import msgspec
 import structlog
 
 from nova_async.bus import Message
@@ -31,7 +32,12 @@ from nova_async.compute.disks import ImageCache
 from nova_async.compute.domain_xml import canonical_uuid
 from nova_async.compute.host import Host
 from nova_async.compute.hypervisor import Hypervisor, runs_in_process
-from nova_async.compute.messages import BuildAndRunInstance, TerminateInstance
+from nova_async.compute.messages import (
+    BuildAndRunInstance,
+    PowerAction,
+    TerminateInstance,
+)
+from nova_async.compute.power import change_power
 from nova_async.compute.simhosts import host_specs
 from nova_async.compute.terminate import terminate
 from nova_async.compute.workers import InstanceWorkers
@@ -40,13 +46,14 @@ from nova_async.role import Deps, Role
 log = structlog.get_logger("compute")
 
 LIBVIRT_THREADS = 8        # concurrent blocking libvirt calls against a daemon
-RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes redone at once per host
+RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes/power actions redone at once per host
 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str              # "build" or "terminate"
+    kind: str              # "build", "terminate" or "power"
     request_id: str
+    power: PowerAction | None = None
 
 
 class ComputeRole(Role):
@@ -108,18 +115,20 @@ class ComputeRole(Role):
 
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
-        work = await recovery.unfinished(host)
+        work = await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
         if not work:
             return
         log.info("resuming interrupted work", builds=sum(w.kind == "build" for w in work),
-                 deletes=sum(w.kind == "terminate" for w in work))
+                 deletes=sum(w.kind == "terminate" for w in work),
+                 power_actions=sum(w.kind == "power" for w in work))
         slots = asyncio.Semaphore(RECOVERY_CONCURRENCY)
 
         async def redo(item: recovery.Unfinished) -> None:
             async with slots:
                 with structlog.contextvars.bound_contextvars(instance_uuid=item.instance_uuid):
                     try:
-                        await self._handle(host, item.instance_uuid, Job(item.kind, item.request_id))
+                        await self._handle(host, item.instance_uuid,
+                                           Job(item.kind, item.request_id, item.power))
                     except Exception:
                         log.exception("recovery of an instance failed")
 
@@ -130,19 +139,23 @@ class ComputeRole(Role):
 
     async def _on_message(self, workers: InstanceWorkers[Job], msg: Message,
                           context: RequestContext | None) -> None:
-        if isinstance(msg, BuildAndRunInstance):
-            kind = "build"
-        elif isinstance(msg, TerminateInstance):
-            kind = "terminate"
-        else:
+        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction)):
             raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
+        instance_uuid = canonical_uuid(msg.instance_uuid)
         request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
-        workers.submit(canonical_uuid(msg.instance_uuid), Job(kind, request_id))
+        if isinstance(msg, PowerAction):
+            job = Job("power", request_id, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
+        else:
+            job = Job("build" if isinstance(msg, BuildAndRunInstance) else "terminate", request_id)
+        workers.submit(instance_uuid, job)
 
     @staticmethod
     async def _handle(host: Host, instance_uuid: str, job: Job) -> None:
         with structlog.contextvars.bound_contextvars(request_id=job.request_id):
             if job.kind == "build":
                 await build_and_run(host, instance_uuid, job.request_id)
+            elif job.kind == "power":
+                assert job.power is not None
+                await change_power(host, job.power, job.request_id)
             else:
                 await terminate(host, instance_uuid, job.request_id)

@@ -1,0 +1,142 @@
+"""`POST /servers/{id}/action`: the body's one key names the action, and one table maps
+each name to its schema and its handler. Later actions (rebuild, resize, console output…)
+are new rows.
+
+The power actions (reboot, stop, start, pause, unpause, suspend, resume) all go the same
+way: in one transaction, compare-and-swap the instance from "no task, one of the allowed
+vm_states" to the action's task_state — so of two concurrent requests exactly one wins and
+the other is a 409 — and record the instance action; then hand the work to the instance's
+compute host, which ends the task_state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from aiohttp import web
+
+from nova_async.api.state import STATE, ApiState
+from nova_async.common import errors
+from nova_async.common import web as w
+from nova_async.common.context import RequestContext
+from nova_async.compute.messages import PowerAction, PowerOp, RebootType
+from nova_async.db import instances
+from nova_async.db.queries import queries
+
+IQ = queries("instances")
+AQ = queries("actions")
+
+# Where each power action may start from (Nova's check_instance_state); any action also
+# needs task_state NULL.
+_ALLOWED = {
+    PowerOp.STOP: frozenset({"active", "error"}),
+    PowerOp.START: frozenset({"stopped"}),
+    PowerOp.PAUSE: frozenset({"active"}),
+    PowerOp.UNPAUSE: frozenset({"paused"}),
+    PowerOp.SUSPEND: frozenset({"active"}),
+    PowerOp.RESUME: frozenset({"suspended"}),
+}
+_REBOOT_ALLOWED = {
+    RebootType.SOFT: frozenset({"active"}),
+    RebootType.HARD: frozenset({"active", "stopped", "paused", "suspended", "error"}),
+}
+
+
+def allowed_vm_states(op: PowerOp, reboot_type: RebootType = RebootType.SOFT) -> frozenset[str]:
+    """The vm_states `op` may start from."""
+    if op is PowerOp.REBOOT:
+        return _REBOOT_ALLOWED[reboot_type]
+    return _ALLOWED[op]
+
+
+ActionHandler = Callable[[ApiState, RequestContext, str, Any], Awaitable[web.Response]]
+
+
+@dataclass(frozen=True)
+class Action:
+    schema: jsonschema.protocols.Validator   # of the whole body, {"<name>": …}
+    handle: ActionHandler                    # (state, ctx, instance uuid, the body's value)
+
+
+def _body(name: str, value: dict[str, Any]) -> jsonschema.protocols.Validator:
+    return w.validator({"type": "object", "properties": {name: value}, "required": [name],
+                        "additionalProperties": False})
+
+
+async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
+                 reboot_type: RebootType = RebootType.SOFT) -> web.Response:
+    row = await state.pool.fetchrow(IQ.get, uuid)
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {uuid} is locked.")
+    msg = PowerAction(instance_uuid=uuid, action=op, reboot_type=reboot_type)
+    async with state.pool.acquire() as conn, conn.transaction():
+        allowed = sorted(allowed_vm_states(op, reboot_type))
+        claimed = await conn.fetchrow(AQ.begin, uuid, msg.task_state, allowed)
+        if claimed is None:
+            raise _refusal(await conn.fetchrow(IQ.get, uuid), op, uuid)
+        await instances.start_action(conn, uuid, ctx.request_id, op.value, ctx.project_id, ctx.user_id)
+    try:
+        await state.compute.power_action(claimed["host"], uuid, op, reboot_type, ctx)
+    except Exception:
+        # Nobody will end the task: give the instance back rather than leave it stuck.
+        await state.pool.execute(AQ.release, uuid, msg.task_state)
+        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        raise
+    return web.Response(status=202)
+
+
+def _refusal(row, op: PowerOp, uuid: str) -> errors.NovaAsyncError:
+    if row is None:
+        return errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["task_state"] is not None:
+        return errors.Conflict(f"Cannot '{op}' instance {uuid} while it is in task_state {row['task_state']}")
+    if row["host"] is None:
+        return errors.Conflict(f"Cannot '{op}' instance {uuid}: it is not on any host.")
+    return errors.Conflict(f"Cannot '{op}' instance {uuid} while it is in vm_state {row['vm_state']}")
+
+
+async def _reboot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, str]) -> web.Response:
+    return await _power(state, ctx, uuid, PowerOp.REBOOT, RebootType(value["type"].upper()))
+
+
+def _simple(op: PowerOp) -> ActionHandler:
+    async def handle(state: ApiState, ctx: RequestContext, uuid: str, _value: None) -> web.Response:
+        return await _power(state, ctx, uuid, op)
+    return handle
+
+
+_NULL = {"type": "null"}
+
+ACTIONS: dict[str, Action] = {
+    "reboot": Action(_body("reboot", {
+        "type": "object", "required": ["type"], "additionalProperties": False,
+        "properties": {"type": {"type": "string", "enum": ["HARD", "Hard", "hard", "SOFT", "Soft", "soft"]}},
+    }), _reboot),
+    "os-stop": Action(_body("os-stop", _NULL), _simple(PowerOp.STOP)),
+    "os-start": Action(_body("os-start", _NULL), _simple(PowerOp.START)),
+    "pause": Action(_body("pause", _NULL), _simple(PowerOp.PAUSE)),
+    "unpause": Action(_body("unpause", _NULL), _simple(PowerOp.UNPAUSE)),
+    "suspend": Action(_body("suspend", _NULL), _simple(PowerOp.SUSPEND)),
+    "resume": Action(_body("resume", _NULL), _simple(PowerOp.RESUME)),
+}
+
+
+async def create_server_action(request: web.Request) -> web.Response:
+    body = await w.read_body(request)
+    if not isinstance(body, dict) or len(body) != 1:
+        raise errors.InvalidInput("Malformed request body: expected an object with exactly one action.")
+    [name] = body
+    action = ACTIONS.get(name)
+    if action is None:
+        raise errors.InvalidInput(f"There is no such action: {name}")
+    w.check(action.schema, body)
+    server_id = request.match_info["server_id"]
+    uuid = w.parse_uuid(server_id)
+    if uuid is None:
+        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    return await action.handle(request.app[STATE], w.context(request), uuid, body[name])
