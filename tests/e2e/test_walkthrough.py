@@ -30,7 +30,7 @@ async def test_readme_curl_walkthrough_leaves_nothing_behind(database, work_dir)
         out, _ = await asyncio.wait_for(proc.communicate(), 180)
         output = out.decode()
         assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
-        assert "vm1 is ACTIVE" in output, output
+        assert "vm1 is ACTIVE\nvm1 is SHUTOFF\nvm1 is ACTIVE" in output, output
         assert re.search(r"vm1 ACTIVE \{\"net1\":\[\{\"version\":4,\"addr\":\"10\.0\.0\.\d+\"", output), output
         assert "delete: 204" in output and "after delete: 404" in output, output
 
