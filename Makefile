@@ -10,15 +10,19 @@ ARGS ?=
 
 # What the service needs on the host: PostgreSQL for its private cluster, libvirt and
 # qemu-img for compute, a compiler and headers to build libvirt-python, genisoimage for
-# config drives.
+# config drives; QEMU, the libvirt daemon and tini to run real guests (host-setup); and
+# busybox-static for the demo guest's initramfs (its kernel is apt-get downloaded once).
 DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
-        python3-dev python3-venv genisoimage jq curl
+        python3-dev python3-venv genisoimage jq curl \
+        qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu dnsmasq-base iptables \
+        tini busybox-static cpio
 
-.PHONY: run test deps venv bench clean help
+.PHONY: run test deps venv host-setup guest-image bench clean help
 
 help:
 	@echo "make run    install what is missing, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
 	@echo "make test   install what tests need, then run the whole suite"
+	@echo "make host-setup / make guest-image   start libvirt and probe KVM / build the demo guest"
 
 deps:
 	@missing=$$(for p in $(DEBS); do \
@@ -37,11 +41,20 @@ $(BIN)/nova-async: pyproject.toml | deps
 
 venv: $(BIN)/nova-async
 
-run: venv
+# Idempotent: starts virtlogd/libvirtd when they are not running, fixes /dev/kvm, probes KVM.
+host-setup: venv
+	$(BIN)/nova-async host-setup $(ARGS)
+
+# The demo guest (kernel + busybox initramfs), built once into /var/cache/nova-async/guest-image
+# (root) or ~/.cache/nova-async/guest-image, outside any checkout so every clone reuses it.
+guest-image: venv
+	$(BIN)/nova-async guest-image
+
+run: venv host-setup
 	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
 	$(BIN)/nova-async serve $(ARGS)
 
-test: venv
+test: venv host-setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: venv

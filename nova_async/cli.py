@@ -1,4 +1,4 @@
-"""The `nova-async` command: `serve` and `db migrate`.
+"""The `nova-async` command: `serve`, `db migrate`, `host-setup` and `guest-image`.
 
 Every `serve` flag is also a config-file setting; config.py is the one place they are
 documented (`nova-async serve --help` prints them)."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 
 from nova_async import __version__, config
 from nova_async.common import log as logging_setup
@@ -48,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Apply pending migrations to --database (or to the private "
                                             "cluster in --state-dir) and exit.")
     _add_setting_flags(migrate)
+
+    host = sub.add_parser("host-setup", help="start libvirt, fix /dev/kvm and probe KVM (idempotent)",
+                          description="Get this machine ready to run real guests on qemu:///system.")
+    _add_setting_flags(host)
+    image = sub.add_parser("guest-image", help="build (once) the demo guest kernel and initramfs",
+                           description="Build the demo guest offline from Debian packages into a cache "
+                                       "directory, or reuse it when it is already there.")
+    image.add_argument("--out", metavar="DIR", help="cache directory (default: /var/cache/nova-async/"
+                                                    "guest-image as root, else $XDG_CACHE_HOME/nova-async/guest-image)")
+    image.set_defaults(config=None)
     return parser
 
 
@@ -87,6 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db" and args.db_command == "migrate":
             applied = asyncio.run(_migrate(settings))
             print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+            return 0
+        if args.command == "host-setup":
+            from nova_async.compute.host_setup import setup_host
+
+            print(asyncio.run(setup_host(settings.state_path)).summary())
+            return 0
+        if args.command == "guest-image":
+            from nova_async.compute.guest_image import build_or_reuse, default_cache_dir
+
+            out = Path(args.out) if args.out else default_cache_dir()
+            print(asyncio.run(build_or_reuse(out)).summary())
             return 0
     except NovaAsyncError as exc:
         print(f"nova-async: {exc.message}", file=sys.stderr)
