@@ -16,7 +16,6 @@ never command-line text, and no shell is involved at any point.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import os
@@ -25,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nova_async.common import errors
+from nova_async.common import errors, process
 from nova_async.compute.domain_xml import canonical_uuid
 
 LABEL = "config-2"
@@ -131,21 +130,10 @@ async def write_iso(tree: dict[str, bytes], iso: Path, timeout: float = 60) -> P
                 raise errors.InvalidInput(f"config drive path {rel!r} leaves the drive")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
-        proc = await asyncio.create_subprocess_exec(*_genisoimage_argv(root, part),
-                                                    stdin=asyncio.subprocess.DEVNULL,
-                                                    stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.STDOUT)
-        try:
-            async with asyncio.timeout(timeout):
-                out, _ = await proc.communicate()
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise errors.NovaAsyncError(f"genisoimage did not finish within {timeout:.0f} s") from None
-    if proc.returncode != 0:
+        done = await process.run(*_genisoimage_argv(root, part), timeout=timeout)
+    if done.returncode != 0:
         part.unlink(missing_ok=True)
-        raise errors.NovaAsyncError(f"genisoimage failed ({proc.returncode}): "
-                                    f"{out.decode(errors='replace').strip()[-400:]}")
+        raise errors.NovaAsyncError(f"genisoimage failed ({done.returncode}): {done.output.strip()[-400:]}")
     os.replace(part, iso)
     return iso
 

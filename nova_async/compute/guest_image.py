@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova_async.common import errors
+from nova_async.common import errors, process
 
 RECIPE = 1                  # bump when the init script or module list changes: rebuilds caches
 KERNEL_META = "linux-image-amd64"
@@ -307,20 +307,13 @@ def load_cached(out: Path) -> GuestImage | None:
 
 
 async def _run(*argv: str, cwd: Path | None = None, timeout: float = 600) -> str:
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
     try:
-        async with asyncio.timeout(timeout):
-            out, err = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise GuestImageError(f"{argv[0]} did not finish within {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        raise GuestImageError(f"`{' '.join(argv)}` failed ({proc.returncode}): "
-                              f"{err.decode(errors='replace').strip()[-400:]}")
-    return out.decode(errors="replace")
+        done = await process.run(*argv, cwd=cwd, timeout=timeout)
+    except process.ProcessTimeout as exc:
+        raise GuestImageError(exc.message) from None
+    if done.returncode != 0:
+        raise GuestImageError(f"`{' '.join(argv)}` failed ({done.returncode}): {done.output.strip()[-400:]}")
+    return done.output
 
 
 async def _fetch_kernel(work: Path) -> tuple[Path, Path]:

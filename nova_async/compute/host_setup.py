@@ -31,7 +31,7 @@ from pathlib import Path
 
 import libvirt
 
-from nova_async.common import errors
+from nova_async.common import errors, process
 
 SYSTEM_URI = "qemu:///system"
 QEMU = "qemu-system-x86_64"
@@ -89,17 +89,11 @@ def _privilege_prefix() -> list[str]:
 
 
 async def _run(argv: list[str], *, timeout: float = 30.0) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
     try:
-        async with asyncio.timeout(timeout):
-            out, _ = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
+        done = await process.run(*argv, timeout=timeout)
+    except process.ProcessTimeout:
         raise HostSetupError(f"`{' '.join(argv)}` did not finish within {timeout:.0f} s") from None
-    return proc.returncode or 0, out.decode(errors="replace").strip()
+    return done.returncode, done.output.strip()
 
 
 async def _checked(argv: list[str], what: str) -> None:

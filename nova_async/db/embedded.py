@@ -6,7 +6,6 @@ socket only. PostgreSQL refuses to run as root, so as root the cluster belongs t
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import pwd
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, process
 
 log = structlog.get_logger("db.embedded")
 
@@ -49,14 +48,11 @@ def _owner() -> tuple[list[str], int, int]:
 
 
 async def _run(*argv: str) -> str:
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await proc.communicate()
-    text = out.decode(errors="replace")
-    if proc.returncode != 0:
-        raise errors.Unavailable(f"{Path(argv[argv.index('--') + 1] if '--' in argv else argv[0]).name} "
-                                 f"failed ({proc.returncode}): {text.strip()[-800:]}")
-    return text
+    done = await process.run(*argv, timeout=120)
+    if done.returncode != 0:
+        program = Path(argv[argv.index("--") + 1] if "--" in argv else argv[0]).name
+        raise errors.Unavailable(f"{program} failed ({done.returncode}): {done.output.strip()[-800:]}")
+    return done.output
 
 
 class EmbeddedPostgres:
@@ -105,10 +101,8 @@ class EmbeddedPostgres:
 
     async def _stop_stale(self) -> None:
         # A crash can leave a server running (or just its pid file); pg_ctl sorts out which.
-        proc = await asyncio.create_subprocess_exec(
-            *self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "status",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        if await proc.wait() == 0:
+        status = await process.run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "status")
+        if status.returncode == 0:
             log.warning("a PostgreSQL from an earlier run is still up; restarting it")
             await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
