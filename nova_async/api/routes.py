@@ -9,6 +9,7 @@ from nova_async.api import (
     flavors,
     instance_actions,
     microversion,
+    os_services,
     server_actions,
     servers,
     versions,
@@ -39,6 +40,10 @@ def build(state: ApiState) -> web.Application:
         web.get(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.show_extra_spec),
         web.put(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.update_extra_spec),
         web.delete(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
+
+        web.get(V + "/os-services", os_services.list_services),
+        web.get(V + "/os-hypervisors", os_services.list_hypervisors),
+        web.get(V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
 
         web.get(V + "/servers", servers.list_servers),
         web.post(V + "/servers", servers.create_server),

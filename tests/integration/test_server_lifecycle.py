@@ -182,3 +182,17 @@ async def test_malformed_and_missing_bodies_are_400(cloud):
     assert (await h.http.delete(V + "/servers/not-a-uuid", headers=h.alice)).status == 404
     assert (await h.http.get(V + "/servers?name=(", headers=h.alice)).status == 400
     assert await h.pool.fetchval("SELECT count(*) FROM instances") == 0
+
+
+async def test_admins_see_compute_services_and_hypervisors(cloud):
+    h = cloud
+    services = await ok(await h.http.get(V + "/os-services", headers={**h.admin, "OpenStack-API-Version": "compute 2.69"}), 200)
+    assert sorted((s["host"], s["binary"], s["state"], s["status"]) for s in services["services"]) == [
+        ("sim-1", "nova-compute", "up", "enabled"), ("sim-2", "nova-compute", "up", "enabled")]
+    hypervisors = await ok(await h.http.get(V + "/os-hypervisors/detail",
+                                            headers={**h.admin, "OpenStack-API-Version": "compute 2.88"}), 200)
+    assert sorted(x["hypervisor_hostname"] for x in hypervisors["hypervisors"]) == ["sim-1", "sim-2"]
+    assert all(x["state"] == "up" and x["service"]["host"] == x["hypervisor_hostname"]
+               for x in hypervisors["hypervisors"])
+    assert (await h.http.get(V + "/os-services", headers=h.alice)).status == 403
+    assert (await h.http.get(V + "/os-hypervisors", headers=h.alice)).status == 403
