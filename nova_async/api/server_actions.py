@@ -7,6 +7,9 @@ way: in one transaction, compare-and-swap the instance from "no task, one of the
 vm_states" to the action's task_state — so of two concurrent requests exactly one wins and
 the other is a 409 — and record the instance action; then hand the work to the instance's
 compute host, which ends the task_state.
+
+`os-getConsoleOutput` changes nothing: it asks the instance's compute host (a bus call)
+for the tail of the guest's console and answers 200 with it.
 """
 
 from __future__ import annotations
@@ -90,6 +93,24 @@ async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
     return web.Response(status=202)
 
 
+async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
+                          value: dict[str, Any]) -> web.Response:
+    row = await state.pool.fetchrow(IQ.get, uuid)
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    # The schema let through an integer or a string of digits, at least -1 when an integer.
+    length = value.get("length")
+    lines = None if length is None else int(length)
+    if lines is not None and lines < -1:
+        raise errors.InvalidInput(f"Invalid input for field/attribute length. Value: {length}. "
+                                  "It must be -1 (everything) or a number of lines.")
+    # Nova's check_instance_host: an instance no host took yet has no console (409).
+    if row["host"] is None or row["task_state"] == "deleting":
+        raise errors.Conflict(f"Instance {uuid} is not ready: it has no console yet.")
+    output = await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
+    return w.dump({"output": output})
+
+
 def _refusal(row, op: PowerOp, uuid: str) -> errors.NovaAsyncError:
     if row is None:
         return errors.NotFound(f"Instance {uuid} could not be found.")
@@ -123,6 +144,12 @@ ACTIONS: dict[str, Action] = {
     "unpause": Action(_body("unpause", _NULL), _simple(PowerOp.UNPAUSE)),
     "suspend": Action(_body("suspend", _NULL), _simple(PowerOp.SUSPEND)),
     "resume": Action(_body("resume", _NULL), _simple(PowerOp.RESUME)),
+    # Nova's schema: length is optional, null, an integer >= -1 or a string of digits.
+    "os-getConsoleOutput": Action(_body("os-getConsoleOutput", {
+        "type": "object", "additionalProperties": False,
+        "properties": {"length": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$",
+                                  "minimum": -1}},
+    }), _console_output),
 }
 
 

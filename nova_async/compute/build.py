@@ -7,11 +7,21 @@ and leaves the instance in ERROR with a fault that says why; a delete that raced
 
 Building is idempotent, which start-up recovery relies on: ports come back the same,
 disks are made afresh, and a domain left from an earlier attempt is replaced.
+
+A real guest (QEMU/KVM; not libvirt's test driver) needs more than a domain: the kernel
+and ramdisk its image names (Nova's kernel_id / ramdisk_id properties) for direct kernel
+boot, a bridge for each network, a config drive, and a console log. The config drive is
+built for every real guest, whether or not the request asked for one (Nova builds it only
+when asked or forced): our guests have no metadata service, so it is their only way to
+learn who they are. It is written once the ports are known, since it describes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import ipaddress
 import traceback
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -22,6 +32,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.compute import disks
+from nova_async.compute.config_drive import DriveContent, Nic
 from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
 from nova_async.compute.host import Host, describe
 from nova_async.compute.terminate import teardown, terminate
@@ -31,6 +42,11 @@ from nova_async.network.messages import IpInfo, RequestedNetwork, Vif
 
 log = structlog.get_logger("compute.build")
 T = TypeVar("T")
+
+# Nova's default for direct kernel boot is root plus the consoles; ours names only the
+# serial console (the one we log) and adds "quiet": under TCG every kernel message on the
+# emulated UART costs boot time. An image's os_command_line replaces it, as in Nova.
+DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet"
 
 
 class DeleteRaced(errors.Conflict):
@@ -60,6 +76,14 @@ class Flavor:
         return cls(name=str(data.get("name") or ""), vcpus=number("vcpus", 1),
                    memory_mb=number("memory_mb", 1), root_gb=number("root_gb", 0),
                    ephemeral_gb=number("ephemeral_gb", 0), swap_mb=number("swap", 0))
+
+
+@dataclass(frozen=True)
+class BootFiles:
+    """Direct kernel boot: the kernel and ramdisk in the image cache, and the command line."""
+    kernel: str = ""
+    initrd: str = ""
+    cmdline: str = ""
 
 
 def vif_record(vif: Vif) -> dict[str, Any]:
@@ -135,14 +159,20 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
         if isinstance(outcome, BaseException):
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
-    disk_list: list[disks.Disk] = blk.result()  # type: ignore[assignment]
+    disk_list, boot = blk.result()  # type: ignore[misc]
     async with instances.event(host.pool, instance_uuid, request_id, "compute_spawn", host.name):
+        console_log = ""
+        if host.real_guests:
+            disk_list.append(await disks.config_drive(host.instances_root, instance_uuid,
+                                                      drive_content(row, vifs)))
+            console_log = str(disks.console_log(host.instances_root, instance_uuid))
         spec = DomainSpec(
             instance_uuid=instance_uuid, display_name=row["display_name"], project_id=row["project_id"],
             flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
             domain_type=host.domain_type, disks=tuple(disk_list),
             interfaces=tuple(Interface(mac=v.mac_address, tap=v.tap or tap_name(v.port_id), bridge=v.bridge,
-                                       mtu=v.mtu) for v in vifs))
+                                       mtu=v.mtu) for v in vifs),
+            kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log)
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
@@ -156,11 +186,14 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
     async with instances.event(host.pool, instance_uuid, request_id, "compute_allocate_network", host.name):
         vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
         await host.pool.execute(IQ.set_network_info, instance_uuid, [vif_record(v) for v in vifs])
+        if host.real_guests:
+            for bridge in dict.fromkeys(v.bridge for v in vifs if v.bridge):
+                await host.bridges.ensure(bridge)
     return vifs
 
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
-                         request_id: str) -> list[disks.Disk]:
+                         request_id: str) -> tuple[list[disks.Disk], BootFiles]:
     instance_uuid = str(row["uuid"])
     async with instances.event(host.pool, instance_uuid, request_id, "compute_prepare_block_devices",
                                host.name):
@@ -169,8 +202,53 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
                                       "the instance has no image.")
         image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
         base = await host.images.fetch(image)
-        return await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
-                                   ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
+        boot = await _boot_files(host, image.properties, row["project_id"]) if host.real_guests else BootFiles()
+        disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
+                                        ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
+        return disk_list, boot
+
+
+async def _boot_files(host: Host, properties: dict[str, str], project_id: str) -> BootFiles:
+    """The kernel and ramdisk an image names, fetched into the image cache like any image."""
+    kernel_id, ramdisk_id = properties.get("kernel_id"), properties.get("ramdisk_id")
+    if not kernel_id:
+        return BootFiles()  # boots from its disk
+
+    async def cached(image_id: str, what: str) -> str:
+        try:
+            image = await host.image.get(image_id, project_id, is_admin=True)
+        except errors.NotFound:
+            raise errors.InvalidInput(f"The image's {what} image {image_id} does not exist.") from None
+        return str(await host.images.fetch(image))
+
+    return BootFiles(kernel=await cached(kernel_id, "kernel"),
+                     initrd=await cached(ramdisk_id, "ramdisk") if ramdisk_id else "",
+                     cmdline=properties.get("os_command_line") or DEFAULT_CMDLINE)
+
+
+def drive_content(row: asyncpg.Record | dict[str, Any], vifs: list[Vif]) -> DriveContent:
+    """What the config drive tells the guest, from its instance row and its ports."""
+    user_data = None
+    if row["user_data"] is not None:
+        try:  # the API checked it is base64 and kept it as it came; the guest gets the bytes
+            user_data = base64.b64decode(row["user_data"])
+        except (binascii.Error, ValueError):
+            raise errors.InvalidInput("the instance's user_data is not valid base64") from None
+    nics = []
+    for vif in vifs:
+        ip = next((ip for ip in vif.ips if ip.version == 4), None)
+        if ip is None:
+            continue  # network_data describes static IPv4 only, for now
+        try:
+            netmask = str(ipaddress.IPv4Network(ip.cidr).netmask)
+        except ValueError:
+            raise errors.InvalidInput(f"port {vif.port_id} has a bad subnet CIDR {ip.cidr!r}") from None
+        nics.append(Nic(port_id=vif.port_id, mac=vif.mac_address, ip_address=ip.address, netmask=netmask,
+                        network_id=vif.network_id, gateway=ip.gateway or "", mtu=vif.mtu))
+    return DriveContent(uuid=str(row["uuid"]), name=row["display_name"], project_id=row["project_id"],
+                        hostname=row["hostname"] or "", launch_index=row["launch_index"] or 0,
+                        availability_zone=row["availability_zone"] or "nova", user_data=user_data,
+                        nics=tuple(nics))
 
 
 async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception) -> None:

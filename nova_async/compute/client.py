@@ -7,6 +7,9 @@ from nova_async.common.context import RequestContext
 from nova_async.compute import messages as m
 from nova_async.scheduler.messages import Destination
 
+# A console read is a file read on the host; an answer slower than this means it is down.
+CONSOLE_TIMEOUT = 30.0
+
 
 def topic(host: str) -> str:
     return f"compute.{host}"
@@ -29,3 +32,11 @@ class ComputeClient:
                            context: RequestContext | None = None) -> None:
         await self.bus.cast(topic(host), m.PowerAction(instance_uuid=instance_uuid, action=action,
                                                        reboot_type=reboot_type), context=context)
+
+    async def console_output(self, host: str, instance_uuid: str, lines: int | None = None,
+                             context: RequestContext | None = None) -> str:
+        """The tail of the guest's serial console, read on the host that runs it."""
+        reply = await self.bus.call(topic(host), m.GetConsoleOutput(instance_uuid=instance_uuid, lines=lines),
+                                    context=context, timeout=CONSOLE_TIMEOUT)
+        assert isinstance(reply, m.ConsoleOutput)
+        return reply.output

@@ -6,6 +6,11 @@ Layout under `<state_dir>/instances/`:
     <instance_uuid>/disk  qcow2 overlay of the base, grown to the flavor's root_gb
               disk.eph0   blank qcow2 of ephemeral_gb, when the flavor has one
               disk.swap   blank qcow2 of swap MiB, when the flavor has one
+              disk.config the config drive (ISO 9660), for real guests
+              console.log what the guest printed on its serial console (virtlogd writes it)
+
+Everything an instance has lives in its directory, so removing the directory is the whole
+clean-up, after a delete and after a failed build alike.
 
 Two builds of the same image share one copy: a lock per image id decides who copies, the
 copy goes to a temporary name and is renamed into place, so a reader never sees half a
@@ -24,12 +29,15 @@ from pathlib import Path
 import structlog
 
 from nova_async.common import errors
+from nova_async.compute.config_drive import DriveContent, build_config_drive
 from nova_async.compute.domain_xml import Disk, canonical_uuid
 from nova_async.image.messages import ImageInfo
 
 log = structlog.get_logger("compute.disks")
 
 BASE_DIR = "_base"
+CONFIG_DRIVE = "disk.config"
+CONSOLE_LOG = "console.log"
 PART_SUFFIX = ".part"
 GiB = 1024 ** 3
 _IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
@@ -92,6 +100,17 @@ class ImageCache:
 
 def instance_dir(instances_root: Path, instance_uuid: str) -> Path:
     return instances_root / canonical_uuid(instance_uuid)
+
+
+def console_log(instances_root: Path, instance_uuid: str) -> Path:
+    return instance_dir(instances_root, instance_uuid) / CONSOLE_LOG
+
+
+async def config_drive(instances_root: Path, instance_uuid: str, content: DriveContent) -> Disk:
+    """Write the instance's config drive into its directory; the CD-ROM that carries it."""
+    iso = await build_config_drive(content, instance_dir(instances_root, instance_uuid) / CONFIG_DRIVE)
+    # hdc: the secondary IDE master, where Nova's libvirt driver puts the config drive too.
+    return Disk(path=str(iso), target="hdc", format="raw", device="cdrom")
 
 
 async def remove_instance_dir(instances_root: Path, instance_uuid: str) -> bool:

@@ -6,7 +6,10 @@ Values that end up in device definitions (MACs, tap names, paths) are validated 
 bad value fails the build with a clear message instead of a libvirt parse error — or worse,
 a definition that means something else.
 
-The same XML serves libvirt's test driver and QEMU/KVM; only the domain type differs.
+The same XML serves libvirt's test driver and QEMU/KVM. A real guest (qemu/kvm) adds what
+the test driver has no use for: direct kernel boot (Nova's kernel_id / ramdisk_id images),
+its config drive as a read-only CD-ROM, and a serial console that is also written to a log
+file, which is what `os-getConsoleOutput` reads back.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ ET.register_namespace("nova-async", NS)
 
 DOMAIN_TYPES = ("test", "qemu", "kvm")
 DISK_FORMATS = ("raw", "qcow2")
+DISK_DEVICES = ("disk", "cdrom")
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 # Linux interface names: at most 15 bytes, no slash, no whitespace; we allow a safe subset.
@@ -33,6 +37,8 @@ _TARGET = re.compile(r"^(vd|sd|hd)[a-z]{1,2}$")
 # Characters XML 1.0 cannot carry at all, even escaped.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _MAX_TEXT = 255
+# The kernel command line: printable text on one line; x86 Linux takes at most 2048 bytes.
+_CMDLINE = re.compile(r"^[\x20-\x7e]{0,2047}$")
 
 
 def domain_name(instance_uuid: str) -> str:
@@ -82,6 +88,9 @@ class Disk:
     path: str
     target: str
     format: str = "qcow2"
+    # "cdrom": a read-only raw image on the IDE bus (the config drive), which every x86
+    # guest kernel can read without virtio drivers; "disk": a virtio block device.
+    device: str = "disk"
 
     def __post_init__(self) -> None:
         _path(self.path, "disk path")
@@ -89,6 +98,11 @@ class Disk:
             raise InvalidInput(f"disk target {self.target!r} is not a device name like vda")
         if self.format not in DISK_FORMATS:
             raise InvalidInput(f"disk format {self.format!r} is not one of {', '.join(DISK_FORMATS)}")
+        if self.device not in DISK_DEVICES:
+            raise InvalidInput(f"disk device {self.device!r} is not one of {', '.join(DISK_DEVICES)}")
+        if self.device == "cdrom" and (self.format != "raw" or not self.target.startswith("hd")):
+            raise InvalidInput(f"a CD-ROM must be a raw image on an IDE target (hdX), got "
+                               f"{self.format} on {self.target}")
 
 
 @dataclass(frozen=True)
@@ -121,9 +135,25 @@ class DomainSpec:
     flavor_name: str = ""
     disks: tuple[Disk, ...] = ()
     interfaces: tuple[Interface, ...] = ()
+    # Direct kernel boot: all empty boots from the first disk.
+    kernel: str = ""
+    initrd: str = ""
+    cmdline: str = ""
+    # Where the serial console is also written (empty: an interactive console only).
+    console_log: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "instance_uuid", canonical_uuid(self.instance_uuid))
+        for attr in ("kernel", "initrd", "console_log"):
+            if getattr(self, attr):
+                _path(getattr(self, attr), attr)
+        if (self.initrd or self.cmdline) and not self.kernel:
+            raise InvalidInput("a ramdisk or kernel command line needs a kernel to boot")
+        if not isinstance(self.cmdline, str) or not _CMDLINE.fullmatch(self.cmdline):
+            raise InvalidInput("the kernel command line must be printable ASCII on one line, "
+                               "at most 2047 characters")
+        if self.domain_type == "test" and (self.kernel or self.console_log):
+            raise InvalidInput("libvirt's test driver boots no kernel and has no console log")
         for attr in ("display_name", "project_id", "flavor_name"):
             object.__setattr__(self, attr, xml_text(getattr(self, attr), attr))
         _positive_int(self.memory_mb, "memory_mb", 16 * 1024 * 1024)
@@ -158,10 +188,12 @@ def _metadata(parent: ET.Element, spec: DomainSpec) -> None:
 
 
 def _disk(devices: ET.Element, disk: Disk) -> None:
-    el = _sub(devices, "disk", type="file", device="disk")
+    el = _sub(devices, "disk", type="file", device=disk.device)
     _sub(el, "driver", name="qemu", type=disk.format)
     _sub(el, "source", file=disk.path)
-    _sub(el, "target", dev=disk.target, bus="virtio")
+    _sub(el, "target", dev=disk.target, bus="ide" if disk.device == "cdrom" else "virtio")
+    if disk.device == "cdrom":
+        _sub(el, "readonly")
 
 
 def _interface(devices: ET.Element, vif: Interface) -> None:
@@ -188,7 +220,14 @@ def domain_xml(spec: DomainSpec) -> str:
     _sub(dom, "vcpu", str(spec.vcpus))
     os_el = _sub(dom, "os")
     _sub(os_el, "type", "hvm")
-    _sub(os_el, "boot", dev="hd")
+    if spec.kernel:
+        _sub(os_el, "kernel", spec.kernel)
+        if spec.initrd:
+            _sub(os_el, "initrd", spec.initrd)
+        if spec.cmdline:
+            _sub(os_el, "cmdline", spec.cmdline)
+    else:
+        _sub(os_el, "boot", dev="hd")
     features = _sub(dom, "features")
     _sub(features, "acpi")  # lets a guest's poweroff end the domain
     _sub(features, "apic")
@@ -202,6 +241,10 @@ def domain_xml(spec: DomainSpec) -> str:
     for vif in spec.interfaces:
         _interface(devices, vif)
     serial = _sub(devices, "serial", type="pty")
+    if spec.console_log:
+        # virtlogd copies everything the guest prints into the file and keeps it across a
+        # stop/start (append), while `virsh console` still attaches to the pty.
+        _sub(serial, "log", file=spec.console_log, append="on")
     _sub(serial, "target", port="0")
     console = _sub(devices, "console", type="pty")
     _sub(console, "target", type="serial", port="0")

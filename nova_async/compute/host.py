@@ -17,6 +17,7 @@ from nova_async.bus import Bus, Notification
 from nova_async.common import errors
 from nova_async.compute.disks import ImageCache
 from nova_async.compute.hypervisor import Hypervisor
+from nova_async.compute.plumbing import Bridges
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -46,11 +47,19 @@ class Host:
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)
+    bridges: Bridges = field(init=False)
 
     def __post_init__(self) -> None:
         self.network = NetworkClient(self.bus)
         self.image = ImageClient(self.bus)
         self.placement = PlacementClient(self.bus)
+        self.bridges = Bridges()
+
+    @property
+    def real_guests(self) -> bool:
+        """QEMU/KVM guests: they boot kernels, read config drives, print on a console and
+        need bridges. libvirt's test driver has none of that, so simulated hosts skip it."""
+        return self.domain_type in ("qemu", "kvm")
 
     async def notify(self, event_type: str, instance_uuid: str, **payload: Any) -> None:
         """Tell listeners (instance.create.end, …); never let a listener fail the work."""

@@ -61,3 +61,15 @@ class PowerAction(Message, frozen=True, kw_only=True):
         if self.action is PowerOp.REBOOT:
             return _REBOOT_TASK_STATES[self.reboot_type]
         return _TASK_STATES[self.action]
+
+
+class GetConsoleOutput(Message, frozen=True, kw_only=True):
+    """What the guest printed on its serial console, the last `lines` lines of it (None:
+    all that is kept). A call: answered with ConsoleOutput."""
+
+    instance_uuid: str
+    lines: int | None = None
+
+
+class ConsoleOutput(Message, frozen=True, kw_only=True):
+    output: str

@@ -5,9 +5,12 @@ placement provider) → reconcile with the database (recovery.py) → then take 
 `compute.<host>` and beat every 10 s. The role is ready once every host has reconciled.
 
 Work for one instance is serialised by `InstanceWorkers`; different instances build in
-parallel. Shutdown: the supervisor stops bus intake (the consumers return) and sets
-`stopping` (the heartbeats return); each host's workers finish the jobs they hold; then
-the libvirt connections close, and last the libvirt thread pool.
+parallel. Reading a guest's console changes nothing, so it is answered at once, outside
+the instance's queue (a long build or stop must not hold it up).
+
+Shutdown: the supervisor stops bus intake (the consumers return) and sets `stopping` (the
+heartbeats return); each host's workers finish the jobs they hold; then the libvirt
+connections close, and last the libvirt thread pool.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from nova_async.common.context import RequestContext
 from nova_async.compute import recovery, registration
 from nova_async.compute.build import build_and_run
 from nova_async.compute.client import topic
+from nova_async.compute.console import console_output
 from nova_async.compute.disks import ImageCache
 from nova_async.compute.domain_xml import canonical_uuid
 from nova_async.compute.host import Host
 from nova_async.compute.hypervisor import Hypervisor, runs_in_process
 from nova_async.compute.messages import (
     BuildAndRunInstance,
+    GetConsoleOutput,
     PowerAction,
     TerminateInstance,
 )
@@ -104,7 +109,7 @@ class ComputeRole(Role):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._heartbeat(host), name=f"compute:{host.name}:heartbeat")
                 # Returns once the role is told to stop; the workers then finish their jobs.
-                intake = functools.partial(self._on_message, workers)
+                intake = functools.partial(self._on_message, host, workers)
                 tg.create_task(self.serve(topic(host.name), intake),
                                name=f"compute:{host.name}:consume")
         log.info("compute host stopped")
@@ -137,8 +142,12 @@ class ComputeRole(Role):
             for item in work:
                 tg.create_task(redo(item), name=f"compute:{host.name}:recover:{item.instance_uuid}")
 
-    async def _on_message(self, workers: InstanceWorkers[Job], msg: Message,
-                          context: RequestContext | None) -> None:
+    async def _on_message(self, host: Host, workers: InstanceWorkers[Job], msg: Message,
+                          context: RequestContext | None) -> Message | None:
+        if isinstance(msg, GetConsoleOutput):
+            instance_uuid = canonical_uuid(msg.instance_uuid)
+            with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
+                return await console_output(host, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
         if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction)):
             raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
         instance_uuid = canonical_uuid(msg.instance_uuid)
@@ -148,6 +157,7 @@ class ComputeRole(Role):
         else:
             job = Job("build" if isinstance(msg, BuildAndRunInstance) else "terminate", request_id)
         workers.submit(instance_uuid, job)
+        return None
 
     @staticmethod
     async def _handle(host: Host, instance_uuid: str, job: Job) -> None:

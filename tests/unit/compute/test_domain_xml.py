@@ -102,3 +102,56 @@ def test_domain_names_map_back_to_instances():
     assert uuid_from_domain_name("test") is None
     assert uuid_from_domain_name("instance-00000001") is None
     assert uuid_from_domain_name(f"instance-{uuid.UUID(UUID).hex}") is None  # not our spelling
+
+
+def real_guest(**kw):
+    return spec(kernel="/var/lib/x/_base/kernel", initrd="/var/lib/x/_base/ramdisk",
+                cmdline="root=/dev/vda console=ttyS0 quiet", console_log="/var/lib/x/console.log",
+                disks=(Disk(path="/var/lib/x/disk", target="vda"),
+                       Disk(path="/var/lib/x/disk.config", target="hdc", format="raw", device="cdrom")),
+                **kw)
+
+
+def test_real_guest_boots_its_kernel_reads_its_config_drive_and_logs_its_console():
+    root = ET.fromstring(domain_xml(real_guest()))
+    assert root.findtext("os/kernel") == "/var/lib/x/_base/kernel"
+    assert root.findtext("os/initrd") == "/var/lib/x/_base/ramdisk"
+    assert root.findtext("os/cmdline") == "root=/dev/vda console=ttyS0 quiet"
+    assert root.find("os/boot") is None  # the kernel is what boots
+    assert root.find("features/acpi") is not None  # a guest's poweroff ends the domain
+    cdrom = root.find("devices/disk[@device='cdrom']")
+    assert cdrom.find("source").get("file") == "/var/lib/x/disk.config"
+    assert cdrom.find("target").attrib == {"dev": "hdc", "bus": "ide"}
+    assert cdrom.find("driver").get("type") == "raw" and cdrom.find("readonly") is not None
+    serial = root.find("devices/serial")
+    assert serial.get("type") == "pty"  # `virsh console` still works …
+    assert serial.find("log").attrib == {"file": "/var/lib/x/console.log", "append": "on"}  # … and it is kept
+
+
+def test_the_test_driver_domain_has_no_kernel_and_no_log():
+    root = ET.fromstring(domain_xml(spec(domain_type="test")))
+    assert root.find("os/kernel") is None and root.findtext("os/boot[@dev='hd']") is not None
+    assert root.find("devices/serial/log") is None
+    with pytest.raises(InvalidInput):
+        real_guest(domain_type="test")
+
+
+@pytest.mark.parametrize("kw", [
+    {"kernel": "relative/vmlinux"}, {"initrd": "/x/ramdisk"}, {"cmdline": "console=ttyS0"},
+    {"kernel": "/k", "cmdline": "console=ttyS0\ninit=/bin/sh"}, {"kernel": "/k", "cmdline": "a\x00b"},
+    {"kernel": "/k", "cmdline": "x" * 2048}, {"kernel": "/k", "cmdline": "ünï"},
+    {"console_log": "console.log"},
+])
+def test_bad_boot_values_are_refused(kw):
+    with pytest.raises(InvalidInput):
+        spec(**kw)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Disk(path="/x.iso", target="hdc", format="qcow2", device="cdrom"),
+    lambda: Disk(path="/x.iso", target="vdc", format="raw", device="cdrom"),
+    lambda: Disk(path="/x.iso", target="hdc", format="raw", device="floppy"),
+])
+def test_bad_cdroms_are_refused(make):
+    with pytest.raises(InvalidInput):
+        make()

@@ -1,0 +1,75 @@
+"""`os-getConsoleOutput` on the compute host: the tail of what the guest printed.
+
+A real guest's serial console is copied by virtlogd into `<instance dir>/console.log`
+(see domain_xml.py), so reading it is a file read on the host that runs the guest: no
+libvirt stream, no pty to attach to, and it still answers after the guest powered off.
+
+What comes back is bounded twice, as in Nova: at most the last MAX_BYTES of the file
+(Nova's libvirt driver keeps 100 KiB), then the last `lines` lines of that. Guests print
+whatever they like, so the bytes are decoded leniently and the control characters Nova's
+API strips (everything below 0x20 except tab and newline, NUL and CR included) are
+removed: the text is safe to put in JSON and to print on a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+
+from nova_async.common import errors
+from nova_async.compute import disks
+from nova_async.compute.domain_xml import domain_name
+from nova_async.compute.host import Host
+from nova_async.compute.messages import ConsoleOutput, GetConsoleOutput
+
+MAX_BYTES = 100 * 1024
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f]")
+
+
+def read_tail(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
+    """The last `max_bytes` of the file, starting at a line boundary; b"" if there is no file."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(0, size - max_bytes)
+            f.seek(start)
+            data = f.read(max_bytes)
+    except FileNotFoundError:
+        return b""
+    if start:
+        # The cut fell inside a line (perhaps inside a UTF-8 sequence): start at the next one.
+        newline = data.find(b"\n")
+        if newline >= 0:
+            data = data[newline + 1:]
+    return data
+
+
+def last_lines(data: bytes, lines: int | None) -> bytes:
+    """The last `lines` lines (a final line without a newline counts); None: everything."""
+    if lines is None:
+        return data
+    if lines <= 0:
+        return b""
+    pos = len(data) - 1 if data.endswith(b"\n") else len(data)
+    for _ in range(lines):
+        pos = data.rfind(b"\n", 0, pos)
+        if pos < 0:
+            return data
+    return data[pos + 1:]
+
+
+def render(data: bytes, lines: int | None = None) -> str:
+    return _UNPRINTABLE.sub("", last_lines(data, lines).decode(errors="replace"))
+
+
+async def console_output(host: Host, msg: GetConsoleOutput) -> ConsoleOutput:
+    if not host.real_guests:
+        return ConsoleOutput(output="")  # libvirt's test driver runs no guest that could print
+    instance_uuid = msg.instance_uuid
+    if await host.hypervisor.is_running(domain_name(instance_uuid)) is None:
+        # Nova's ConsoleNotAvailable: the API answers 404.
+        raise errors.NotFound(f"Guest of instance {instance_uuid} does not have a console available.")
+    data = await asyncio.to_thread(read_tail, disks.console_log(host.instances_root, instance_uuid))
+    return ConsoleOutput(output=render(data, msg.lines))

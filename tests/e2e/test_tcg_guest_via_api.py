@@ -1,0 +1,198 @@
+"""A real TCG guest booted through the API: `nova-async serve --libvirt-uri qemu:///system`,
+the demo guest uploaded to the image service as kernel (aki), ramdisk (ari) and a root disk
+naming both, a server booted with user data, and its console read back through
+`os-getConsoleOutput` until the guest reports the identity and user data it found on its
+config drive. Then stop, start and delete, and nothing may be left on the host: no domain,
+no instance directory, no tap.
+
+No traffic is sent to the guest. The bridge the network gets is removed at the end, and
+whatever the server left (when the test fails half-way) is destroyed and undefined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import shutil
+import time
+from pathlib import Path
+
+import aiohttp
+import libvirt
+import pytest
+
+from nova_async import config
+from nova_async.compute.domain_xml import domain_name
+from nova_async.compute.guest_image import build_or_reuse
+from nova_async.compute.host_setup import setup_host
+from tests.e2e.conftest import serve
+
+QEMU = Path("/usr/bin/qemu-system-x86_64")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
+]
+
+V = "/compute/v2.1"
+URI = "qemu:///system"
+USER_DATA = "#!/bin/sh\necho \"it's $(id -u)\" <b>&amp; `uname` ${HOME} 'q' \\ ünï ✓\nlast; no newline"
+
+
+class Api:
+    def __init__(self, session: aiohttp.ClientSession, url: str, token: str) -> None:
+        self.s, self.url = session, url
+        self.h = {"X-Auth-Token": token, "OpenStack-API-Version": "compute 2.96"}
+
+    async def call(self, method: str, path: str, status: int, **kw):
+        async with self.s.request(method, self.url + path, headers=self.h, **kw) as r:
+            text = await r.text()
+            assert r.status == status, f"{method} {path}: {r.status} {text}"
+            return await r.json() if r.content_type == "application/json" else None
+
+    async def image(self, name: str, data: bytes, disk: str, container: str, **props: str) -> str:
+        """Create an image and upload `data` (streamed: the kernel is 60+ MiB)."""
+        image = await self.call("POST", "/image/v2/images", 201, json={
+            "name": name, "disk_format": disk, "container_format": container, **props})
+        async with self.s.put(f"{self.url}/image/v2/images/{image['id']}/file", data=io.BytesIO(data),
+                              headers={**self.h, "Content-Type": "application/octet-stream"}) as r:
+            assert r.status == 204, await r.text()
+        return image["id"]
+
+    async def status(self, server_id: str, *wanted: str, timeout: float = 120) -> dict:
+        async with asyncio.timeout(timeout):
+            while True:
+                async with self.s.get(f"{self.url}{V}/servers/{server_id}", headers=self.h) as r:
+                    if r.status == 404 and "GONE" in wanted:
+                        return {}
+                    assert r.status == 200, await r.text()
+                    server = (await r.json())["server"]
+                if server["status"] in wanted or server["status"] == "ERROR":
+                    assert server["status"] in wanted, server.get("fault")
+                    return server
+                await asyncio.sleep(0.2)
+
+    async def console(self, server_id: str, **body) -> str:
+        out = await self.call("POST", f"{V}/servers/{server_id}/action", 200,
+                              json={"os-getConsoleOutput": body})
+        return out["output"]
+
+    async def console_until(self, server_id: str, wanted: list[str], timeout: float = 120) -> list[str]:
+        deadline = time.monotonic() + timeout
+        lines: list[str] = []
+        while time.monotonic() < deadline:
+            lines = (await self.console(server_id)).splitlines()
+            if all(w in lines for w in wanted):
+                return lines
+            await asyncio.sleep(0.25)
+        pytest.fail(f"console lacks {wanted} after {timeout:.0f} s; so far:\n" + "\n".join(lines[-40:]))
+
+
+async def _libvirt(fn, *args):
+    return await asyncio.to_thread(fn, *args)
+
+
+async def _remove_leftovers(server_ids: list[str], bridges: list[str]) -> None:
+    conn = await _libvirt(libvirt.open, URI)
+    try:
+        for server_id in server_ids:
+            try:
+                dom = await _libvirt(conn.lookupByName, domain_name(server_id))
+            except libvirt.libvirtError:
+                continue
+            if await _libvirt(dom.isActive):
+                await _libvirt(dom.destroy)
+            await _libvirt(dom.undefine)
+    finally:
+        await _libvirt(conn.close)
+    for bridge in bridges:
+        if Path("/sys/class/net", bridge).exists():
+            proc = await asyncio.create_subprocess_exec("ip", "link", "del", "dev", bridge)
+            await proc.wait()
+
+
+async def _domain_names() -> list[str]:
+    conn = await _libvirt(libvirt.open, URI)
+    try:
+        return [d.name() for d in await _libvirt(conn.listAllDomains)]
+    finally:
+        await _libvirt(conn.close)
+
+
+async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, work_dir):
+    await setup_host(Path(config.default_state_dir()))
+    guest = await build_or_reuse()
+    state_dir = work_dir / "tcg-guest"
+    server_ids: list[str] = []
+    bridges: list[str] = []
+    try:
+        async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
+                aiohttp.ClientSession() as session:
+            api = Api(session, served.url, await served.token(session))
+            kernel = await api.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
+            ramdisk = await api.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
+            root = await api.image("demo", b"\0" * (1 << 20), "raw", "bare",
+                                   kernel_id=kernel, ramdisk_id=ramdisk)
+            flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+                "name": "tcg.tiny", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
+            net = (await api.call("POST", "/network/v2.0/networks", 201,
+                                  json={"network": {"name": "tcgnet"}}))["network"]["id"]
+            bridges.append("brq" + net[:11])
+            await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+                "network_id": net, "cidr": "10.251.7.0/24", "ip_version": 4}})
+
+            started = time.monotonic()
+            created = await api.call("POST", V + "/servers", 202, json={"server": {
+                "name": "tcg \"guest\" $(reboot)", "imageRef": root, "flavorRef": flavor,
+                "networks": [{"uuid": net}],
+                "user_data": base64.b64encode(USER_DATA.encode()).decode()}})
+            server_id = created["server"]["id"]
+            server_ids.append(server_id)
+            server = await api.status(server_id, "ACTIVE")
+            active = time.monotonic() - started
+            [addr] = server["addresses"]["tcgnet"]
+            mac, ip = addr["OS-EXT-IPS-MAC:mac_addr"], addr["addr"]
+
+            wanted = [f"nova-async-guest: uuid={server_id}", f"nova-async-guest: ip={ip}",
+                      f"nova-async-guest: configured {ip}/24 on eth0 ({mac})", "nova-async-guest: ready"]
+            lines = await api.console_until(server_id, wanted)
+            ready = time.monotonic() - started
+            ours = [line for line in lines if line.startswith("nova-async-guest: ")]
+            assert "nova-async-guest: config_drive=/dev/sr0" in ours, ours
+            readable = [line.removeprefix("nova-async-guest: user_data=") for line in ours
+                        if line.startswith("nova-async-guest: user_data=")]
+            assert readable == USER_DATA.split("\n"), ours
+            print(f"\nTCG guest via the API: ACTIVE after {active:.1f} s, console ready after "
+                  f"{ready:.1f} s\n" + "\n".join(ours))
+
+            # The tail, and Nova's validation of length.
+            assert (await api.console(server_id, length=1)) == "nova-async-guest: ready\n"
+            assert (await api.console(server_id, length="2")).splitlines() == [
+                f"nova-async-guest: user_data={USER_DATA.split(chr(10))[-1]}", "nova-async-guest: ready"]
+            assert (await api.console(server_id, length=-1)) == (await api.console(server_id))
+            for bad in (-2, "-3", "x", 1.5):
+                await api.call("POST", f"{V}/servers/{server_id}/action", 400,
+                               json={"os-getConsoleOutput": {"length": bad}})
+
+            instance_dir = served.state_dir / "instances" / server_id
+            [port] = (await api.call("GET", f"/network/v2.0/ports?device_id={server_id}", 200))["ports"]
+            tap = Path("/sys/class/net", ("tap" + port["id"])[:14])
+            # libvirt plugged the guest's tap into the network's bridge.
+            assert (tap / "master").resolve().name == bridges[0]
+            assert instance_dir.is_dir()
+
+            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"os-stop": None})
+            await api.status(server_id, "SHUTOFF")
+            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"os-start": None})
+            await api.status(server_id, "ACTIVE")
+            await api.call("DELETE", f"{V}/servers/{server_id}", 204)
+            await api.status(server_id, "GONE")
+            await api.call("POST", f"{V}/servers/{server_id}/action", 404,
+                           json={"os-getConsoleOutput": {}})
+
+            assert domain_name(server_id) not in await _domain_names()
+            assert not instance_dir.exists()
+            assert not tap.exists()
+    finally:
+        await _remove_leftovers(server_ids, bridges)
+        shutil.rmtree(state_dir, ignore_errors=True)
