@@ -28,7 +28,7 @@ from pathlib import Path
 
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, process
 from nova_async.compute.config_drive import DriveContent, build_config_drive
 from nova_async.compute.domain_xml import Disk, canonical_uuid
 from nova_async.image.messages import ImageInfo
@@ -44,13 +44,11 @@ _IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
 
 
 async def qemu_img(*args: str) -> None:
-    proc = await asyncio.create_subprocess_exec("qemu-img", *args, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await proc.communicate()
-    if proc.returncode != 0:
-        text = out.decode(errors="replace").strip()[-500:]
-        raise errors.NovaAsyncError(f"qemu-img {args[0]} failed ({proc.returncode}): {text}")
+    # Generous: converting a large qcow2 base image to raw takes a while on a slow disk.
+    done = await process.run("qemu-img", *args, timeout=1800)
+    if done.returncode != 0:
+        raise errors.NovaAsyncError(f"qemu-img {args[0]} failed ({done.returncode}): "
+                                    f"{done.output.strip()[-500:]}")
 
 
 class ImageCache:
