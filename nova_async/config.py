@@ -64,6 +64,8 @@ class ComputeSettings:
     libvirt_uri: str = _doc("libvirt connection for the compute host", "test:///default",
                             flag="--libvirt-uri")
     host: str = _doc("this compute host's name (default: the machine's hostname)", "", flag="--host")
+    virt_type: str = _doc("guest acceleration on QEMU hosts: auto (KVM when a probe shows it really "
+                          "works, else TCG), kvm or qemu (TCG)", "auto")
     simulate_hosts: int = _doc("run N compute hosts sim-1..sim-N on libvirt's test driver", 0,
                                flag="--simulate-hosts")
     sim_vcpus: int = _doc("CPUs of each simulated host", 16)
@@ -187,5 +189,7 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"--listen must be HOST:PORT, got {settings.service.listen!r}")
     if settings.identity.auth not in ("keystone", "noauth"):
         raise ConfigError("--auth must be keystone or noauth")
+    if settings.compute.virt_type not in ("auto", "kvm", "qemu"):
+        raise ConfigError("compute.virt_type must be auto, kvm or qemu")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")

@@ -103,7 +103,7 @@ class Hypervisor:
             return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="test",
                              hypervisor_version=version, domain_type="test")
         # KVM is not assumed: /dev/kvm can exist and still abort guests (see DESIGN.md).
-        # TCG always works; detecting usable KVM is a later change.
+        # Registration probes it and may upgrade this to "kvm".
         return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="QEMU",
                          hypervisor_version=version, domain_type="qemu")
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import shutil
 import uuid as uuidlib
+from pathlib import Path
 
 import structlog
 
+from nova_async.compute import host_setup
 from nova_async.compute.host import Host
 from nova_async.config import ComputeSettings
 from nova_async.db.queries import queries
@@ -47,20 +49,43 @@ def local_disk_gb(host: Host) -> int:
     return shutil.disk_usage(host.instances_root).total // GiB
 
 
-async def register(host: Host, settings: ComputeSettings) -> None:
+def choose_domain_type(detected: str, virt_type: str, kvm_ok: bool) -> str:
+    """The domain type guests get: the test driver's own, else KVM only where it really works
+    (or is forced), else QEMU's TCG."""
+    if detected == "test":
+        return "test"
+    if virt_type == "auto":
+        return "kvm" if kvm_ok else "qemu"
+    return virt_type
+
+
+async def _domain_type(facts, settings: ComputeSettings, state_dir: Path) -> str:
+    if facts.domain_type == "test":
+        return "test"
+    kvm_ok = settings.virt_type == "auto" and await host_setup.kvm_works(state_dir)
+    chosen = choose_domain_type(facts.domain_type, settings.virt_type, kvm_ok)
+    log.info("guest acceleration chosen", domain_type=chosen, virt_type=settings.virt_type,
+             kvm=("works" if kvm_ok else "unusable or not probed"))
+    return chosen
+
+
+async def register(host: Host, settings: ComputeSettings, state_dir: Path) -> None:
     facts = await host.hypervisor.facts()
+    domain_type = await _domain_type(facts, settings, state_dir)
+    # What os-hypervisors shows: the acceleration guests really get on this host.
+    hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)
     async with host.pool.acquire() as conn, conn.transaction():
         service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
         node_uuid = await conn.fetchval(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
-                                        facts.hypervisor_type, facts.hypervisor_version, facts.vcpus,
+                                        hypervisor_type, facts.hypervisor_version, facts.vcpus,
                                         facts.memory_mb, disk_gb, service_id)
     host.service_id, host.node_uuid = str(service_id), str(node_uuid)
-    host.domain_type = facts.domain_type
+    host.domain_type = domain_type
     await host.placement.ensure_provider(host.node_uuid, host.name,
                                          inventories(facts.vcpus, facts.memory_mb, disk_gb, settings))
     log.info("compute host registered", host=host.name, node_uuid=host.node_uuid, vcpus=facts.vcpus,
-             memory_mb=facts.memory_mb, disk_gb=disk_gb, hypervisor=facts.hypervisor_type)
+             memory_mb=facts.memory_mb, disk_gb=disk_gb, hypervisor=hypervisor_type)
 
 
 async def heartbeat(host: Host) -> None:

@@ -101,7 +101,7 @@ class ComputeRole(Role):
 
     async def _run_host(self, host: Host, started: asyncio.Event) -> None:
         structlog.contextvars.bind_contextvars(host=host.name)
-        await registration.register(host, self.settings.compute)
+        await registration.register(host, self.settings.compute, self.deps.state_dir)
         await self._recover(host)
         started.set()
         handle = functools.partial(self._handle, host)
