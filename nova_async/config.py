@@ -75,6 +75,8 @@ class ComputeSettings:
     ram_allocation_ratio: float = _doc("MEMORY_MB overcommit reported to placement", 1.0)
     disk_allocation_ratio: float = _doc("DISK_GB overcommit reported to placement", 1.0)
     reserved_host_memory_mb: int = _doc("memory kept for the host itself", 512)
+    resource_refresh_interval: float = _doc("seconds between re-reading the host's CPUs, memory and "
+                                            "disk into placement", 60.0)
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,17 @@ async def register(host: Host, settings: ComputeSettings, state_dir: Path) -> No
              memory_mb=facts.memory_mb, disk_gb=disk_gb, hypervisor=hypervisor_type)
 
 
+async def refresh_inventory(host: Host, settings: ComputeSettings) -> None:
+    """Tell placement what the host has now (memory or disk can change under a running host;
+    someone may have edited the inventory). Unchanged inventories cost placement nothing."""
+    try:
+        facts = await host.hypervisor.facts()
+        await host.placement.ensure_provider(
+            host.node_uuid, host.name, inventories(facts.vcpus, facts.memory_mb, local_disk_gb(host), settings))
+    except Exception as exc:  # like a heartbeat: the next round retries
+        log.warning("inventory refresh failed", host=host.name, error=str(exc))
+
+
 async def heartbeat(host: Host) -> None:
     try:
         await host.pool.execute(Q.heartbeat, host.service_id)

@@ -108,6 +108,7 @@ class ComputeRole(Role):
         async with InstanceWorkers(handle, name=f"compute:{host.name}") as workers:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._heartbeat(host), name=f"compute:{host.name}:heartbeat")
+                tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
                 # Returns once the role is told to stop; the workers then finish their jobs.
                 intake = functools.partial(self._on_message, host, workers)
                 tg.create_task(self.serve(topic(host.name), intake),
@@ -117,6 +118,11 @@ class ComputeRole(Role):
     async def _heartbeat(self, host: Host) -> None:
         while not await self.sleep_unless_stopping(registration.HEARTBEAT_SECONDS):
             await registration.heartbeat(host)
+
+    async def _refresh(self, host: Host) -> None:
+        interval = self.settings.compute.resource_refresh_interval
+        while not await self.sleep_unless_stopping(interval):
+            await registration.refresh_inventory(host, self.settings.compute)
 
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
