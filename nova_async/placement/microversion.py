@@ -9,32 +9,21 @@ range in the error body, which is how osc-placement discovers what we speak. Han
 from __future__ import annotations
 
 import http
-import re
-from typing import NamedTuple
 
 from aiohttp import web
 
 from nova_async.common import errors
+from nova_async.common import microversion as shared
+from nova_async.common.microversion import Version
 from nova_async.common.web import Handler, dump
 
-HEADER = "OpenStack-API-Version"
+HEADER = shared.HEADER
 SERVICE = "placement"
-
-
-class Version(NamedTuple):
-    major: int
-    minor: int
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
 
 MIN = Version(1, 0)
 MAX = Version(1, 39)
 
 VERSION = web.RequestKey("placement_version", Version)
-
-_FORMAT = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 
 
 class VersionNotAcceptable(errors.NotAcceptable):
@@ -46,23 +35,17 @@ class VersionNotAcceptable(errors.NotAcceptable):
 def parse(header: str | None) -> Version:
     """The placement version named in an OpenStack-API-Version header (which may list several
     services, comma-separated)."""
-    if not header:
+    value = shared.requested([header] if header else [], SERVICE)
+    if value is None:
         return MIN
-    for item in header.split(","):
-        service, _, value = item.strip().partition(" ")
-        if service.lower() != SERVICE:
-            continue
-        value = value.strip()
-        if value.lower() == "latest":
-            return MAX
-        m = _FORMAT.match(value)
-        if not m:
-            raise errors.InvalidInput(f"invalid version string: {value!r}")
-        wanted = Version(int(m.group(1)), int(m.group(2)))
-        if not MIN <= wanted <= MAX:
-            raise VersionNotAcceptable(f"Unacceptable version header: {wanted}")
-        return wanted
-    return MIN
+    if value.lower() == "latest":
+        return MAX
+    wanted = shared.parse(value)
+    if wanted is None:
+        raise errors.InvalidInput(f"invalid version string: {value!r}")
+    if not MIN <= wanted <= MAX:
+        raise VersionNotAcceptable(f"Unacceptable version header: {wanted}")
+    return wanted
 
 
 @web.middleware
