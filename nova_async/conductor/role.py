@@ -45,12 +45,9 @@ class ConductorRole(Role):
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         rows = []
-        for uuid in msg.instance_uuids:
-            row = await self.pool.fetchrow(Q.get, uuid)
-            if row is None:
-                continue
+        for row in await self.pool.fetch(Q.get_many, msg.instance_uuids):
             if row["task_state"] == "deleting":
-                await self._finish_delete(uuid, ctx, row)
+                await self._finish_delete(str(row["uuid"]))
             elif row["vm_state"] == "building" and row["host"] is None:
                 rows.append(row)
         if not rows:
@@ -77,13 +74,13 @@ class ConductorRole(Role):
             uuid, chosen = selection.instance_uuid, selection.chosen
             placed = await self.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
             if placed is None:  # deleted while we scheduled: give the claim back
-                await self._finish_delete(uuid, ctx, await self.pool.fetchrow(Q.get, uuid))
+                await self._finish_delete(uuid)
                 continue
             log.info("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
         return None
 
-    async def _finish_delete(self, uuid: str, ctx: RequestContext, row) -> None:
+    async def _finish_delete(self, uuid: str) -> None:
         await self.placement.delete_allocations(uuid)
         await self.pool.execute(Q.mark_deleted, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)

@@ -22,7 +22,7 @@ Q = queries("instances")
 # Nova's power_state values.
 NOSTATE, RUNNING, PAUSED, SHUTDOWN, CRASHED, SUSPENDED = 0, 1, 3, 4, 6, 7
 
-_KEEP = object()
+_ANY = object()  # set_state without a compare-and-swap on task_state
 
 
 async def get(db: asyncpg.Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
@@ -32,18 +32,12 @@ async def get(db: asyncpg.Pool | asyncpg.Connection, uuid: str) -> asyncpg.Recor
     return row
 
 
-async def set_state(db, uuid: str, *, vm_state: str | None = None, task_state=_KEEP,
-                    power_state: int | None = None, expected_task_state=_KEEP) -> asyncpg.Record | None:
+async def set_state(db, uuid: str, *, vm_state: str | None, task_state: str | None,
+                    power_state: int | None = None, expected_task_state=_ANY) -> asyncpg.Record | None:
     """Change state; with `expected_task_state`, only if task_state still holds it (else None)."""
-    current = None
-    if task_state is _KEEP:
-        current = await db.fetchrow(Q.get, uuid)
-        if current is None:
-            return None
-        task_state = current["task_state"]
-    check = expected_task_state is not _KEEP
+    check = expected_task_state is not _ANY
     return await db.fetchrow(Q.set_state, uuid, vm_state, task_state, power_state, check,
-                             None if not check else expected_task_state)
+                             expected_task_state if check else None)
 
 
 async def set_error(db, uuid: str, message: str, *, host: str | None = None, code: int = 500,

@@ -3,6 +3,9 @@
 -- name: get
 SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL;
 
+-- name: get_many
+SELECT * FROM instances WHERE uuid = ANY ($1::uuid[]) AND deleted_at IS NULL ORDER BY launch_index;
+
 -- name: get_any
 SELECT * FROM instances WHERE uuid = $1;
 
