@@ -20,7 +20,7 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 .PHONY: run test deps venv host-setup guest-image bench clean help
 
 help:
-	@echo "make run    install what is missing, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
+	@echo "make run    install what is missing, build the demo guest, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
 	@echo "make test   install what tests need, then run the whole suite"
 	@echo "make host-setup / make guest-image   start libvirt and probe KVM / build the demo guest"
 
@@ -50,7 +50,10 @@ host-setup: venv
 guest-image: venv
 	$(BIN)/nova-async guest-image
 
+# A fresh database registers the demo guest as images on its first start, so it is built
+# first; without it (no Debian mirror, say) the service still starts, with nothing to boot.
 run: venv host-setup
+	@$(BIN)/nova-async guest-image || echo "make run: no demo guest (see above); starting without it"
 	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
 	$(BIN)/nova-async serve $(ARGS)
 

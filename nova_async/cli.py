@@ -79,6 +79,13 @@ async def _migrate(settings: config.Settings) -> list[str]:
                     return await migrate(conn)
 
 
+def _leaves(group: BaseExceptionGroup) -> list:
+    found = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -112,6 +119,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     except NovaAsyncError as exc:
         print(f"nova-async: {exc.message}", file=sys.stderr)
+        return 1
+    except ExceptionGroup as group:
+        # A role that cannot start (libvirt unreachable, say) ends the TaskGroup: say why,
+        # without the traceback, when the reason is one of ours.
+        ours, rest = group.split(NovaAsyncError)
+        if rest is not None or ours is None:
+            raise
+        for exc in _leaves(ours):
+            print(f"nova-async: {exc.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

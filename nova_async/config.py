@@ -61,8 +61,9 @@ class IdentitySettings:
 
 @dataclass(frozen=True)
 class ComputeSettings:
-    libvirt_uri: str = _doc("libvirt connection for the compute host", "test:///default",
-                            flag="--libvirt-uri")
+    libvirt_uri: str = _doc("libvirt connection for the compute host: qemu:///system runs real "
+                            "guests; test:///default is libvirt's test driver (no guest OS)",
+                            "qemu:///system", flag="--libvirt-uri")
     host: str = _doc("this compute host's name (default: the machine's hostname)", "", flag="--host")
     virt_type: str = _doc("guest acceleration on QEMU hosts: auto (KVM when a probe shows it really "
                           "works, else TCG), kvm or qemu (TCG)", "auto")
@@ -77,6 +78,19 @@ class ComputeSettings:
     reserved_host_memory_mb: int = _doc("memory kept for the host itself", 512)
     resource_refresh_interval: float = _doc("seconds between re-reading the host's CPUs, memory and "
                                             "disk into placement", 60.0)
+    shutdown_timeout: float = _doc("seconds a stopping guest gets to power off on ACPI before it is "
+                                   "powered off hard", 60.0)
+    soft_reboot_timeout: float = _doc("seconds a soft reboot waits for the guest to shut down before "
+                                      "rebooting it hard", 120.0)
+    sync_power_state_interval: float = _doc("seconds between comparing every guest's power state with "
+                                            "the database (lifecycle events report changes at once; "
+                                            "this catches what they miss)", 600.0)
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    demo_guest: bool = _doc("on a fresh database, register the demo guest (`make guest-image` builds "
+                            "it) as the public images nova-async-demo, -kernel and -ramdisk", True)
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,7 @@ class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
+    image: ImageSettings = field(default_factory=ImageSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     @property

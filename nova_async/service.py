@@ -1,6 +1,7 @@
 """The supervisor: one process, every configured role a named task in one TaskGroup.
 
-Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → ready line.
+Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → first-start
+steps (the demo guest's images) → ready line.
 Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
 and tell roles to stop → let them drain → cancel what is left → close resources in reverse
 order (the AsyncExitStack)."""
@@ -20,11 +21,13 @@ from aiohttp import web
 from nova_async.bus.memory import MemoryBus
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
+from nova_async.compute.guest_image import default_cache_dir, load_cached
 from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.embedded import embedded_postgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
+from nova_async.image import demo
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("service")
@@ -51,6 +54,25 @@ async def _token_key(pool) -> bytes:
     """The token signing key: made once, shared by every process on this database."""
     await pool.execute(SQ.ensure_key, "token", secrets.token_bytes(32))
     return await pool.fetchval(SQ.get_key, "token")
+
+
+async def register_demo_guest(pool, roles: list[Role]) -> None:
+    """Once per database: the demo guest as images, so that a fresh install can boot something.
+    Skipped (and tried again next start) while the guest has not been built."""
+    image_role = next((r for r in roles if r.name == "image"), None)
+    if image_role is None or await pool.fetchval(SQ.step_done, "demo-guest"):
+        return
+    guest = load_cached(default_cache_dir())
+    if guest is None:
+        log.info("the demo guest is not built yet; `make guest-image` builds it and the next start "
+                 "registers it", cache=str(default_cache_dir()))
+        return
+    try:
+        await demo.register(pool, image_role.files, guest.kernel, guest.initrd)
+    except Exception:
+        log.exception("could not register the demo guest's images; trying again next start")
+        return
+    await pool.execute(SQ.mark_step_done, "demo-guest")
 
 
 def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web.Application:
@@ -123,6 +145,8 @@ class Service:
                 log.error("cannot listen", listen=settings.service.listen, error=exc.strerror)
                 raise SystemExit(f"nova-async: cannot listen on {settings.service.listen}: {exc.strerror}")
             await asyncio.gather(*(role.ready.wait() for role in roles))
+            if settings.image.demo_guest:
+                await register_demo_guest(deps.pool, roles)
             login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
                      "user admin, project admin, password " + (
                          "from --admin-password" if settings.identity.admin_password

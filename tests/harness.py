@@ -41,7 +41,9 @@ class Harness:
 
 
 def settings_for(state_dir: Path, **sections: dict[str, Any]) -> config.Settings:
-    overrides = {("service", "state_dir"): str(state_dir), ("identity", "auth"): "noauth"}
+    # libvirt's test driver unless a test asks for more: real guests are the e2e tests' job.
+    overrides = {("service", "state_dir"): str(state_dir), ("identity", "auth"): "noauth",
+                 ("compute", "libvirt_uri"): "test:///default"}
     for section, values in sections.items():
         for name, value in values.items():
             overrides[(section, name)] = value

@@ -172,7 +172,8 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
             domain_type=host.domain_type, disks=tuple(disk_list),
             interfaces=tuple(Interface(mac=v.mac_address, tap=v.tap or tap_name(v.port_id), bridge=v.bridge,
                                        mtu=v.mtu) for v in vifs),
-            kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log)
+            kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log,
+            node=host.node_uuid)
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)

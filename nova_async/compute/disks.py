@@ -20,9 +20,12 @@ file and a crash mid-copy leaves only a `.part` file for the next start to sweep
 from __future__ import annotations
 
 import asyncio
+import grp
 import os
+import pwd
 import re
 import shutil
+import stat
 import uuid as uuidlib
 from pathlib import Path
 
@@ -142,3 +145,33 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path, *, root_
         await qemu_img("create", "-q", "-f", "qcow2", str(swap), f"{swap_mb}M")
         disks.append(Disk(path=str(swap), target=f"vd{'c' if ephemeral_gb else 'b'}"))
     return disks
+
+
+QEMU_USER = "libvirt-qemu"   # whom Debian's libvirt runs QEMU as (qemu.conf `user`)
+
+
+def unreachable_by_qemu(path: Path, user: str = QEMU_USER) -> str | None:
+    """Why QEMU, running as `user`, cannot open files under `path` (a directory it cannot
+    search on the way), or None when it can — or when there is no such user to check for.
+    Caught at start-up, the user reads one line instead of a guest that fails to boot."""
+    try:
+        account = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    groups = {account.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    for directory in [path, *path.parents]:
+        try:
+            st = directory.stat()
+        except OSError:
+            continue  # not made yet: the compute host makes it, searchable
+        if st.st_uid == account.pw_uid:
+            bit = stat.S_IXUSR
+        elif st.st_gid in groups:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not st.st_mode & bit:
+            return (f"QEMU runs as {user} and cannot reach {path}: {directory} is mode "
+                    f"{stat.filemode(st.st_mode)}. Let it through (chmod o+x {directory}) or choose a "
+                    "--state-dir it can reach.")
+    return None

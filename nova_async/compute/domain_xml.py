@@ -45,6 +45,14 @@ def domain_name(instance_uuid: str) -> str:
     return NAME_PREFIX + canonical_uuid(instance_uuid)
 
 
+def node_of(metadata: str) -> str | None:
+    """The compute node named in our metadata element (as libvirt returns it), if any."""
+    try:
+        return ET.fromstring(metadata).get("node")
+    except ET.ParseError:
+        return None
+
+
 def uuid_from_domain_name(name: str) -> str | None:
     """The instance UUID of one of our domains, or None for a domain that is not ours."""
     if not name.startswith(NAME_PREFIX):
@@ -141,6 +149,9 @@ class DomainSpec:
     cmdline: str = ""
     # Where the serial console is also written (empty: an interactive console only).
     console_log: str = ""
+    # The compute node (per database) that made the domain: start-up only ever removes
+    # orphans it made itself, never those of another nova-async sharing this libvirt.
+    node: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "instance_uuid", canonical_uuid(self.instance_uuid))
@@ -156,6 +167,8 @@ class DomainSpec:
             raise InvalidInput("libvirt's test driver boots no kernel and has no console log")
         for attr in ("display_name", "project_id", "flavor_name"):
             object.__setattr__(self, attr, xml_text(getattr(self, attr), attr))
+        if self.node:
+            object.__setattr__(self, "node", canonical_uuid(self.node))
         _positive_int(self.memory_mb, "memory_mb", 16 * 1024 * 1024)
         _positive_int(self.vcpus, "vcpus", 1024)
         if self.domain_type not in DOMAIN_TYPES:
@@ -181,7 +194,7 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) ->
 
 def _metadata(parent: ET.Element, spec: DomainSpec) -> None:
     meta = _sub(parent, "metadata")
-    inst = _sub(meta, f"{{{NS}}}instance", uuid=spec.instance_uuid)
+    inst = _sub(meta, f"{{{NS}}}instance", uuid=spec.instance_uuid, **({"node": spec.node} if spec.node else {}))
     _sub(inst, f"{{{NS}}}name", spec.display_name)
     _sub(inst, f"{{{NS}}}project", id=spec.project_id)
     _sub(inst, f"{{{NS}}}flavor", name=spec.flavor_name, vcpus=str(spec.vcpus), memory_mb=str(spec.memory_mb))

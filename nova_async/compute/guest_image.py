@@ -330,11 +330,12 @@ async def _fetch_kernel(work: Path) -> tuple[Path, Path]:
     return vmlinuz, root / "lib" / "modules" / vmlinuz.name.removeprefix("vmlinuz-")
 
 
-async def boots(kernel: Path, initrd: Path, timeout: float = 90) -> float | None:
-    """Seconds until the guest's init ran under TCG, or None when it never got there."""
+async def boots(kernel: Path, initrd: Path, timeout: float = 90, accel: str = "tcg") -> float | None:
+    """Seconds until the guest's init ran (under TCG, or `accel`), or None when it never got there."""
     started = time.monotonic()
+    cpu = ("-cpu", "host") if accel == "kvm" else ()
     proc = await asyncio.create_subprocess_exec(
-        "qemu-system-x86_64", "-accel", "tcg", "-machine", "pc", "-m", "256", "-nodefaults",
+        "qemu-system-x86_64", "-accel", accel, *cpu, "-machine", "pc", "-m", "256", "-nodefaults",
         "-display", "none", "-no-reboot", "-serial", "stdio", "-kernel", str(kernel),
         "-initrd", str(initrd), "-append", f"{CMDLINE} nova_async.selftest",
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)

@@ -32,6 +32,12 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@dataclass(frozen=True)
+class GuestTimeouts:
+    shutdown: float = 60.0       # a stop waits this long for the guest to power off on ACPI
+    soft_reboot: float = 120.0   # a soft reboot waits this long before rebooting hard
+
+
 @dataclass
 class Host:
     name: str
@@ -44,6 +50,7 @@ class Host:
     node_uuid: str = ""         # set at registration: the compute node and its provider
     service_id: str = ""
     domain_type: str = "test"   # set at registration, from what the hypervisor is
+    timeouts: GuestTimeouts = field(default_factory=GuestTimeouts)
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)

@@ -9,9 +9,12 @@ no systemd as PID 1 (no D-Bus, no udev). There we start `virtlogd -d` and run li
 orphans of destroyed domains linger and a destroy takes ~1.6 s instead of ~0.2 s.
 
 Why probe KVM instead of trusting `/dev/kvm`? Some machines expose a paravirtual /dev/kvm on
-which every real guest aborts (`failed to set MSR 0x10a`). The only honest answer is to
-start a throwaway QEMU with `-accel kvm -cpu host` and see whether it survives. The answer
-is cached per host (and kernel) in the state dir, since it costs up to a second.
+which real guests abort (`failed to set MSR 0x10a`) or, with another host kernel, run
+firmware fine and then hang inside Linux without printing a byte. The only honest answer is
+to boot what guests boot: first a throwaway QEMU with `-accel kvm -cpu host` must survive
+its firmware, then the demo guest's kernel must reach its init under KVM. Without the demo
+guest (`make guest-image`) KVM cannot be verified, so guests use TCG until it can. A
+verdict is cached per machine and kernel, beside the demo guest, since it can cost seconds.
 
 Everything is idempotent: a second run finds the daemons running and changes nothing.
 """
@@ -30,14 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libvirt
+import structlog
 
 from nova_async.common import errors, process
+from nova_async.compute import guest_image
+
+log = structlog.get_logger("compute.host_setup")
 
 SYSTEM_URI = "qemu:///system"
 QEMU = "qemu-system-x86_64"
 KVM_DEV = Path("/dev/kvm")
 READY_TIMEOUT = 60.0       # libvirtd's first start probes QEMU's capabilities (~14 s here)
-PROBE_SETTLE = 1.0         # how long the throwaway KVM guest must survive to count as working
+PROBE_SETTLE = 1.0         # how long the throwaway KVM firmware must survive
+PROBE_BOOT = 15.0          # how long the demo guest may take to reach its init under KVM
 
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
@@ -50,11 +58,13 @@ class HostSetupError(errors.Unavailable):
 class HostReport:
     actions: list[str] = field(default_factory=list)
     kvm: bool = False
+    kvm_reason: str = ""
     domain_type: str = "qemu"
 
     def summary(self) -> str:
         did = "; ".join(self.actions) if self.actions else "nothing to do, libvirt already running"
-        accel = "KVM works: domain type kvm" if self.kvm else "KVM unusable: guests run under TCG (domain type qemu)"
+        accel = ("KVM works: domain type kvm" if self.kvm else
+                 "KVM unusable: guests run under TCG (domain type qemu)") + f" ({self.kvm_reason})"
         return f"host-setup: {did}\nhost-setup: {SYSTEM_URI} answers; {accel}"
 
 
@@ -173,7 +183,7 @@ async def wait_for_libvirt(uri: str = SYSTEM_URI, timeout: float = READY_TIMEOUT
         await asyncio.sleep(0.2)
 
 
-async def _probe_kvm() -> tuple[bool, str]:
+async def _probe_kvm() -> tuple[bool | None, str]:
     if not KVM_DEV.exists():
         return False, "no /dev/kvm"
     if not os.access(KVM_DEV, os.R_OK | os.W_OK):
@@ -198,37 +208,52 @@ async def _probe_kvm() -> tuple[bool, str]:
             proc.kill()
             await proc.wait()
         proc.stdin.close()
-        return True, "a KVM guest with -cpu host ran"
-    proc.stdin.close()
-    err = (await proc.stderr.read()).decode(errors="replace").strip().splitlines()
-    reason = next((line for line in err if "error" in line), err[-1] if err else f"exit {proc.returncode}")
-    return False, reason
+    else:
+        proc.stdin.close()
+        err = (await proc.stderr.read()).decode(errors="replace").strip().splitlines()
+        reason = next((line for line in err if "error" in line), err[-1] if err else f"exit {proc.returncode}")
+        return False, reason
+    guest = guest_image.load_cached(guest_image.default_cache_dir())
+    if guest is None:
+        return None, "not verified: the demo guest is not built (make guest-image)"
+    took = await guest_image.boots(guest.kernel, guest.initrd, timeout=PROBE_BOOT, accel="kvm")
+    if took is None:
+        return False, f"the demo guest did not reach its init under KVM within {PROBE_BOOT:.0f} s"
+    return True, f"the demo guest booted under KVM in {took:.1f} s"
 
 
-def _probe_cache(state_dir: Path) -> Path:
-    # Keyed by host and kernel: a state dir copied to another machine, or a kernel upgrade
+def _probe_cache() -> Path:
+    # Keyed by host and kernel: a cache copied to another machine, or a kernel upgrade
     # that fixes KVM, gets a fresh probe.
     host = platform.node() or "localhost"
-    return state_dir / f"kvm-probe.{host}.json"
+    return guest_image.default_cache_dir().parent / f"kvm-probe.{host}.json"
 
 
-async def kvm_works(state_dir: Path) -> bool:
-    """Whether real KVM guests run here; probed once per host and kernel, then cached."""
-    cache = _probe_cache(state_dir)
-    key = {"host": platform.node(), "kernel": platform.release()}
+async def kvm_verdict() -> tuple[bool, str]:
+    """Whether real KVM guests run here, and why; probed once per machine and kernel, then
+    cached. An unverified answer (no demo guest yet) is False and is not cached."""
+    cache = _probe_cache()
+    key = {"host": platform.node(), "kernel": platform.release(), "recipe": guest_image.RECIPE}
     try:
         cached = json.loads(cache.read_text())
         if {k: cached.get(k) for k in key} == key:
-            return bool(cached["kvm"])
+            return bool(cached["kvm"]), str(cached.get("reason", ""))
     except (OSError, ValueError, KeyError):
         pass
     ok, reason = await _probe_kvm()
+    log.info("KVM probed", kvm=ok, reason=reason)
+    if ok is None:
+        return False, reason
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps({**key, "kvm": ok, "reason": reason}) + "\n")
     except OSError:
-        pass    # an unwritable state dir only costs a re-probe next time
-    return ok
+        pass    # an unwritable cache only costs a re-probe next time
+    return ok, reason
+
+
+async def kvm_works() -> bool:
+    return (await kvm_verdict())[0]
 
 
 async def setup_host(state_dir: Path, uri: str = SYSTEM_URI) -> HostReport:
@@ -238,6 +263,6 @@ async def setup_host(state_dir: Path, uri: str = SYSTEM_URI) -> HostReport:
         report.actions.append(fixed)
     report.actions += await start_daemons(state_dir / "logs")
     await wait_for_libvirt(uri)
-    report.kvm = await kvm_works(state_dir)
+    report.kvm, report.kvm_reason = await kvm_verdict()
     report.domain_type = "kvm" if report.kvm else "qemu"
     return report

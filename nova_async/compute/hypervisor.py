@@ -21,7 +21,7 @@ import libvirt
 import structlog
 
 from nova_async.common import errors
-from nova_async.compute.domain_xml import uuid_from_domain_name
+from nova_async.compute.domain_xml import NS, node_of, uuid_from_domain_name
 
 log = structlog.get_logger("compute.hypervisor")
 T = TypeVar("T")
@@ -31,6 +31,12 @@ libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
 _GONE = (libvirt.VIR_ERR_NO_DOMAIN,)
 _NOT_RUNNING = (libvirt.VIR_ERR_OPERATION_INVALID,)
+# The lifecycle events that can change what Nova shows (defined/undefined cannot).
+_POWER_EVENTS = frozenset({
+    libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_SUSPENDED, libvirt.VIR_DOMAIN_EVENT_RESUMED,
+    libvirt.VIR_DOMAIN_EVENT_STOPPED, libvirt.VIR_DOMAIN_EVENT_SHUTDOWN, libvirt.VIR_DOMAIN_EVENT_CRASHED,
+    libvirt.VIR_DOMAIN_EVENT_PMSUSPENDED,
+})
 
 
 def runs_in_process(uri: str) -> bool:
@@ -67,6 +73,7 @@ class Hypervisor:
         self.uri = uri
         self._executor = executor
         self._conn: libvirt.virConnect | None = None
+        self._watch: int | None = None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -86,8 +93,29 @@ class Hypervisor:
         except libvirt.libvirtError as exc:
             raise errors.Unavailable(f"cannot connect to libvirt at {self.uri}: {exc}") from None
 
+    async def watch(self, on_change: Callable[[str], None]) -> None:
+        """Call `on_change(instance_uuid)` on the event loop whenever one of our guests starts,
+        stops, pauses, resumes, crashes or suspends, whoever made it happen. Delivered only
+        when events.enable() ran before this connection was opened."""
+        def relay(_conn: Any, dom: libvirt.virDomain, event: int, _detail: int, _opaque: Any) -> None:
+            try:
+                instance_uuid = uuid_from_domain_name(dom.name())
+                if event in _POWER_EVENTS and instance_uuid is not None:
+                    on_change(instance_uuid)
+            except Exception:  # an exception must not reach libvirt's dispatcher
+                log.exception("handling a libvirt lifecycle event failed")
+
+        self._watch = await self._libvirt("watch lifecycle events", self.conn.domainEventRegisterAny,
+                                          None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, relay, None)
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
+        watch, self._watch = self._watch, None
+        if conn is not None and watch is not None:
+            try:
+                await self._call(conn.domainEventDeregisterAny, watch)
+            except libvirt.libvirtError as exc:
+                log.warning("stopping lifecycle events failed", uri=self.uri, error=str(exc))
         if conn is not None:
             try:
                 await self._call(conn.close)
@@ -152,16 +180,17 @@ class Hypervisor:
     # Power operations (power.py decides which one a request needs). Each starts from the
     # domain's actual state, so asking for a state the guest is already in does nothing.
 
-    async def reboot(self, name: str, *, hard: bool) -> None:
-        """Soft: ask the guest to reboot, falling back to a hard reboot when the driver
-        cannot. Hard: power off (dropping any saved memory image) and boot afresh."""
+    async def reboot(self, name: str, *, hard: bool, timeout: float) -> None:
+        """Soft: ask the guest to shut down (ACPI) and boot it again once it has; a guest
+        that is still up after `timeout` seconds is rebooted hard. Hard: power off (dropping
+        any saved memory image) and boot afresh."""
         dom = await self._domain(name)
-        if not hard:
-            try:
-                await self._call(dom.reboot, 0)
+        if not hard and await self._call(dom.isActive):
+            if await self._shut_down(dom, timeout):
+                await self._libvirt("start the domain", dom.create)
                 return
-            except libvirt.libvirtError as exc:
-                log.info("soft reboot refused; rebooting hard", domain=name, error=exc.get_error_message())
+            log.info("the guest did not shut down for a soft reboot; rebooting hard", domain=name,
+                     timeout=timeout)
         if await self._call(dom.isActive):
             await self._libvirt("power off the domain", dom.destroy)
         if await self._call(dom.hasManagedSaveImage, 0):
@@ -171,29 +200,33 @@ class Hypervisor:
     async def power_off(self, name: str, *, timeout: float) -> None:
         """Ask the guest to shut down; pull the plug if it has not within `timeout` seconds."""
         dom = await self._domain(name)
-        if not await self._call(dom.isActive):
-            return
-        try:
-            await self._call(dom.shutdown)
-        except libvirt.libvirtError as exc:
-            log.info("graceful shutdown refused", domain=name, error=exc.get_error_message())
-        else:
-            # No lifecycle events reach us yet (libvirtaio is a later change), so the state is
-            # polled, backing off; the test driver is off before the first look.
-            delay, deadline = 0.01, asyncio.get_running_loop().time() + timeout
-            while await self._call(dom.isActive):
-                left = deadline - asyncio.get_running_loop().time()
-                if left <= 0:
-                    break
-                await asyncio.sleep(min(delay, left))
-                delay = min(delay * 2, 1.0)
-        if await self._call(dom.isActive):
+        if await self._call(dom.isActive) and not await self._shut_down(dom, timeout):
             try:
                 await self._call(dom.destroy)
             except libvirt.libvirtError as exc:
                 if exc.get_error_code() not in _NOT_RUNNING:
                     raise errors.NovaAsyncError(f"libvirt could not power off the domain: "
                                                 f"{exc.get_error_message()}") from None
+
+    async def _shut_down(self, dom: libvirt.virDomain, timeout: float) -> bool:
+        """Press the guest's ACPI power button; True once it is off, False if it still runs
+        after `timeout` seconds (or refused the request). The state is polled, backing off:
+        the test driver is off before the first look, a TCG guest takes a second or two."""
+        if timeout > 0:
+            try:
+                await self._call(dom.shutdown)
+            except libvirt.libvirtError as exc:
+                log.info("graceful shutdown refused", error=exc.get_error_message())
+                return False
+        loop = asyncio.get_running_loop()
+        delay, deadline = 0.01, loop.time() + timeout
+        while await self._call(dom.isActive):
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 0.5)
+        return True
 
     async def power_on(self, name: str) -> None:
         """Boot the domain, or restore it from its saved memory image when it has one."""
@@ -229,11 +262,40 @@ class Hypervisor:
                 return None
             raise errors.NovaAsyncError(f"libvirt: {exc}") from None
 
-    async def instance_uuids(self) -> set[str]:
-        """The instances that have a domain here. Domains not named by us are not ours."""
-        domains = await self._libvirt("list domains", self.conn.listAllDomains)
-        names = [await self._call(d.name) for d in domains]
-        return {u for u in map(uuid_from_domain_name, names) if u is not None}
+    async def guests(self) -> dict[str, GuestState]:
+        """What every guest of ours on this host is doing, by instance uuid."""
+        found = {}
+        for dom in await self._libvirt("list domains", self.conn.listAllDomains):
+            instance_uuid = uuid_from_domain_name(await self._call(dom.name))
+            if instance_uuid is None:
+                continue
+            try:
+                state, _reason = await self._call(dom.state)
+                saved = (state == libvirt.VIR_DOMAIN_SHUTOFF
+                         and bool(await self._call(dom.hasManagedSaveImage, 0)))
+            except libvirt.libvirtError as exc:
+                if exc.get_error_code() in _GONE:
+                    continue  # undefined while we looked
+                raise errors.NovaAsyncError(f"libvirt: cannot read a guest's state: {exc}") from None
+            found[instance_uuid] = GuestState(state, saved)
+        return found
+
+    async def instance_uuids(self, node: str) -> set[str]:
+        """The instances whose domains here compute node `node` made (our metadata says so).
+        Another nova-async sharing this libvirt (a test run beside a service, say) has
+        other nodes: its domains are not in the answer."""
+        found = set()
+        for dom in await self._libvirt("list domains", self.conn.listAllDomains):
+            instance_uuid = uuid_from_domain_name(await self._call(dom.name))
+            if instance_uuid is None:
+                continue
+            try:
+                metadata = await self._call(dom.metadata, libvirt.VIR_DOMAIN_METADATA_ELEMENT, NS, 0)
+            except libvirt.libvirtError:
+                continue  # no metadata of ours, or undefined meanwhile: not provably ours
+            if node_of(metadata) == node:
+                found.add(instance_uuid)
+        return found
 
     async def _domain(self, name: str) -> libvirt.virDomain:
         try:

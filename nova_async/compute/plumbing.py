@@ -5,9 +5,11 @@ agent does) and its tap (`tap` + the port id). The compute host makes sure the b
 exists and is up before the guest starts; libvirt then creates the tap, plugs it into the
 bridge, and removes it again when the domain stops, so taps need no clean-up here.
 
-Bridges are left in place when the last guest on them goes, like the networks they stand
-for: the next guest on that network reuses it. libvirt's test driver has no host network,
-so simulated hosts never come here.
+When the last instance on this host that uses a bridge goes, the bridge goes too. Which
+instances use it is read from the database (a build records its ports before it asks for
+the bridge), under the same per-bridge lock `ensure` takes: a build racing a removal
+either keeps the bridge alive or makes it again. libvirt's test driver has no host
+network, so simulated hosts never come here.
 
 `ip` is run with an argv list (never a shell) and a time bound; the names it gets were
 validated as interface names first, so a port or network id can never become an option
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import structlog
@@ -70,6 +73,22 @@ class Bridges:
             up = await _ip("link", "set", "dev", name, "up")
             if up.returncode != 0:
                 raise BridgeError(f"Cannot bring bridge {name} up: {up.output.strip()[-300:]}")
+
+
+    async def remove_unused(self, name: str, in_use: Callable[[], Awaitable[bool]]) -> bool:
+        """Delete bridge `name` unless an interface is still plugged into it or `in_use()`
+        says an instance on this host needs it; True when it was deleted."""
+        _check_name(name)
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            if not self.exists(name) or any((self._sys_net / name / "brif").iterdir()):
+                return False
+            if await in_use():
+                return False
+            deleted = await _ip("link", "del", "dev", name)
+            if deleted.returncode != 0 and self.exists(name):
+                raise BridgeError(f"Cannot delete bridge {name}: {deleted.output.strip()[-300:]}")
+            log.info("bridge removed: no instance on this host uses it", bridge=name)
+            return True
 
 
 async def _ip(*args: str) -> process.Completed:

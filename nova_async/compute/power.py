@@ -24,17 +24,14 @@ import structlog
 from nova_async.common import errors
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
-from nova_async.compute.hypervisor import GuestGone, GuestState, Hypervisor
+from nova_async.compute.hypervisor import GuestGone, GuestState
 from nova_async.compute.messages import PowerAction, PowerOp, RebootType
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 
 log = structlog.get_logger("compute.power")
 
-# How long a guest gets to shut down on its own before it is powered off (Nova's default).
-SHUTDOWN_TIMEOUT = 60.0
-
-Operate = Callable[[Hypervisor, str, PowerAction], Awaitable[None]]
+Operate = Callable[[Host, str, PowerAction], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -46,25 +43,27 @@ class Step:
     operate: Operate
 
 
-def _reboot(hv: Hypervisor, name: str, msg: PowerAction) -> Awaitable[None]:
-    return hv.reboot(name, hard=msg.reboot_type is RebootType.HARD)
+def _reboot(host: Host, name: str, msg: PowerAction) -> Awaitable[None]:
+    return host.hypervisor.reboot(name, hard=msg.reboot_type is RebootType.HARD,
+                                  timeout=host.timeouts.soft_reboot)
 
 
 STEPS: dict[PowerOp, Step] = {
     PowerOp.REBOOT: Step("compute_reboot_instance", "instance.reboot", "active", instances.RUNNING, _reboot),
     PowerOp.STOP: Step("compute_stop_instance", "instance.power_off", "stopped", instances.SHUTDOWN,
-                       lambda hv, name, _: hv.power_off(name, timeout=SHUTDOWN_TIMEOUT)),
+                       lambda host, name, _: host.hypervisor.power_off(name,
+                                                                       timeout=host.timeouts.shutdown)),
     PowerOp.START: Step("compute_start_instance", "instance.power_on", "active", instances.RUNNING,
-                        lambda hv, name, _: hv.power_on(name)),
+                        lambda host, name, _: host.hypervisor.power_on(name)),
     PowerOp.PAUSE: Step("compute_pause_instance", "instance.pause", "paused", instances.PAUSED,
-                        lambda hv, name, _: hv.pause(name)),
+                        lambda host, name, _: host.hypervisor.pause(name)),
     PowerOp.UNPAUSE: Step("compute_unpause_instance", "instance.unpause", "active", instances.RUNNING,
-                          lambda hv, name, _: hv.unpause(name)),
+                          lambda host, name, _: host.hypervisor.unpause(name)),
     PowerOp.SUSPEND: Step("compute_suspend_instance", "instance.suspend", "suspended", instances.SUSPENDED,
-                          lambda hv, name, _: hv.save(name)),
+                          lambda host, name, _: host.hypervisor.save(name)),
     # create() restores the managed-save image suspend wrote.
     PowerOp.RESUME: Step("compute_resume_instance", "instance.resume", "active", instances.RUNNING,
-                         lambda hv, name, _: hv.power_on(name)),
+                         lambda host, name, _: host.hypervisor.power_on(name)),
 }
 
 
@@ -95,7 +94,7 @@ async def change_power(host: Host, msg: PowerAction, request_id: str) -> None:
     await host.notify(f"{step.notification}.start", instance_uuid)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, step.event, host.name):
-            await step.operate(host.hypervisor, domain_name(instance_uuid), msg)
+            await step.operate(host, domain_name(instance_uuid), msg)
     except Exception as exc:
         await _failed(host, msg, request_id, exc)
         return

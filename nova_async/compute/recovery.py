@@ -83,10 +83,11 @@ async def sweep_instance_dirs(pool: asyncpg.Pool, instances_root: Path) -> list[
 async def sweep_orphan_domains(host: Host) -> list[str]:
     """Stop and undefine our domains whose instance no longer exists; returns their uuids.
 
-    A domain whose live instance the database places on another host is left alone, with a
-    warning: destroying a guest cannot be undone, and a renamed host or two hosts sharing
-    one libvirt must not wipe each other's guests."""
-    present = await host.hypervisor.instance_uuids()
+    Only domains this host's compute node made are considered: another nova-async with its
+    own database may share this libvirt. A domain whose live instance the database places on
+    another host is left alone, with a warning: destroying a guest cannot be undone, and a
+    renamed host or two hosts sharing one libvirt must not wipe each other's guests."""
+    present = await host.hypervisor.instance_uuids(host.node_uuid)
     if not present:
         return []
     rows = await host.pool.fetch(Q.instance_hosts, list(present))

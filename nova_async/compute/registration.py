@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import uuid as uuidlib
-from pathlib import Path
 
 import structlog
 
@@ -59,19 +58,19 @@ def choose_domain_type(detected: str, virt_type: str, kvm_ok: bool) -> str:
     return virt_type
 
 
-async def _domain_type(facts, settings: ComputeSettings, state_dir: Path) -> str:
+async def _domain_type(facts, settings: ComputeSettings) -> str:
     if facts.domain_type == "test":
         return "test"
-    kvm_ok = settings.virt_type == "auto" and await host_setup.kvm_works(state_dir)
+    kvm_ok = settings.virt_type == "auto" and await host_setup.kvm_works()
     chosen = choose_domain_type(facts.domain_type, settings.virt_type, kvm_ok)
     log.info("guest acceleration chosen", domain_type=chosen, virt_type=settings.virt_type,
              kvm=("works" if kvm_ok else "unusable or not probed"))
     return chosen
 
 
-async def register(host: Host, settings: ComputeSettings, state_dir: Path) -> None:
+async def register(host: Host, settings: ComputeSettings) -> None:
     facts = await host.hypervisor.facts()
-    domain_type = await _domain_type(facts, settings, state_dir)
+    domain_type = await _domain_type(facts, settings)
     # What os-hypervisors shows: the acceleration guests really get on this host.
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)

@@ -2,7 +2,9 @@
 
 Per host, in order: open its libvirt connection → register (service, compute node,
 placement provider) → reconcile with the database (recovery.py) → then take work from
-`compute.<host>` and beat every 10 s. The role is ready once every host has reconciled.
+`compute.<host>`, beat every 10 s, refresh inventories, and keep power states true to the
+guests (lifecycle.py: on libvirt's events, and periodically). The role is ready once every
+host has reconciled.
 
 Work for one instance is serialised by `InstanceWorkers`; different instances build in
 parallel. Reading a guest's console changes nothing, so it is answered at once, outside
@@ -28,13 +30,13 @@ import structlog
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.compute import recovery, registration
+from nova_async.compute import events, lifecycle, recovery, registration
 from nova_async.compute.build import build_and_run
 from nova_async.compute.client import topic
 from nova_async.compute.console import console_output
-from nova_async.compute.disks import ImageCache
+from nova_async.compute.disks import ImageCache, unreachable_by_qemu
 from nova_async.compute.domain_xml import canonical_uuid
-from nova_async.compute.host import Host
+from nova_async.compute.host import GuestTimeouts, Host
 from nova_async.compute.hypervisor import Hypervisor, runs_in_process
 from nova_async.compute.messages import (
     BuildAndRunInstance,
@@ -56,7 +58,7 @@ RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes/power actions redone at 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str              # "build", "terminate" or "power"
+    kind: str              # "build", "terminate", "power", or "sync" (lifecycle.sync)
     request_id: str
     power: PowerAction | None = None
 
@@ -68,12 +70,23 @@ class ComputeRole(Role):
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.hosts: dict[str, Host] = {}  # by host name; tests look at their hypervisors
+        self.events = False               # libvirt lifecycle events reach this role
 
     async def run(self) -> None:
         specs = host_specs(self.settings)
         instances_root = (self.settings.state_path / "instances").resolve()
         instances_root.mkdir(parents=True, exist_ok=True)
         images = ImageCache(instances_root)
+        if not all(runs_in_process(s.uri) for s in specs):
+            blocked = unreachable_by_qemu(instances_root)
+            if blocked:
+                raise errors.Unavailable(blocked)
+        c = self.settings.compute
+        timeouts = GuestTimeouts(shutdown=c.shutdown_timeout, soft_reboot=c.soft_reboot_timeout)
+        self.events = events.enable()  # before any connection opens
+        if not self.events:
+            log.warning("libvirt events go to another event loop in this process; power states are "
+                        "reconciled periodically only", interval=c.sync_power_state_interval)
         async with contextlib.AsyncExitStack() as stack:
             executor = None
             if not all(runs_in_process(s.uri) for s in specs):
@@ -85,7 +98,7 @@ class ComputeRole(Role):
                 stack.push_async_callback(hypervisor.close)
                 self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=self.pool,
                                              bus=self.bus, images=images, instances_root=instances_root,
-                                             disk_gb=spec.disk_gb)
+                                             disk_gb=spec.disk_gb, timeouts=timeouts)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
             await recovery.sweep_instance_dirs(self.pool, instances_root)
@@ -101,14 +114,17 @@ class ComputeRole(Role):
 
     async def _run_host(self, host: Host, started: asyncio.Event) -> None:
         structlog.contextvars.bind_contextvars(host=host.name)
-        await registration.register(host, self.settings.compute, self.deps.state_dir)
+        await registration.register(host, self.settings.compute)
         await self._recover(host)
         started.set()
         handle = functools.partial(self._handle, host)
         async with InstanceWorkers(handle, name=f"compute:{host.name}") as workers:
+            if self.events:
+                await host.hypervisor.watch(functools.partial(self._sync_soon, workers))
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._heartbeat(host), name=f"compute:{host.name}:heartbeat")
                 tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
+                tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
                 # Returns once the role is told to stop; the workers then finish their jobs.
                 intake = functools.partial(self._on_message, host, workers)
                 tg.create_task(self.serve(topic(host.name), intake),
@@ -123,6 +139,21 @@ class ComputeRole(Role):
         interval = self.settings.compute.resource_refresh_interval
         while not await self.sleep_unless_stopping(interval):
             await registration.refresh_inventory(host, self.settings.compute)
+
+    async def _reconcile(self, host: Host, workers: InstanceWorkers[Job]) -> None:
+        interval = self.settings.compute.sync_power_state_interval
+        while not await self.sleep_unless_stopping(interval):
+            try:
+                for instance_uuid in await lifecycle.out_of_sync(host):
+                    self._sync_soon(workers, instance_uuid)
+            except Exception:
+                log.exception("power state reconciliation failed; trying again next time")
+
+    @staticmethod
+    def _sync_soon(workers: InstanceWorkers[Job], instance_uuid: str) -> None:
+        """Queue a power-state sync behind whatever the instance is doing."""
+        if not workers.closed:
+            workers.submit(instance_uuid, Job("sync", ""))
 
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
@@ -173,5 +204,7 @@ class ComputeRole(Role):
             elif job.kind == "power":
                 assert job.power is not None
                 await change_power(host, job.power, job.request_id)
+            elif job.kind == "sync":
+                await lifecycle.sync(host, instance_uuid)
             else:
                 await terminate(host, instance_uuid, job.request_id)

@@ -3,7 +3,7 @@
 `teardown` is the one clean-up both paths use: a failed build (which then leaves the
 instance in ERROR) and a terminate (which then marks the row deleted). Every step
 tolerates "already gone", so it can run again after a crash, after a half-finished build,
-or twice in a row."""
+or twice in a row. A real guest's bridges go last, once no other instance here needs them."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
+from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.terminate")
+Q = queries("compute")
 
 
 async def teardown(host: Host, instance_uuid: str) -> list[str]:
@@ -29,6 +31,8 @@ async def teardown(host: Host, instance_uuid: str) -> list[str]:
         ("ports", lambda: host.network.deallocate(instance_uuid)),
         ("allocations", lambda: host.placement.delete_allocations(instance_uuid)),
     ]
+    if host.real_guests:
+        steps.append(("bridges", lambda: _remove_unused_bridges(host, instance_uuid)))
     problems = []
     for what, step in steps:
         try:
@@ -37,6 +41,14 @@ async def teardown(host: Host, instance_uuid: str) -> list[str]:
             log.warning("clean-up step failed", step=what, error=describe(exc))
             problems.append(f"{what}: {describe(exc)}")
     return problems
+
+
+async def _remove_unused_bridges(host: Host, instance_uuid: str) -> None:
+    row = await host.pool.fetchrow(IQ.get_any, instance_uuid)
+    bridges = {vif.get("bridge") for vif in (row["network_info"] if row else [])} - {None, ""}
+    for bridge in sorted(bridges):
+        await host.bridges.remove_unused(bridge, lambda b=bridge: host.pool.fetchval(
+            Q.bridge_in_use, host.name, instance_uuid, b))
 
 
 async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:

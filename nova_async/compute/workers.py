@@ -46,6 +46,10 @@ class InstanceWorkers(Generic[J]):
     def __len__(self) -> int:
         return len(self._queues)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def submit(self, key: str, job: J) -> None:
         """Queue `job` behind whatever instance `key` is already doing."""
         if self._closed:

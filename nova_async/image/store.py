@@ -94,7 +94,7 @@ async def create(db: Db, ctx: RequestContext, core: dict[str, Any], props: dict[
             Q.insert_image, image_id, core.get("name"), core.get("disk_format"),
             core.get("container_format"), core.get("visibility", "shared"), core.get("min_disk", 0),
             core.get("min_ram", 0), core.get("protected", False), core.get("os_hidden", False),
-            core.get("owner") or ctx.project_id, _unique(core.get("tags", [])), props)
+            core.get("owner") or ctx.project_id or None, _unique(core.get("tags", [])), props)
     except asyncpg.UniqueViolationError:
         raise errors.Conflict(f"An image with identifier {image_id} already exists.",
                               code="image_exists") from None

@@ -43,3 +43,24 @@ SELECT i.uuid, i.vm_state, i.task_state,
  WHERE i.host = $1 AND i.deleted_at IS NULL
    AND (i.task_state = 'deleting' OR i.vm_state = 'building')
  ORDER BY i.created_at;
+
+-- name: settled_instances
+-- Instances on host $1 that no action is changing: the ones whose power state is compared
+-- with what their guests are doing.
+SELECT uuid, vm_state, power_state FROM instances
+ WHERE host = $1 AND deleted_at IS NULL AND task_state IS NULL
+   AND vm_state IN ('active', 'stopped', 'paused', 'suspended');
+
+-- name: sync_power_state
+-- Record what the guest was seen doing, unless an action started (or the instance moved or
+-- changed state) since it was read.
+UPDATE instances SET vm_state = $3, power_state = $4, updated_at = now()
+ WHERE uuid = $1 AND host = $2 AND deleted_at IS NULL AND task_state IS NULL AND vm_state = $5
+RETURNING uuid;
+
+-- name: bridge_in_use
+-- Whether an instance on host $1 other than $2 has a port on bridge $3.
+SELECT EXISTS (
+    SELECT 1 FROM instances
+     WHERE host = $1 AND uuid <> $2 AND deleted_at IS NULL
+       AND network_info @> jsonb_build_array(jsonb_build_object('bridge', $3::text)));

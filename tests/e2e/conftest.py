@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import libvirt
 import pytest
 
 PASSWORD = "e2e-secret"
@@ -38,6 +39,27 @@ class Served:
         async with session.post(f"{self.url}/v3/auth/tokens", json=auth) as resp:
             assert resp.status == 201, await resp.text()
             return resp.headers["X-Subject-Token"]
+
+
+def remove_guests_under(state_dir: Path, uri: str = "qemu:///system") -> list[str]:
+    """Destroy and undefine the domains whose files live under `state_dir`: what a test's
+    service left running when the test failed half-way (stopping a service keeps guests)."""
+    removed = []
+    try:
+        conn = libvirt.open(uri)
+    except libvirt.libvirtError:
+        return removed
+    try:
+        for dom in conn.listAllDomains():
+            if str(state_dir) not in dom.XMLDesc(0):
+                continue
+            if dom.isActive():
+                dom.destroy()
+            dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+            removed.append(dom.name())
+    finally:
+        conn.close()
+    return removed
 
 
 @contextlib.asynccontextmanager
@@ -78,3 +100,4 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120):
                 await proc.wait()
         waiting.cancel()
         await pumping
+        await asyncio.to_thread(remove_guests_under, state_dir.resolve())

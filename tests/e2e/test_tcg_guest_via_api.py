@@ -2,11 +2,13 @@
 the demo guest uploaded to the image service as kernel (aki), ramdisk (ari) and a root disk
 naming both, a server booted with user data, and its console read back through
 `os-getConsoleOutput` until the guest reports the identity and user data it found on its
-config drive. Then stop, start and delete, and nothing may be left on the host: no domain,
-no instance directory, no tap.
+config drive. Then every power action, each ending in the state Nova shows (soft reboot
+goes through the guest's ACPI shutdown; the console shows it booted again), a shutdown the
+guest does on its own (SHUTOFF through libvirt's lifecycle events), and delete: nothing may
+be left on the host: no domain, no instance directory, no tap, no bridge, no allocation.
 
-No traffic is sent to the guest. The bridge the network gets is removed at the end, and
-whatever the server left (when the test fails half-way) is destroyed and undefined.
+No traffic is sent to the guest. Whatever the server left (when the test fails half-way)
+is destroyed and undefined.
 """
 
 from __future__ import annotations
@@ -181,10 +183,44 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
             assert (tap / "master").resolve().name == bridges[0]
             assert instance_dir.is_dir()
 
-            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"os-stop": None})
-            await api.status(server_id, "SHUTOFF")
-            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"os-start": None})
-            await api.status(server_id, "ACTIVE")
+            async def act(body: dict, *statuses: str) -> None:
+                await api.call("POST", f"{V}/servers/{server_id}/action", 202, json=body)
+                await api.status(server_id, *statuses)
+
+            async def boots() -> int:  # how often the console says the guest came up
+                return (await api.console(server_id)).count("nova-async-guest: ready")
+
+            async def boots_again(before: int) -> None:
+                async with asyncio.timeout(120):
+                    while await boots() <= before:
+                        await asyncio.sleep(0.25)
+
+            for reboot_type in ("SOFT", "HARD"):   # SOFT: ACPI, the guest powers off, then boots
+                before = await boots()
+                await act({"reboot": {"type": reboot_type}}, "ACTIVE")
+                await boots_again(before)
+            await act({"pause": None}, "PAUSED")
+            await api.call("POST", f"{V}/servers/{server_id}/action", 409, json={"pause": None})
+            await act({"unpause": None}, "ACTIVE")
+            await act({"suspend": None}, "SUSPENDED")
+            await act({"resume": None}, "ACTIVE")
+            await act({"os-stop": None}, "SHUTOFF")
+            await api.call("POST", f"{V}/servers/{server_id}/action", 409, json={"os-stop": None})
+            before = await boots()
+            await act({"os-start": None}, "ACTIVE")
+            await boots_again(before)   # its ACPI handler is up
+            # The guest shuts down by itself (its ACPI button pressed outside nova-async):
+            # the lifecycle event makes it SHUTOFF with no action asked for.
+            conn = await _libvirt(libvirt.open, URI)
+            try:
+                dom = await _libvirt(conn.lookupByName, domain_name(server_id))
+                await _libvirt(dom.shutdown)
+            finally:
+                await _libvirt(conn.close)
+            server = await api.status(server_id, "SHUTOFF", timeout=60)
+            assert server["OS-EXT-STS:power_state"] == 4 and server["OS-EXT-STS:task_state"] is None
+            await act({"os-start": None}, "ACTIVE")
+
             await api.call("DELETE", f"{V}/servers/{server_id}", 204)
             await api.status(server_id, "GONE")
             await api.call("POST", f"{V}/servers/{server_id}/action", 404,
@@ -193,6 +229,8 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
             assert domain_name(server_id) not in await _domain_names()
             assert not instance_dir.exists()
             assert not tap.exists()
+            assert not Path("/sys/class/net", bridges[0]).exists()   # its last guest went
+            assert (await api.call("GET", f"/placement/allocations/{server_id}", 200))["allocations"] == {}
     finally:
         await _remove_leftovers(server_ids, bridges)
         shutil.rmtree(state_dir, ignore_errors=True)

@@ -10,7 +10,7 @@ import uuid as uuidlib
 import libvirt
 import pytest
 
-from nova_async.compute.domain_xml import domain_name
+from nova_async.compute.domain_xml import DomainSpec, domain_name, domain_xml
 from nova_async.network.messages import DeallocatePorts
 from nova_async.placement.messages import DeleteAllocations
 from tests.harness import running
@@ -21,10 +21,9 @@ ROLES = ["image", "network", "placement", "compute"]
 HOST = "recovery-host"
 
 
-def leave_domain(conn: libvirt.virConnect, instance_uuid: str) -> None:
-    dom = conn.defineXML(f"<domain type='test'><name>{domain_name(instance_uuid)}</name>"
-                         f"<uuid>{instance_uuid}</uuid><memory>65536</memory>"
-                         "<os><type>hvm</type></os></domain>")
+def leave_domain(conn: libvirt.virConnect, instance_uuid: str, node: str) -> None:
+    dom = conn.defineXML(domain_xml(DomainSpec(instance_uuid=instance_uuid, display_name="left",
+                                               memory_mb=64, vcpus=1, domain_type="test", node=node)))
     dom.create()
 
 
@@ -34,14 +33,18 @@ def domains(conn: libvirt.virConnect) -> set[str]:
 
 async def test_restart_reconciles_host_with_database(pool, tmp_path):
     conn = libvirt.open("test:///default")
-    orphan = str(uuidlib.uuid4())
+    async with running(pool, ROLES, tmp_path, compute={"host": HOST}):
+        pass  # the host registers: its compute node marks the domains it makes
+    node = str(await pool.fetchval("SELECT uuid FROM compute_nodes WHERE host = $1", HOST))
+    orphan, foreign = str(uuidlib.uuid4()), str(uuidlib.uuid4())
     deleting, deleting_rid = await add_instance(pool, host=HOST, task_state="deleting")
     building, building_rid = await add_instance(pool, host=HOST)
     active, _ = await add_instance(pool, host=HOST, vm_state="active", task_state=None)
     elsewhere, _ = await add_instance(pool, host="other-host", vm_state="active", task_state=None)
     try:
         for left in (orphan, deleting, building, active, elsewhere):
-            leave_domain(conn, left)
+            leave_domain(conn, left, node)
+        leave_domain(conn, foreign, str(uuidlib.uuid4()))  # another nova-async's, on this libvirt
         for left in (orphan, deleting, active):
             (tmp_path / "instances" / left).mkdir(parents=True)
         (tmp_path / "instances" / "not-an-instance").mkdir()
@@ -49,7 +52,7 @@ async def test_restart_reconciles_host_with_database(pool, tmp_path):
         async with running(pool, ROLES, tmp_path, compute={"host": HOST}) as h:
             now = domains(conn)
             # not ours, still wanted, or placed elsewhere (never destroy a guest on a guess): untouched
-            assert {"test", domain_name(active), domain_name(elsewhere)} <= now
+            assert {"test", domain_name(active), domain_name(elsewhere), domain_name(foreign)} <= now
             # ours, and no instance accounts for it: gone
             assert domain_name(orphan) not in now
             assert not (tmp_path / "instances" / orphan).exists()
@@ -72,7 +75,7 @@ async def test_restart_reconciles_host_with_database(pool, tmp_path):
             assert (tmp_path / "instances" / building / "disk").exists()
             assert (await events(pool, building, building_rid))["compute_build_and_run_instance"] == "Success"
     finally:
-        for left in (orphan, deleting, building, active, elsewhere):
+        for left in (orphan, deleting, building, active, elsewhere, foreign):
             try:
                 dom = conn.lookupByName(domain_name(left))
             except libvirt.libvirtError:

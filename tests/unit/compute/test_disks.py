@@ -1,12 +1,16 @@
 import asyncio
 import json
+import os
+import pwd
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 
 from nova_async.common.errors import Conflict, InvalidInput
 from nova_async.compute import disks
-from nova_async.compute.disks import ImageCache, prepare
+from nova_async.compute.disks import ImageCache, prepare, unreachable_by_qemu
 from nova_async.image.messages import ImageInfo
 
 
@@ -84,3 +88,19 @@ async def test_flavor_disk_smaller_than_image_is_refused(tmp_path):
         fh.truncate(2 * 1024 ** 3)  # sparse
     with pytest.raises(InvalidInput, match="too small"):
         await prepare(tmp_path, str(uuid.uuid4()), base, root_gb=1, ephemeral_gb=0, swap_mb=0)
+
+
+def test_a_directory_qemu_cannot_search_is_named_before_any_guest_fails():
+    if not any(p.pw_name == "libvirt-qemu" for p in pwd.getpwall()):
+        pytest.skip("no libvirt-qemu user on this machine")
+    with tempfile.TemporaryDirectory() as top:  # /tmp/…, searchable by all (pytest's is not)
+        os.chmod(top, 0o755)
+        private = Path(top, "private")
+        instances = private / "state" / "instances"
+        instances.mkdir(parents=True)
+        os.chmod(private, 0o700)
+        reason = unreachable_by_qemu(instances)
+        assert reason and f"{private} is mode drwx------" in reason and "chmod o+x" in reason
+        os.chmod(private, 0o711)
+        assert unreachable_by_qemu(instances) is None
+        assert unreachable_by_qemu(instances, user="no-such-user-here") is None

@@ -27,12 +27,14 @@ async def test_domain_lifecycle(tmp_path, threaded):
             4, 4096, "test", "test")
         instance = str(uuid.uuid4())
         name = domain_name(instance)
+        node, other = str(uuid.uuid4()), str(uuid.uuid4())
         await hv.start(domain_xml(DomainSpec(instance_uuid=instance, display_name="a", memory_mb=64, vcpus=1,
-                                             domain_type=facts.domain_type)))
+                                             domain_type=facts.domain_type, node=node)))
         hv.conn.defineXML("<domain type='test'><name>someone-else</name><memory>1024</memory>"
                           "<os><type>hvm</type></os></domain>")
         assert await hv.is_running(name) is True
-        assert await hv.instance_uuids() == {instance}
+        assert await hv.instance_uuids(node) == {instance}
+        assert await hv.instance_uuids(other) == set()
         assert await hv.remove(name) is True
         assert await hv.is_running(name) is None
         assert await hv.remove(name) is False  # already gone is fine

@@ -1,3 +1,5 @@
+import shutil
+
 import pytest
 
 from nova_async.common import errors, process
@@ -17,6 +19,9 @@ def ip(monkeypatch, tmp_path):
             if "add" in fail:
                 return process.Completed(2, fail["add"])
             (tmp_path / argv[4] / "bridge").mkdir(parents=True)
+            (tmp_path / argv[4] / "brif").mkdir()
+        if argv[1:3] == ("link", "del"):
+            shutil.rmtree(tmp_path / argv[4])
         if argv[1:3] == ("link", "set") and "up" in fail:
             return process.Completed(1, fail["up"])
         return process.Completed(0, "")
@@ -54,3 +59,21 @@ async def test_names_that_are_not_interface_names_never_reach_ip(ip, name):
     with pytest.raises(errors.InvalidInput):
         await bridges.ensure(name)
     assert calls == []
+
+
+async def test_a_bridge_goes_only_when_nothing_is_plugged_in_and_no_instance_needs_it(ip):
+    bridges, calls, _, sys_net = ip
+    await bridges.ensure("brq1")
+    needed = True
+
+    async def in_use():
+        return needed
+
+    (sys_net / "brq1" / "brif" / "tap1").mkdir()        # a guest's tap is still plugged in
+    assert not await bridges.remove_unused("brq1", in_use)
+    (sys_net / "brq1" / "brif" / "tap1").rmdir()
+    assert not await bridges.remove_unused("brq1", in_use)  # another instance here uses it
+    needed = False
+    assert await bridges.remove_unused("brq1", in_use)
+    assert calls[-1] == ("ip", "link", "del", "dev", "brq1") and not bridges.exists("brq1")
+    assert not await bridges.remove_unused("brq1", in_use)  # already gone

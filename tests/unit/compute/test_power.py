@@ -86,7 +86,7 @@ async def test_power_operations_on_the_test_driver(hv):
                                          domain_type="test")))
     # each operation, then the same again: asking for the state it is in changes nothing
     for operate, expected in [
-        (lambda: hv.reboot(name, hard=False), RUNNING),
+        (lambda: hv.reboot(name, hard=False, timeout=1), RUNNING),
         (lambda: hv.power_off(name, timeout=1), OFF),
         (lambda: hv.power_off(name, timeout=1), OFF),
         (lambda: hv.power_on(name), RUNNING),
@@ -99,11 +99,11 @@ async def test_power_operations_on_the_test_driver(hv):
         (lambda: hv.save(name), SAVED),
         (lambda: hv.power_on(name), RUNNING),   # restores the saved image
         (lambda: hv.save(name), SAVED),
-        (lambda: hv.reboot(name, hard=True), RUNNING),  # drops the saved image
+        (lambda: hv.reboot(name, hard=True, timeout=1), RUNNING),  # drops the saved image
         (lambda: hv.pause(name), PAUSED),
-        (lambda: hv.reboot(name, hard=True), RUNNING),
+        (lambda: hv.reboot(name, hard=True, timeout=1), RUNNING),
         (lambda: hv.power_off(name, timeout=1), OFF),
-        (lambda: hv.reboot(name, hard=True), RUNNING),
+        (lambda: hv.reboot(name, hard=True, timeout=1), RUNNING),
     ]:
         await operate()
         assert await state(hv, name) == expected
@@ -114,7 +114,7 @@ async def test_power_operations_on_the_test_driver(hv):
 
 async def test_operations_on_a_missing_guest_say_it_is_gone(hv):
     name = domain_name(str(uuid.uuid4()))
-    for operate in (lambda: hv.reboot(name, hard=False), lambda: hv.power_off(name, timeout=1),
+    for operate in (lambda: hv.reboot(name, hard=False, timeout=1), lambda: hv.power_off(name, timeout=1),
                     lambda: hv.power_on(name), lambda: hv.pause(name), lambda: hv.save(name)):
         with pytest.raises(GuestGone):
             await operate()
