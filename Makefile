@@ -60,8 +60,10 @@ run: venv host-setup
 test: venv host-setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
-bench: venv
+# Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
+bench: venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
+	$(BIN)/python bench/guest_boot.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

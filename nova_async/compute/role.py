@@ -141,13 +141,16 @@ class ComputeRole(Role):
             await registration.refresh_inventory(host, self.settings.compute)
 
     async def _reconcile(self, host: Host, workers: InstanceWorkers[Job]) -> None:
+        """At once (guests may have changed while the service was down), then periodically."""
         interval = self.settings.compute.sync_power_state_interval
-        while not await self.sleep_unless_stopping(interval):
+        while True:
             try:
                 for instance_uuid in await lifecycle.out_of_sync(host):
                     self._sync_soon(workers, instance_uuid)
             except Exception:
                 log.exception("power state reconciliation failed; trying again next time")
+            if await self.sleep_unless_stopping(interval):
+                return
 
     @staticmethod
     def _sync_soon(workers: InstanceWorkers[Job], instance_uuid: str) -> None:
