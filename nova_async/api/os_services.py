@@ -1,6 +1,10 @@
-"""Admin views of the deployment: `os-services` (is each compute service up?) and
-`os-hypervisors` (the compute nodes behind them). Read-only for now; enabling, disabling
-and forcing down come with the scheduling work."""
+"""Admin views of the deployment: `os-services` (is each compute service up? enable,
+disable, force down) and `os-hypervisors` (the compute nodes behind them).
+
+A disabled or forced-down compute service gets no new instances (the scheduler's
+ComputeFilter); its instances keep running. Two URL styles, as in Nova: from 2.53 a service
+is changed by its uuid (`PUT /os-services/{id}`, all fields in one body); before, by host and
+binary through `PUT /os-services/{enable,disable,disable-log-reason,force-down}`."""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from aiohttp import web
 from nova_async.api import microversion
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
+from nova_async.common import errors
 from nova_async.common import web as w
+from nova_async.common.web import parse_uuid
 from nova_async.common.timeutil import iso_micro
 from nova_async.db.queries import queries
 
@@ -22,7 +28,7 @@ def _service(row, version) -> dict[str, Any]:
     out = {"id": str(row["id"]) if version >= (2, 53) else row["id"].int % 2**31,
            "binary": row["binary_name"], "host": row["host"], "zone": row["zone"],
            "status": "disabled" if row["disabled"] else "enabled",
-           "state": "up" if row["up"] else "down",
+           "state": "up" if row["up"] and not row["forced_down"] else "down",
            "updated_at": iso_micro(row["last_seen_up"] or row["updated_at"]),
            "disabled_reason": row["disabled_reason"]}
     if version >= (2, 11):
@@ -71,3 +77,74 @@ async def list_hypervisors(request: web.Request) -> web.Response:
 
 async def list_hypervisors_detail(request: web.Request) -> web.Response:
     return await _hypervisors(request, detail=True)
+
+
+_REASON = {"type": "string", "minLength": 1, "maxLength": 255}
+UPDATE = w.validator({
+    "type": "object",
+    "properties": {"status": {"enum": ["enabled", "disabled"]}, "disabled_reason": _REASON,
+                   "forced_down": {"type": "boolean"}},
+    "additionalProperties": False,
+    "minProperties": 1,
+})
+_HOST_BINARY = {"host": {"type": "string", "minLength": 1, "maxLength": 255},
+                "binary": {"type": "string", "minLength": 1, "maxLength": 255}}
+LEGACY = {
+    "enable": w.validator({"type": "object", "properties": _HOST_BINARY, "required": ["host", "binary"],
+                           "additionalProperties": False}),
+    "disable": w.validator({"type": "object", "properties": _HOST_BINARY, "required": ["host", "binary"],
+                            "additionalProperties": False}),
+    "disable-log-reason": w.validator({
+        "type": "object", "properties": {**_HOST_BINARY, "disabled_reason": _REASON},
+        "required": ["host", "binary", "disabled_reason"], "additionalProperties": False}),
+    "force-down": w.validator({
+        "type": "object", "properties": {**_HOST_BINARY, "forced_down": {"type": "boolean"}},
+        "required": ["host", "binary", "forced_down"], "additionalProperties": False}),
+}
+
+
+async def _update(request: web.Request, *, service_id: str | None = None, host: str | None = None,
+                  binary: str | None = None, disabled: bool | None = None, reason: str | None = None,
+                  forced_down: bool | None = None):
+    state = request.app[STATE]
+    row = await state.pool.fetchrow(Q.update_service, service_id, state.settings.scheduler.service_down_time,
+                                    disabled, reason, forced_down, host, binary)
+    if row is None:
+        what = f"Service {service_id}" if service_id else f"Service {binary} on host {host}"
+        raise errors.NotFound(f"{what} could not be found.")
+    return row
+
+
+async def update_service(request: web.Request) -> web.Response:
+    """`PUT /os-services/{service_id}` (2.53+), or the older `PUT /os-services/<action>`."""
+    require_admin(request)
+    version = microversion.of(request)
+    target = request.match_info["service_id"]
+    if version < (2, 53):
+        return await _legacy_update(request, target, version)
+    service_id = parse_uuid(target)
+    if service_id is None:
+        raise errors.NotFound(f"Service {target} could not be found.")
+    body = await w.read_json(request, UPDATE)
+    if "disabled_reason" in body and body.get("status") != "disabled":
+        raise errors.InvalidInput("disabled_reason is only accepted with status 'disabled'.")
+    disabled = None if "status" not in body else body["status"] == "disabled"
+    row = await _update(request, service_id=service_id, disabled=disabled,
+                        reason=body.get("disabled_reason"), forced_down=body.get("forced_down"))
+    return w.dump({"service": _service(row, version)})
+
+
+async def _legacy_update(request: web.Request, action: str, version) -> web.Response:
+    if action not in LEGACY or (action == "force-down" and version < (2, 11)):
+        raise errors.NotFound(f"Unknown action {action!r}.")
+    body = await w.read_json(request, LEGACY[action])
+    host, binary = body["host"], body["binary"]
+    if action == "force-down":
+        row = await _update(request, host=host, binary=binary, forced_down=body["forced_down"])
+        return w.dump({"service": {"host": host, "binary": binary, "forced_down": row["forced_down"]}})
+    row = await _update(request, host=host, binary=binary, disabled=action != "enable",
+                        reason=body.get("disabled_reason"))
+    shown = {"host": host, "binary": binary, "status": "disabled" if row["disabled"] else "enabled"}
+    if action == "disable-log-reason":
+        shown["disabled_reason"] = row["disabled_reason"]
+    return w.dump({"service": shown})

@@ -42,6 +42,7 @@ def build(state: ApiState) -> web.Application:
         web.delete(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
 
         web.get(V + "/os-services", os_services.list_services),
+        web.put(V + "/os-services/{service_id}", os_services.update_service),
         web.get(V + "/os-hypervisors", os_services.list_hypervisors),
         web.get(V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
 

@@ -13,3 +13,14 @@ SELECT n.*, s.host AS service_host, s.id AS service_uuid, s.disabled, s.disabled
   FROM compute_nodes n
   LEFT JOIN services s ON s.id = n.service_id
  ORDER BY n.hypervisor_hostname;
+
+-- name: update_service
+-- Set what an admin asked for ($3–$5; NULL leaves a column as it is), by id ($1) or by
+-- host ($6) and binary ($7). $2 is service_down_time. A reason is dropped on enabling.
+UPDATE services s
+   SET disabled = coalesce($3, s.disabled),
+       disabled_reason = CASE WHEN coalesce($3, s.disabled) THEN coalesce($4, s.disabled_reason) END,
+       forced_down = coalesce($5, s.forced_down),
+       updated_at = now()
+ WHERE ($1::uuid IS NOT NULL AND s.id = $1) OR ($1::uuid IS NULL AND s.host = $6 AND s.binary_name = $7)
+RETURNING s.*, coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up;
