@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.api import (
+    availability_zones,
     faults,
     flavors,
     instance_actions,
@@ -43,6 +44,8 @@ def build(state: ApiState) -> web.Application:
 
         web.get(V + "/os-services", os_services.list_services),
         web.put(V + "/os-services/{service_id}", os_services.update_service),
+        web.get(V + "/os-availability-zone", availability_zones.list_zones),
+        web.get(V + "/os-availability-zone/detail", availability_zones.list_zones_detail),
         web.get(V + "/os-hypervisors", os_services.list_hypervisors),
         web.get(V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
 

@@ -24,3 +24,10 @@ UPDATE services s
        updated_at = now()
  WHERE ($1::uuid IS NOT NULL AND s.id = $1) OR ($1::uuid IS NULL AND s.host = $6 AND s.binary_name = $7)
 RETURNING s.*, coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up;
+
+-- name: zone_services
+-- Every service with its zone, for os-availability-zone. $1 is service_down_time.
+SELECT s.host, s.binary_name, s.zone, s.disabled, s.forced_down, s.last_seen_up, s.updated_at,
+       coalesce(s.last_seen_up >= now() - make_interval(secs => $1), false) AS up
+  FROM services s
+ ORDER BY s.zone, s.host, s.binary_name;
