@@ -94,6 +94,17 @@ class ImageSettings:
 
 
 @dataclass(frozen=True)
+class QuotaSettings:
+    instances: int = _doc("default servers per project (-1: unlimited)", 10)
+    cores: int = _doc("default VCPUs per project, summed over its servers' flavors", 20)
+    ram: int = _doc("default MiB of RAM per project, summed over its servers' flavors", 51200)
+    metadata_items: int = _doc("default metadata keys per server", 128)
+    key_pairs: int = _doc("default key pairs per user", 100)
+    server_groups: int = _doc("default server groups per project", 10)
+    server_group_members: int = _doc("default servers per server group", 10)
+
+
+@dataclass(frozen=True)
 class SchedulerSettings:
     max_attempts: int = _doc("hosts tried per instance (the chosen one plus alternates)", 3)
     host_subset_size: int = _doc("pick randomly among the N best-weighed hosts", 1)
@@ -111,6 +122,7 @@ class Settings:
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
     image: ImageSettings = field(default_factory=ImageSettings)
+    quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     @property

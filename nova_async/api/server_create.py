@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from nova_async.api import flavor_store
+from nova_async.api import flavor_store, quotas
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -135,11 +135,18 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                        ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
                        availability_zone=server.get("availability_zone"))
     reservation_id = f"r-{secrets.token_hex(4)}"
-    uuids = [str(uuid.uuid4()) for _ in range(max_count)]
     nets = [msgspec.to_builtins(r) for r in requested]
+    each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
     async with state.pool.acquire() as conn, conn.transaction():
+        # Quota: as many as fit, down to min_count, decided and written under the project's lock.
+        await quotas.lock_project(conn, ctx.project_id)
+        limit = await quotas.limits(conn, state.settings.quota, ctx.project_id)
+        quotas.check_metadata(limit, server.get("metadata", {}))
+        count = quotas.how_many_fit(limit, await quotas.usage(conn, ctx.project_id), each,
+                                    min_count, max_count)
+        uuids = [str(uuid.uuid4()) for _ in range(count)]
         for index, instance_uuid in enumerate(uuids):
-            name = server["name"] if max_count == 1 else f"{server['name']}-{index + 1}"
+            name = server["name"] if count == 1 else f"{server['name']}-{index + 1}"
             await conn.execute(
                 Q.insert, instance_uuid, name, _hostname(name), ctx.project_id, ctx.user_id, reservation_id,
                 index, flavor_copy, image.id, msgspec.to_builtins(spec), nets, server.get("key_name"),
@@ -148,6 +155,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                 server.get("accessIPv4"), server.get("accessIPv6"))
             await instances.start_action(conn, instance_uuid, ctx.request_id, "create", ctx.project_id,
                                          ctx.user_id)
+        quotas.check_within(limit, await quotas.usage(conn, ctx.project_id))  # the recount
     await state.conductor.schedule_and_build(uuids, ctx)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))

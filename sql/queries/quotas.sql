@@ -1,0 +1,24 @@
+-- Quotas: limits set per project, and usage counted from what exists.
+
+-- name: limits
+SELECT resource, hard_limit FROM quota_limits WHERE project_id = $1;
+
+-- name: set_limit
+INSERT INTO quota_limits (project_id, resource, hard_limit) VALUES ($1, $2, $3)
+ON CONFLICT (project_id, resource) DO UPDATE SET hard_limit = EXCLUDED.hard_limit, updated_at = now();
+
+-- name: clear_limits
+DELETE FROM quota_limits WHERE project_id = $1;
+
+-- name: lock_project
+-- Held to the end of the transaction: one project's quota checks and the writes they allow
+-- happen one at a time, so concurrent requests cannot both take the last unit.
+SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0));
+
+-- name: instance_usage
+-- What a project's instances use: every instance that is not deleted counts, ERROR included.
+SELECT count(*) AS instances,
+       coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
+       coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
+  FROM instances
+ WHERE project_id = $1 AND deleted_at IS NULL;

@@ -1,0 +1,105 @@
+"""Quotas as a user meets them: os-quota-sets and limits, boots refused with the reason,
+multi-create trimmed to what fits, and no race past a limit."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.integration import test_server_lifecycle
+from tests.integration.test_server_lifecycle import V, boot_body, ok, wait_status
+
+cloud = test_server_lifecycle.cloud   # alice is a member of proj-a; flavor m1.small: 1 VCPU, 1024 MB
+Q = V + "/os-quota-sets/proj-a"
+V257, V235 = {"OpenStack-API-Version": "compute 2.57"}, {"OpenStack-API-Version": "compute 2.35"}
+
+
+async def set_quota(h, **limits) -> dict:
+    return await ok(await h.http.put(Q, headers={**h.admin, **V257}, json={"quota_set": limits}), 200)
+
+
+async def test_members_read_their_quotas_and_admins_change_them(cloud):
+    h = cloud
+    shown = (await ok(await h.http.get(Q, headers={**h.alice, **V257}), 200))["quota_set"]
+    assert shown == {"id": "proj-a", "instances": 10, "cores": 20, "ram": 51200, "metadata_items": 128,
+                     "key_pairs": 100, "server_groups": 10, "server_group_members": 10}
+    old = (await ok(await h.http.get(Q, headers={**h.alice, **V235}), 200))["quota_set"]
+    assert old["injected_files"] == 5 and old["floating_ips"] == -1
+    assert (await h.http.get(V + "/os-quota-sets/proj-b", headers=h.alice)).status == 403
+    assert (await h.http.put(Q, headers=h.alice, json={"quota_set": {"instances": 50}})).status == 403
+
+    updated = (await set_quota(h, instances=3, cores=-1))["quota_set"]
+    assert (updated["instances"], updated["cores"], "id" in updated) == (3, -1, False)
+    defaults = (await ok(await h.http.get(Q + "/defaults", headers=h.alice), 200))["quota_set"]
+    assert defaults["instances"] == 10
+    assert (await h.http.delete(Q, headers={**h.admin, **V257})).status == 202
+    assert (await ok(await h.http.get(Q, headers=h.alice), 200))["quota_set"]["instances"] == 10
+
+
+async def test_a_boot_over_quota_is_refused_with_the_reason_and_nothing_is_made(cloud):
+    h = cloud
+    await set_quota(h, cores=2)
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    await wait_status(h, created["server"]["id"], "ACTIVE")
+    resp = await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, min_count=2))
+    assert resp.status == 403
+    assert (await resp.json())["forbidden"]["message"] == (
+        "Quota exceeded for cores: Requested 2, but already used 1 of 2 cores")
+    servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
+    assert len(servers) == 1
+
+    detail = (await ok(await h.http.get(Q + "/detail", headers={**h.alice, **V257}), 200))["quota_set"]
+    assert detail["cores"] == {"limit": 2, "in_use": 1, "reserved": 0}
+    assert detail["ram"] == {"limit": 51200, "in_use": 1024, "reserved": 0}
+    limits = (await ok(await h.http.get(V + "/limits", headers={**h.alice, **V257}), 200))["limits"]
+    assert limits["absolute"]["maxTotalCores"] == 2 and limits["absolute"]["totalCoresUsed"] == 1
+    assert "maxPersonality" not in limits["absolute"]
+
+    # Lowering a limit below what is used needs force.
+    resp = await h.http.put(Q, headers={**h.admin, **V257}, json={"quota_set": {"instances": 0}})
+    assert resp.status == 400 and "already used" in (await resp.json())["badRequest"]["message"]
+    await ok(await h.http.put(Q, headers={**h.admin, **V257},
+                              json={"quota_set": {"instances": 0, "force": True}}), 200)
+
+
+async def test_multi_create_takes_as_many_as_fit_down_to_min_count(cloud):
+    h = cloud
+    await set_quota(h, instances=3)
+    body = boot_body(h, name="many", min_count=2, max_count=5, return_reservation_id=True)
+    await ok(await h.http.post(V + "/servers", headers=h.alice, json=body), 202)
+    names = sorted(s["name"] for s in (await ok(await h.http.get(V + "/servers", headers=h.alice),
+                                                200))["servers"])
+    assert names == ["many-1", "many-2", "many-3"]
+
+
+async def test_metadata_items_are_limited(cloud):
+    h = cloud
+    await set_quota(h, metadata_items=2)
+    resp = await h.http.post(V + "/servers", headers=h.alice,
+                             json=boot_body(h, metadata={"a": "1", "b": "2", "c": "3"}))
+    assert resp.status == 403 and "metadata items" in await resp.text()
+
+
+@pytest.mark.parametrize("body", [
+    {"quota_set": {"instances": -2}},
+    {"quota_set": {"instances": "ten"}},
+    {"quota_set": {"bananas": 3}},
+    {"quota_set": {"injected_files": 3}},     # gone at 2.57
+    {"instances": 3},
+])
+async def test_bad_quota_updates_are_400(cloud, body):
+    h = cloud
+    resp = await h.http.put(Q, headers={**h.admin, **V257}, json=body)
+    assert resp.status == 400, await resp.text()
+
+
+async def test_fifty_concurrent_boots_never_pass_a_quota_of_ten(cloud):
+    h = cloud
+    await set_quota(h, cores=-1, ram=-1)
+    responses = await asyncio.gather(*(h.http.post(V + "/servers", headers=h.alice,
+                                                   json=boot_body(h, name=f"r{i}")) for i in range(50)))
+    statuses = sorted(r.status for r in responses)
+    assert statuses == [202] * 10 + [403] * 40
+    servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
+    assert len(servers) == 10
