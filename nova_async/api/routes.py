@@ -13,6 +13,7 @@ from nova_async.api import (
     os_services,
     quota_sets,
     server_actions,
+    server_groups,
     servers,
     versions,
 )
@@ -52,6 +53,10 @@ def build(state: ApiState) -> web.Application:
         web.put(V + "/os-quota-sets/{project_id}", quota_sets.update_quota_set),
         web.delete(V + "/os-quota-sets/{project_id}", quota_sets.delete_quota_set),
         web.get(V + "/limits", quota_sets.show_limits),
+        web.get(V + "/os-server-groups", server_groups.list_server_groups),
+        web.post(V + "/os-server-groups", server_groups.create_server_group),
+        web.get(V + "/os-server-groups/{group_id}", server_groups.show_server_group),
+        web.delete(V + "/os-server-groups/{group_id}", server_groups.delete_server_group),
         web.get(V + "/os-availability-zone/detail", availability_zones.list_zones_detail),
         web.get(V + "/os-hypervisors", os_services.list_hypervisors),
         web.get(V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),

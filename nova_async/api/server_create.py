@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from nova_async.api import flavor_store, quotas
+from nova_async.api import flavor_store, quotas, server_groups
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -145,6 +145,10 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         count = quotas.how_many_fit(limit, await quotas.usage(conn, ctx.project_id), each,
                                     min_count, max_count)
         uuids = [str(uuid.uuid4()) for _ in range(count)]
+        hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
+        group = await server_groups.join(conn, ctx, hints, uuids, limit)
+        if group is not None:
+            spec = msgspec.structs.replace(spec, group=group)
         for index, instance_uuid in enumerate(uuids):
             name = server["name"] if count == 1 else f"{server['name']}-{index + 1}"
             await conn.execute(

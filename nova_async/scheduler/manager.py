@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import random
 import time
+from collections import Counter
 
 import asyncpg
 import structlog
@@ -20,7 +21,7 @@ import structlog
 from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.placement.client import PlacementClient
-from nova_async.scheduler import filters, host_state, weighers
+from nova_async.scheduler import filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
 
@@ -43,6 +44,14 @@ class Scheduler:
         self.weighers = weighers.from_settings(settings)
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
+        if spec.group is None:
+            return await self._select(instance_uuids, spec, None, None)
+        async with server_groups.locked(self.pool, spec.group) as (group, conn):
+            return await self._select(instance_uuids, spec, group, conn)
+
+    async def _select(self, instance_uuids: list[str], spec: m.RequestSpec,
+                      group: server_groups.GroupState | None,
+                      conn: asyncpg.Connection | None) -> list[m.Selection]:
         if not instance_uuids:
             return []
         if len(set(instance_uuids)) != len(instance_uuids):
@@ -55,6 +64,11 @@ class Scheduler:
         found = await self.placement.find_candidates(resources)
         hosts, not_nova = await host_state.load(self.pool, found.providers, self.settings.service_down_time)
         passed, removed_by = filters.run(self.filters, hosts, spec)
+        if group is not None and group.filter_name:
+            refused = Counter(group.why(h) for h in passed if not group.allows(h))
+            if refused:
+                removed_by.append(f"{group.filter_name} removed {sum(refused.values())} ("
+                                  + ", ".join(refused) + ")")
 
         selections: list[m.Selection] = []
         refusals: list[str] = []
@@ -62,10 +76,12 @@ class Scheduler:
         try:
             for uuid in instance_uuids:
                 attempted.append(uuid)
-                selection = await self._place(uuid, passed, spec, resources, refusals)
+                selection = await self._place(uuid, passed, spec, resources, refusals, group)
                 if selection is None:
                     break
                 selections.append(selection)
+                if group is not None and conn is not None:
+                    await server_groups.record(conn, uuid, selection.chosen.host)
             else:
                 log.info("scheduled", instances=len(instance_uuids),
                          hosts=[s.chosen.host for s in selections], candidates=len(found.providers),
@@ -84,8 +100,13 @@ class Scheduler:
         raise errors.NoValidHost(reason)
 
     async def _place(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
-                     resources: dict[str, int], refusals: list[str]) -> m.Selection | None:
-        ordered = weighers.order(self.weighers, [h for h in hosts if h.fits(resources)])
+                     resources: dict[str, int], refusals: list[str],
+                     group: server_groups.GroupState | None = None) -> m.Selection | None:
+        allowed = [h for h in hosts if h.fits(resources) and (group is None or group.allows(h))]
+        ordered = weighers.order(self.weighers, allowed)
+        if group is not None and group.policy.policy.startswith("soft-"):
+            # The soft policy outranks the resource weighers (stable: ties keep their order).
+            ordered.sort(key=lambda h: -group.preference(h))
         subset = max(1, self.settings.host_subset_size)
         if subset > 1 and len(ordered) > 1:
             pick = random.choice(ordered[:subset])
@@ -98,7 +119,9 @@ class Scheduler:
                 refusals.append(f"{host.host}: {result.reason}")
                 continue
             host.consume(resources)
-            room = (h for h in ordered[i + 1:] if h.fits(resources))
+            if group is not None:
+                group.placed(host)
+            room = (h for h in ordered[i + 1:] if h.fits(resources) and (group is None or group.allows(h)))
             alternates = [_destination(h) for h in itertools.islice(room, max(0, self.settings.max_attempts - 1))]
             return m.Selection(instance_uuid=uuid, chosen=_destination(host), alternates=alternates)
         return None

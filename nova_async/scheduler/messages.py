@@ -5,6 +5,14 @@ from __future__ import annotations
 from nova_async.bus.messages import Message
 
 
+class GroupPolicy(Message, frozen=True, kw_only=True):
+    """The server group an instance joins, as the scheduler needs it (policies never change)."""
+
+    uuid: str
+    policy: str                      # affinity, anti-affinity, soft-affinity, soft-anti-affinity
+    max_server_per_host: int = 1     # anti-affinity's rule (2.64); 1 without one
+
+
 class RequestSpec(Message, frozen=True, kw_only=True):
     """What an instance needs from a host (built by the API, read by scheduler and compute)."""
 
@@ -19,6 +27,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     image_id: str = ""
     availability_zone: str | None = None
     scheduler_hints: dict[str, list[str]] = {}
+    group: GroupPolicy | None = None
 
     def resources(self) -> dict[str, int]:
         wanted = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,

@@ -1,0 +1,73 @@
+"""Server group policies in scheduling: where a group's members are, and what that allows.
+
+Hard policies filter (affinity: only the host the members are on, once there is one;
+anti-affinity: only hosts with fewer than `max_server_per_host` members), soft ones weigh
+(soft-affinity prefers hosts with more members, soft-anti-affinity fewer). Every placement
+within the request counts at once, so a multi-create spreads (or packs) too.
+
+Scheduling for one group happens under a PostgreSQL advisory lock on the group, held from
+reading the members' hosts until their claims are recorded: two boots into one
+anti-affinity group cannot both pick the same host, however many schedulers run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from nova_async.db.queries import queries
+from nova_async.scheduler.host_state import HostState
+from nova_async.scheduler.messages import GroupPolicy
+
+Q = queries("server_groups")
+
+
+@dataclass
+class GroupState:
+    policy: GroupPolicy
+    on_host: Counter[str] = field(default_factory=Counter)   # members per host
+
+    @property
+    def filter_name(self) -> str:
+        return {"affinity": "ServerGroupAffinityFilter",
+                "anti-affinity": "ServerGroupAntiAffinityFilter"}.get(self.policy.policy, "")
+
+    def allows(self, host: HostState) -> bool:
+        if self.policy.policy == "affinity":
+            return not self.on_host or host.host in self.on_host
+        if self.policy.policy == "anti-affinity":
+            return self.on_host[host.host] < self.policy.max_server_per_host
+        return True
+
+    def why(self, host: HostState) -> str:
+        if self.policy.policy == "affinity":
+            return f"not the host of group {self.policy.uuid}'s members"
+        return f"already holds {self.on_host[host.host]} of group {self.policy.uuid}'s members"
+
+    def preference(self, host: HostState) -> float:
+        """For the soft policies: more is better."""
+        members = float(self.on_host[host.host])
+        return {"soft-affinity": members, "soft-anti-affinity": -members}.get(self.policy.policy, 0.0)
+
+    def placed(self, host: HostState) -> None:
+        self.on_host[host.host] += 1
+
+
+@contextlib.asynccontextmanager
+async def locked(pool: asyncpg.Pool, policy: GroupPolicy) -> AsyncIterator[tuple[GroupState, asyncpg.Connection]]:
+    """The group's state, read and kept under its lock for as long as the block runs."""
+    async with pool.acquire() as conn:
+        key = f"server-group:{policy.uuid}"
+        await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", key)
+        try:
+            rows = await conn.fetch(Q.members, [policy.uuid])
+            yield GroupState(policy, Counter(r["host"] for r in rows if r["host"])), conn
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+
+
+async def record(conn: asyncpg.Connection, instance_uuid: str, host: str) -> None:
+    await conn.execute(Q.set_member_host, instance_uuid, host)
