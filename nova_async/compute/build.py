@@ -8,6 +8,11 @@ and leaves the instance in ERROR with a fault that says why; a delete that raced
 Building is idempotent, which start-up recovery relies on: ports come back the same,
 disks are made afresh, and a domain left from an earlier attempt is replaced.
 
+A build that fails here while the scheduler left alternates is not the end: this host
+cleans up (keeping the claim, which the conductor moves), hands the instance back with no
+host, and asks the conductor to try the next alternate. Only a request that cannot work
+anywhere (bad input) or the last alternate ends in ERROR here.
+
 A real guest (QEMU/KVM; not libvirt's test driver) needs more than a domain: the kernel
 and ramdisk its image names (Nova's kernel_id / ramdisk_id properties) for direct kernel
 boot, a bridge for each network, a config drive, and a console log. The config drive is
@@ -38,7 +43,10 @@ from nova_async.compute.host import Host, describe
 from nova_async.compute.terminate import teardown, terminate
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
+from nova_async.common.context import RequestContext
+from nova_async.conductor.messages import RescheduleInstance
 from nova_async.network.messages import IpInfo, RequestedNetwork, Vif
+from nova_async.scheduler.messages import Destination
 
 log = structlog.get_logger("compute.build")
 T = TypeVar("T")
@@ -117,7 +125,8 @@ async def _settled(step: Awaitable[T]) -> T | BaseException:
         return exc
 
 
-async def build_and_run(host: Host, instance_uuid: str, request_id: str) -> None:
+async def build_and_run(host: Host, instance_uuid: str, request_id: str,
+                        alternates: list[Destination] | None = None) -> None:
     try:
         row = await instances.get(host.pool, instance_uuid)
     except errors.NotFound:
@@ -139,6 +148,9 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str) -> None
         await terminate(host, instance_uuid, request_id)
         return
     except Exception as exc:
+        if alternates and not isinstance(exc, errors.InvalidInput) \
+                and await _reschedule(host, instance_uuid, request_id, exc, alternates):
+            return
         await _fail(host, instance_uuid, request_id, exc)
         return
     log.info("instance active")
@@ -250,6 +262,26 @@ def drive_content(row: asyncpg.Record | dict[str, Any], vifs: list[Vif]) -> Driv
                         hostname=row["hostname"] or "", launch_index=row["launch_index"] or 0,
                         availability_zone=row["availability_zone"] or "nova", user_data=user_data,
                         nics=tuple(nics))
+
+
+async def _reschedule(host: Host, instance_uuid: str, request_id: str, exc: Exception,
+                      alternates: list[Destination]) -> bool:
+    """Clean up here and hand the build to the conductor's next alternate; False when the
+    instance can no longer be handed back (a delete took it over) or the clean-up failed."""
+    reason = describe(exc)
+    problems = await teardown(host, instance_uuid, keep_allocations=True)
+    if problems:
+        log.error("build failed and this host could not clean up; not rescheduling", reason=reason,
+                  problems=problems)
+        return False
+    if await host.pool.fetchval(IQ.release_for_reschedule, instance_uuid, host.name) is None:
+        return False
+    log.warning("build failed; rescheduling on an alternate host", reason=reason,
+                alternates=[a.host for a in alternates])
+    await host.conductor.reschedule(RescheduleInstance(instance_uuid=instance_uuid, failed_host=host.name,
+                                                       reason=reason, alternates=alternates),
+                                    RequestContext(user_id="", project_id="", request_id=request_id))
+    return True
 
 
 async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception) -> None:

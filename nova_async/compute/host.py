@@ -18,6 +18,7 @@ from nova_async.common import errors
 from nova_async.compute.disks import ImageCache
 from nova_async.compute.hypervisor import Hypervisor
 from nova_async.compute.plumbing import Bridges
+from nova_async.conductor.client import ConductorClient
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -54,12 +55,14 @@ class Host:
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)
+    conductor: ConductorClient = field(init=False)
     bridges: Bridges = field(init=False)
 
     def __post_init__(self) -> None:
         self.network = NetworkClient(self.bus)
         self.image = ImageClient(self.bus)
         self.placement = PlacementClient(self.bus)
+        self.conductor = ConductorClient(self.bus)
         self.bridges = Bridges()
 
     @property

@@ -49,6 +49,7 @@ from nova_async.compute.simhosts import host_specs
 from nova_async.compute.terminate import terminate
 from nova_async.compute.workers import InstanceWorkers
 from nova_async.role import Deps, Role
+from nova_async.scheduler.messages import Destination
 
 log = structlog.get_logger("compute")
 
@@ -61,6 +62,7 @@ class Job:
     kind: str              # "build", "terminate", "power", or "sync" (lifecycle.sync)
     request_id: str
     power: PowerAction | None = None
+    alternates: tuple[Destination, ...] = ()   # a build's other hosts, for a reschedule
 
 
 class ComputeRole(Role):
@@ -194,8 +196,10 @@ class ComputeRole(Role):
         request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
         if isinstance(msg, PowerAction):
             job = Job("power", request_id, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
+        elif isinstance(msg, BuildAndRunInstance):
+            job = Job("build", request_id, alternates=tuple(msg.alternates))
         else:
-            job = Job("build" if isinstance(msg, BuildAndRunInstance) else "terminate", request_id)
+            job = Job("terminate", request_id)
         workers.submit(instance_uuid, job)
         return None
 
@@ -203,7 +207,7 @@ class ComputeRole(Role):
     async def _handle(host: Host, instance_uuid: str, job: Job) -> None:
         with structlog.contextvars.bound_contextvars(request_id=job.request_id):
             if job.kind == "build":
-                await build_and_run(host, instance_uuid, job.request_id)
+                await build_and_run(host, instance_uuid, job.request_id, list(job.alternates))
             elif job.kind == "power":
                 assert job.power is not None
                 await change_power(host, job.power, job.request_id)

@@ -23,14 +23,16 @@ log = structlog.get_logger("compute.terminate")
 Q = queries("compute")
 
 
-async def teardown(host: Host, instance_uuid: str) -> list[str]:
-    """Remove everything this host holds for the instance; returns what could not be removed."""
+async def teardown(host: Host, instance_uuid: str, *, keep_allocations: bool = False) -> list[str]:
+    """Remove everything this host holds for the instance; returns what could not be removed.
+    A reschedule keeps the allocations: the conductor moves them to the next host."""
     steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
         ("guest", lambda: host.hypervisor.remove(domain_name(instance_uuid))),
         ("disks", lambda: remove_instance_dir(host.instances_root, instance_uuid)),
         ("ports", lambda: host.network.deallocate(instance_uuid)),
-        ("allocations", lambda: host.placement.delete_allocations(instance_uuid)),
     ]
+    if not keep_allocations:
+        steps.append(("allocations", lambda: host.placement.delete_allocations(instance_uuid)))
     if host.real_guests:
         steps.append(("bridges", lambda: _remove_unused_bridges(host, instance_uuid)))
     problems = []

@@ -15,3 +15,6 @@ class ConductorClient:
 
     async def schedule_and_build(self, instance_uuids: list[str], context: RequestContext) -> None:
         await self.bus.cast(TOPIC, m.ScheduleAndBuildInstances(instance_uuids=instance_uuids), context=context)
+
+    async def reschedule(self, msg: m.RescheduleInstance, context: RequestContext) -> None:
+        await self.bus.cast(TOPIC, msg, context=context)

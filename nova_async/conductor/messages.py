@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from nova_async.bus.messages import Message
+from nova_async.scheduler.messages import Destination
 
 
 class ScheduleAndBuildInstances(Message, frozen=True, kw_only=True):
     """Schedule the instances (rows already written by the API, BUILD/scheduling) and build them."""
 
     instance_uuids: list[str]
+
+
+class RescheduleInstance(Message, frozen=True, kw_only=True):
+    """A build failed on `failed_host` (which has already cleaned up, and handed the instance
+    back with no host): move its claim to the first alternate that takes it and build there."""
+
+    instance_uuid: str
+    failed_host: str
+    reason: str
+    alternates: list[Destination]

@@ -2,6 +2,9 @@
 
 For each `schedule_and_build_instances` it asks the scheduler for destinations (claims
 included), records where each instance lives, and casts the build to that compute host.
+A build that fails on its host comes back as `reschedule_instance`: its claim moves to the
+first alternate the scheduler offered that takes it (one atomic replace in placement), and
+the build is cast there; with none left the instance is ERROR, saying where it was tried.
 A delete that arrives while an instance is still being scheduled is finished here.
 At start it resumes boot requests a previous run accepted but never scheduled."""
 
@@ -14,7 +17,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
-from nova_async.conductor.messages import ScheduleAndBuildInstances
+from nova_async.conductor.messages import RescheduleInstance, ScheduleAndBuildInstances
 from nova_async.db import instances
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
@@ -36,7 +39,8 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
-        self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances}
+        self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
+                         RescheduleInstance: self.reschedule_instance}
 
     async def run(self) -> None:
         self.ready.set()
@@ -78,6 +82,42 @@ class ConductorRole(Role):
                 continue
             log.info("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
+        return None
+
+    async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
+        uuid = msg.instance_uuid
+        row = await self.pool.fetchrow(Q.get, uuid)
+        if row is None:
+            return None
+        if row["task_state"] == "deleting":
+            await self._finish_delete(uuid)
+            return None
+        if row["vm_state"] != "building" or row["host"] is not None:
+            log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
+            return None
+        spec = msgspec.convert(row["request_spec"], RequestSpec)
+        tried = [msg.failed_host]
+        async with instances.event(self.pool, uuid, ctx.request_id, "conductor_reschedule_instance"):
+            for i, alternate in enumerate(msg.alternates):
+                claimed = await self.placement.claim(uuid, alternate.provider_uuid, spec.resources(),
+                                                     spec.project_id, spec.user_id)
+                if not claimed.ok:
+                    tried.append(f"{alternate.host} (refused: {claimed.reason})")
+                    continue
+                if await self.pool.fetchrow(Q.set_host, uuid, alternate.host, alternate.node) is None:
+                    await self._finish_delete(uuid)
+                    return None
+                log.info("instance rescheduled", instance_uuid=uuid, host=alternate.host,
+                         failed_host=msg.failed_host)
+                await self.compute.build_and_run(alternate.host, alternate.node, uuid,
+                                                 msg.alternates[i + 1:], ctx)
+                return None
+        await self.placement.delete_allocations(uuid)
+        message = (f"Build of instance {uuid} failed on {msg.failed_host}: {msg.reason}. "
+                   f"No alternate host could take it (tried: {', '.join(tried)}).")
+        log.warning("reschedule found no host", instance_uuid=uuid, reason=message)
+        await instances.set_error(self.pool, uuid, message, code=500)
+        await instances.finish_action(self.pool, uuid, ctx.request_id)
         return None
 
     async def _finish_delete(self, uuid: str) -> None:

@@ -89,3 +89,11 @@ SELECT * FROM instance_action_events WHERE action_id = $1 ORDER BY id;
 -- Instances a restart left half-built: no host yet (conductor resumes) or on a host.
 SELECT * FROM instances
  WHERE deleted_at IS NULL AND (vm_state = 'building' OR task_state = 'deleting');
+
+-- name: release_for_reschedule
+-- A build failed on host $2: hand the instance back to the conductor with no host, unless a
+-- delete took it over.
+UPDATE instances
+   SET host = NULL, node = NULL, task_state = 'scheduling', power_state = 0, updated_at = now()
+ WHERE uuid = $1 AND host = $2 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
+RETURNING uuid;
