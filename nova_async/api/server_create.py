@@ -18,6 +18,7 @@ from nova_async.api import flavor_store, quotas, server_groups
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.web import parse_uuid
 from nova_async.db import instances
 from nova_async.db.queries import queries
 from nova_async.network.messages import RequestedNetwork
@@ -118,6 +119,10 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
                                   f"(image needs {image.min_disk} GB).")
 
+    zone = server.get("availability_zone")
+    if zone is not None and not await state.pool.fetchval(Q.zone_exists, zone):
+        raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
+
     requested = _requested_networks(server, version)
     if requested != [NO_NETWORK]:
         # An empty list ("auto") is checked too: it fails up front when the choice is ambiguous.
@@ -134,6 +139,10 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                        vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"], root_gb=flavor["root_gb"],
                        ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
                        availability_zone=server.get("availability_zone"))
+    hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
+    placement_hints = await _host_hints(state, ctx, hints)
+    if placement_hints:
+        spec = msgspec.structs.replace(spec, scheduler_hints=placement_hints)
     reservation_id = f"r-{secrets.token_hex(4)}"
     nets = [msgspec.to_builtins(r) for r in requested]
     each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
@@ -145,10 +154,10 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         count = quotas.how_many_fit(limit, await quotas.usage(conn, ctx.project_id), each,
                                     min_count, max_count)
         uuids = [str(uuid.uuid4()) for _ in range(count)]
-        hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
         group = await server_groups.join(conn, ctx, hints, uuids, limit)
         if group is not None:
             spec = msgspec.structs.replace(spec, group=group)
+            _check_policy_clash(group.policy, placement_hints)
         for index, instance_uuid in enumerate(uuids):
             name = server["name"] if count == 1 else f"{server['name']}-{index + 1}"
             await conn.execute(
@@ -163,6 +172,40 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     await state.conductor.schedule_and_build(uuids, ctx)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))
+
+
+async def _host_hints(state: ApiState, ctx: RequestContext, hints: dict[str, Any]) -> dict[str, list[str]]:
+    """`same_host` / `different_host`: instance ids (one or a list) that must exist and be the
+    caller's to name; anything else is a 400 before anything is written."""
+    found: dict[str, list[str]] = {}
+    for hint in ("same_host", "different_host"):
+        value = hints.get(hint)
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+            raise errors.InvalidInput(f"The scheduler hint {hint} must be an instance id or a list of them.")
+        uuids = []
+        for v in values:
+            parsed = parse_uuid(v)
+            if parsed is None:
+                raise errors.InvalidInput(f"The scheduler hint {hint} names {v!r}, which is not an instance id.")
+            uuids.append(parsed)
+        known = {str(r["uuid"]) for r in await state.pool.fetch(
+            Q.visible_uuids, uuids, None if ctx.is_admin else ctx.project_id)}
+        missing = [u for u in uuids if u not in known]
+        if missing:
+            raise errors.InvalidInput(f"The scheduler hint {hint} names instance(s) that do not exist: "
+                                      f"{', '.join(missing)}.")
+        found[hint] = uuids
+    return found
+
+
+def _check_policy_clash(policy: str, hints: dict[str, list[str]]) -> None:
+    if policy == "anti-affinity" and hints.get("same_host"):
+        raise errors.InvalidInput("The same_host hint contradicts the anti-affinity policy of the server group.")
+    if policy == "affinity" and hints.get("different_host"):
+        raise errors.InvalidInput("The different_host hint contradicts the affinity policy of the server group.")
 
 
 def _hostname(name: str) -> str:

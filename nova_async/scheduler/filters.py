@@ -53,6 +53,46 @@ class AvailabilityZoneFilter:
         return f"not in zone {spec.availability_zone}"
 
 
+class SameHostFilter:
+    """`same_host` hint: only the hosts the named instances are on."""
+
+    name = "SameHostFilter"
+
+    def __init__(self, hosts: set[str]) -> None:
+        self.hosts = hosts
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        return host.host in self.hosts
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "not a host of the same_host instances"
+
+
+class DifferentHostFilter:
+    """`different_host` hint: none of the hosts the named instances are on."""
+
+    name = "DifferentHostFilter"
+
+    def __init__(self, hosts: set[str]) -> None:
+        self.hosts = hosts
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        return host.host not in self.hosts
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "holds a different_host instance"
+
+
+def for_hints(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter]:
+    """The per-request filters the scheduler hints ask for (`hosts_of`: instance → host)."""
+    chosen: list[Filter] = []
+    for hint, cls in (("same_host", SameHostFilter), ("different_host", DifferentHostFilter)):
+        uuids = spec.scheduler_hints.get(hint)
+        if uuids:
+            chosen.append(cls({h for u in uuids if (h := hosts_of.get(u))}))
+    return chosen
+
+
 AVAILABLE: dict[str, type] = {cls.name: cls for cls in (ComputeFilter, AvailabilityZoneFilter)}
 
 

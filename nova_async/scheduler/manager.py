@@ -64,6 +64,11 @@ class Scheduler:
         found = await self.placement.find_candidates(resources)
         hosts, not_nova = await host_state.load(self.pool, found.providers, self.settings.service_down_time)
         passed, removed_by = filters.run(self.filters, hosts, spec)
+        if spec.scheduler_hints:
+            hinted = [u for hint in ("same_host", "different_host") for u in spec.scheduler_hints.get(hint, [])]
+            hosts_of = {str(r["uuid"]): r["host"] for r in await self.pool.fetch(host_state.Q.instance_hosts, hinted)}
+            passed, by_hints = filters.run(filters.for_hints(spec, hosts_of), passed, spec)
+            removed_by += by_hints
         if group is not None and group.filter_name:
             refused = Counter(group.why(h) for h in passed if not group.allows(h))
             if refused:

@@ -20,3 +20,7 @@ SELECT cn.uuid, cn.host, cn.hypervisor_hostname,
 
 -- name: count_hosts
 SELECT count(*) FROM compute_nodes;
+
+-- name: instance_hosts
+-- Where the instances named by same_host / different_host hints are ($1 uuids).
+SELECT uuid, host FROM instances WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL;

@@ -35,3 +35,12 @@ SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault
 
 -- name: marker
 SELECT created_at, uuid FROM instances WHERE uuid = $1;
+
+-- name: visible_uuids
+-- Which of the instances $1 exist and the caller may name ($2 project; NULL: admin, any).
+SELECT uuid FROM instances
+ WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL AND ($2::text IS NULL OR project_id = $2);
+
+-- name: zone_exists
+-- Whether some compute service is in availability zone $1.
+SELECT EXISTS (SELECT 1 FROM services WHERE binary_name = 'nova-compute' AND zone = $1);
