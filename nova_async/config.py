@@ -112,7 +112,9 @@ class SchedulerSettings:
     cpu_weight_multiplier: float = _doc("positive spreads by free VCPU, negative packs", 1.0)
     disk_weight_multiplier: float = _doc("positive spreads by free disk, negative packs", 1.0)
     enabled_filters: tuple[str, ...] = _doc("host filters, run in this order",
-                                            ("ComputeFilter", "AvailabilityZoneFilter"))
+                                            ("ComputeFilter", "AvailabilityZoneFilter",
+                                             "AggregateMultiTenancyIsolation",
+                                             "AggregateInstanceExtraSpecsFilter"))
     service_down_time: int = _doc("seconds without a heartbeat after which a compute service is down", 60)
 
 

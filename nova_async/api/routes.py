@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.api import (
+    aggregates,
     availability_zones,
     faults,
     flavors,
@@ -53,6 +54,12 @@ def build(state: ApiState) -> web.Application:
         web.put(V + "/os-quota-sets/{project_id}", quota_sets.update_quota_set),
         web.delete(V + "/os-quota-sets/{project_id}", quota_sets.delete_quota_set),
         web.get(V + "/limits", quota_sets.show_limits),
+        web.get(V + "/os-aggregates", aggregates.list_aggregates),
+        web.post(V + "/os-aggregates", aggregates.create_aggregate),
+        web.get(V + "/os-aggregates/{aggregate_id}", aggregates.show_aggregate),
+        web.put(V + "/os-aggregates/{aggregate_id}", aggregates.update_aggregate),
+        web.delete(V + "/os-aggregates/{aggregate_id}", aggregates.delete_aggregate),
+        web.post(V + "/os-aggregates/{aggregate_id}/action", aggregates.aggregate_action),
         web.get(V + "/os-server-groups", server_groups.list_server_groups),
         web.post(V + "/os-server-groups", server_groups.create_server_group),
         web.get(V + "/os-server-groups/{group_id}", server_groups.show_server_group),

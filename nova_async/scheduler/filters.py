@@ -53,6 +53,51 @@ class AvailabilityZoneFilter:
         return f"not in zone {spec.availability_zone}"
 
 
+class AggregateMultiTenancyIsolation:
+    """A host in an aggregate with `filter_tenant_id` metadata (a comma-separated list; also
+    any `filter_tenant_id*` key) takes only those projects' instances."""
+
+    name = "AggregateMultiTenancyIsolation"
+
+    @staticmethod
+    def _allowed(host: HostState) -> set[str] | None:
+        found: set[str] | None = None
+        for metadata in host.aggregate_metadata:
+            for key, value in metadata.items():
+                if key.startswith("filter_tenant_id"):
+                    found = (found or set()) | {v.strip() for v in str(value).split(",") if v.strip()}
+        return found
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        allowed = self._allowed(host)
+        return allowed is None or spec.project_id in allowed
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return f"reserved for other projects than {spec.project_id}"
+
+
+class AggregateInstanceExtraSpecsFilter:
+    """Flavor extra specs `aggregate_instance_extra_specs:KEY=VALUE` must be matched by the
+    metadata of one of the host's aggregates (a metadata value may list several, with commas)."""
+
+    name = "AggregateInstanceExtraSpecsFilter"
+    SCOPE = "aggregate_instance_extra_specs:"
+
+    def _wanted(self, spec: RequestSpec) -> dict[str, str]:
+        return {k.removeprefix(self.SCOPE): v for k, v in spec.extra_specs.items() if k.startswith(self.SCOPE)}
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        for key, value in self._wanted(spec).items():
+            offered = {v.strip() for md in host.aggregate_metadata if key in md
+                       for v in str(md[key]).split(",")}
+            if str(value).strip() not in offered:
+                return False
+        return True
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "its aggregates' metadata does not match the flavor's aggregate_instance_extra_specs"
+
+
 class SameHostFilter:
     """`same_host` hint: only the hosts the named instances are on."""
 
@@ -93,7 +138,8 @@ def for_hints(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter
     return chosen
 
 
-AVAILABLE: dict[str, type] = {cls.name: cls for cls in (ComputeFilter, AvailabilityZoneFilter)}
+AVAILABLE: dict[str, type] = {cls.name: cls for cls in (
+    ComputeFilter, AvailabilityZoneFilter, AggregateMultiTenancyIsolation, AggregateInstanceExtraSpecsFilter)}
 
 
 def from_settings(settings: SchedulerSettings) -> list[Filter]:

@@ -31,6 +31,7 @@ class HostState:
     capacity: dict[str, int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
     traits: tuple[str, ...] = ()
+    aggregate_metadata: tuple[dict[str, str], ...] = ()   # of each host aggregate it is in
     refused: str | None = None     # placement refused a claim here during this request
 
     def free(self, resource_class: str) -> int:
@@ -67,7 +68,8 @@ async def load(pool: asyncpg.Pool, candidates: list[ProviderSummary],
             uuid=c.uuid, host=row["host"], node=row["hypervisor_hostname"], zone=row["zone"],
             has_service=row["has_service"], disabled=row["disabled"],
             disabled_reason=row["disabled_reason"], forced_down=row["forced_down"], up=row["up"],
-            capacity=dict(c.capacity), used=dict(c.used), traits=tuple(c.traits)))
+            capacity=dict(c.capacity), used=dict(c.used), traits=tuple(c.traits),
+            aggregate_metadata=tuple(row["aggregate_metadata"])))
     return hosts, len(candidates) - len(hosts)
 
 

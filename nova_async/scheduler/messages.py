@@ -27,6 +27,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     image_id: str = ""
     availability_zone: str | None = None
     scheduler_hints: dict[str, list[str]] = {}
+    extra_specs: dict[str, str] = {}   # the flavor's
     group: GroupPolicy | None = None
 
     def resources(self) -> dict[str, int]:

@@ -10,7 +10,10 @@ SELECT cn.uuid, cn.host, cn.hypervisor_hostname,
        coalesce(s.disabled, false) AS disabled,
        s.disabled_reason,
        coalesce(s.forced_down, false) AS forced_down,
-       coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up
+       coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up,
+       coalesce((SELECT jsonb_agg(a.metadata ORDER BY a.id)
+                   FROM aggregates a JOIN aggregate_hosts ah ON ah.aggregate_id = a.id
+                  WHERE ah.host = cn.host AND a.deleted_at IS NULL), '[]') AS aggregate_metadata
   FROM compute_nodes cn
   LEFT JOIN services s
     ON s.id = coalesce(cn.service_id,
