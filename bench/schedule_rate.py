@@ -1,0 +1,116 @@
+"""Scheduling rate: many servers onto many simulated hosts, in waves of concurrent requests.
+
+Starts `nova-async serve --simulate-hosts H --auth noauth` (libvirt's test driver, a private
+database in a temporary state dir), lifts the project's quotas, and requests N servers in
+batches of B concurrent POSTs: each batch is sent as soon as the previous one was accepted.
+Prints scheduling decisions per second (from the scheduler's own "scheduled" log lines:
+instances placed, first to last), the scheduler's time per decision, POST→ACTIVE p50/p95,
+and the service's peak RSS, beside Nova's published anchors. Nothing is asserted.
+
+    .venv/bin/python bench/schedule_rate.py [--hosts 1000] [--servers 2000] [--batch 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+
+import aiohttp
+
+from boot_rate import HEADERS, NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, watch
+
+NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
+
+
+async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subprocess.Process, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
+        "--auth", "noauth", "--simulate-hosts", str(hosts), "--libvirt-uri", "test:///default",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, limit=1 << 20)
+    assert proc.stdout is not None
+    ready = asyncio.Event()
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if line.get("event", "").startswith("nova-async ready"):
+                ready.set()
+            elif line.get("event") == "scheduled":
+                log.append(line)
+
+    pumping = asyncio.get_running_loop().create_task(pump(), name="log-pump")
+    waiting = asyncio.create_task(ready.wait())
+    await asyncio.wait([waiting, pumping], return_when=asyncio.FIRST_COMPLETED, timeout=900)
+    if not ready.is_set():
+        raise SystemExit("nova-async did not become ready")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _ts(line: dict) -> float:
+    return datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--servers", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=50)
+    args = parser.parse_args()
+    state = tempfile.mkdtemp(prefix="nova-async-bench-")
+    os.chmod(state, 0o755)
+    decisions: list[dict] = []
+    t_start = time.perf_counter()
+    proc, url = await start(state, args.hosts, decisions)
+    started_in = time.perf_counter() - t_start
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+            base = await prepare(s, url)
+            done: dict[str, tuple[float, str]] = {}
+            watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
+            posted = []
+            t0 = time.perf_counter()
+            for first in range(0, args.servers, args.batch):
+                batch = range(first, min(first + args.batch, args.servers))
+                posted += await asyncio.gather(*(boot_one(s, url, base, i) for i in batch))
+            await asyncio.wait_for(watcher, 1800)
+            wall = time.perf_counter() - t0
+        active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
+        placed = sum(line["instances"] for line in decisions)
+        span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else float("nan")
+        per_decision = [line["ms"] / line["instances"] for line in decisions]
+        print(f"hosts={args.hosts} servers={args.servers} batch={args.batch} errors={args.servers - len(active)} "
+              f"(service ready in {started_in:.1f} s)")
+        print(f"scheduling decisions/s   {placed / span:8.1f}   (Nova's scheduler: ~{NOVA_SCHEDULER_DECISIONS_PER_S:.0f}/s; "
+              f"target >= 200)")
+        print(f"scheduler ms/decision    p50 {statistics.median(per_decision):6.1f}   p95 {pct(per_decision, .95):6.1f}")
+        if active:
+            p50, p95 = statistics.median(active), pct(active, .95)
+            print(f"POST->ACTIVE             p50 {p50 * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   (target p95 < 1000 ms; "
+                  f"Nova fake driver median {NOVA_FAKE_DRIVER_MEDIAN_S} s at 50 concurrent)")
+            print(f"boots/s                  {len(active) / wall:8.1f}")
+        print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
