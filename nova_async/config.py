@@ -111,10 +111,15 @@ class SchedulerSettings:
     ram_weight_multiplier: float = _doc("positive spreads by free RAM, negative packs", 1.0)
     cpu_weight_multiplier: float = _doc("positive spreads by free VCPU, negative packs", 1.0)
     disk_weight_multiplier: float = _doc("positive spreads by free disk, negative packs", 1.0)
+    io_ops_weight_multiplier: float = _doc("negative prefers hosts building fewer instances now", -1.0)
+    build_failure_weight_multiplier: float = _doc("weight taken per consecutive failed build on a host "
+                                                  "(large: avoid such hosts while others have room)",
+                                                  1000000.0)
     enabled_filters: tuple[str, ...] = _doc("host filters, run in this order",
                                             ("ComputeFilter", "AvailabilityZoneFilter",
                                              "AggregateMultiTenancyIsolation",
-                                             "AggregateInstanceExtraSpecsFilter"))
+                                             "AggregateInstanceExtraSpecsFilter", "ImagePropertiesFilter",
+                                             "ComputeCapabilitiesFilter"))
     service_down_time: int = _doc("seconds without a heartbeat after which a compute service is down", 60)
 
 

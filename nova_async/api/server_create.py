@@ -139,7 +139,8 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                        vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"], root_gb=flavor["root_gb"],
                        ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
                        availability_zone=server.get("availability_zone"),
-                       extra_specs={str(k): str(v) for k, v in (flavor["extra_specs"] or {}).items()})
+                       extra_specs={str(k): str(v) for k, v in (flavor["extra_specs"] or {}).items()},
+                       image_properties=dict(image.properties))
     hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
     placement_hints = await _host_hints(state, ctx, hints)
     if placement_hints:

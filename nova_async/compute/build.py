@@ -43,12 +43,14 @@ from nova_async.compute.host import Host, describe
 from nova_async.compute.terminate import teardown, terminate
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
+from nova_async.db.queries import queries
 from nova_async.common.context import RequestContext
 from nova_async.conductor.messages import RescheduleInstance
 from nova_async.network.messages import IpInfo, RequestedNetwork, Vif
 from nova_async.scheduler.messages import Destination
 
 log = structlog.get_logger("compute.build")
+CQ = queries("compute")
 T = TypeVar("T")
 
 # Nova's default for direct kernel boot is root plus the consoles; ours names only the
@@ -148,12 +150,15 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         await terminate(host, instance_uuid, request_id)
         return
     except Exception as exc:
+        if not isinstance(exc, errors.InvalidInput):
+            await host.pool.execute(CQ.build_failed, host.node_uuid)
         if alternates and not isinstance(exc, errors.InvalidInput) \
                 and await _reschedule(host, instance_uuid, request_id, exc, alternates):
             return
         await _fail(host, instance_uuid, request_id, exc)
         return
     log.info("instance active")
+    await host.pool.execute(CQ.build_succeeded, host.node_uuid)
     await instances.finish_action(host.pool, instance_uuid, request_id)
     await host.notify("instance.create.end", instance_uuid, state="active")
 

@@ -98,6 +98,73 @@ class AggregateInstanceExtraSpecsFilter:
         return "its aggregates' metadata does not match the flavor's aggregate_instance_extra_specs"
 
 
+ARCH = "x86_64"   # the only architecture nova-async's hosts run (QEMU x86_64 / the test driver)
+_HV_NAMES = {"qemu": "QEMU", "kvm": "KVM", "test": "test"}
+
+
+class ImagePropertiesFilter:
+    """The image's `hw_architecture` (or legacy `architecture`) and `img_hv_type` (or
+    `hypervisor_type`) must be what the host runs."""
+
+    name = "ImagePropertiesFilter"
+
+    @staticmethod
+    def _wanted(spec: RequestSpec) -> tuple[str | None, str | None]:
+        p = spec.image_properties
+        arch = p.get("hw_architecture") or p.get("architecture")
+        hv = p.get("img_hv_type") or p.get("hypervisor_type")
+        return (arch.lower() if arch else None), (hv.lower() if hv else None)
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        arch, hv = self._wanted(spec)
+        if arch and arch not in (ARCH, "x86-64", "amd64"):
+            return False
+        return not hv or _HV_NAMES.get(hv, hv).lower() == host.hypervisor_type.lower()
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        arch, hv = self._wanted(spec)
+        return f"does not run {hv or ''} {arch or ''}".replace("  ", " ").strip() + " guests"
+
+
+class ComputeCapabilitiesFilter:
+    """Flavor extra specs `capabilities:NAME` must match what the host reports: hypervisor_type,
+    cpu_arch, vcpus or memory_mb. A value may be a comparison as Nova writes them:
+    `>= 8`, `<= 4096`, `== 16`, `s== QEMU`, `<in> Q`, or a plain value that must be equal."""
+
+    name = "ComputeCapabilitiesFilter"
+    SCOPE = "capabilities:"
+
+    @staticmethod
+    def _capabilities(host: HostState) -> dict[str, str]:
+        return {"hypervisor_type": host.hypervisor_type, "cpu_arch": ARCH, "vcpus": str(host.vcpus),
+                "memory_mb": str(host.memory_mb)}
+
+    @staticmethod
+    def _matches(have: str | None, wanted: str) -> bool:
+        if have is None:
+            return False
+        op, _, operand = wanted.strip().partition(" ")
+        numeric = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b}
+        try:
+            if op in numeric:
+                return numeric[op](float(have), float(operand))
+        except ValueError:
+            return False
+        if op == "s==":
+            return have == operand
+        if op == "<in>":
+            return operand in have
+        return have.lower() == wanted.strip().lower()
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        caps = self._capabilities(host)
+        return all(self._matches(caps.get(k.removeprefix(self.SCOPE)), v)
+                   for k, v in spec.extra_specs.items() if k.startswith(self.SCOPE))
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "lacks the flavor's capabilities"
+
+
 class SameHostFilter:
     """`same_host` hint: only the hosts the named instances are on."""
 
@@ -139,7 +206,8 @@ def for_hints(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter
 
 
 AVAILABLE: dict[str, type] = {cls.name: cls for cls in (
-    ComputeFilter, AvailabilityZoneFilter, AggregateMultiTenancyIsolation, AggregateInstanceExtraSpecsFilter)}
+    ComputeFilter, AvailabilityZoneFilter, AggregateMultiTenancyIsolation, AggregateInstanceExtraSpecsFilter,
+    ImagePropertiesFilter, ComputeCapabilitiesFilter)}
 
 
 def from_settings(settings: SchedulerSettings) -> list[Filter]:

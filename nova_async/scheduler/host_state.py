@@ -32,6 +32,11 @@ class HostState:
     used: dict[str, int] = field(default_factory=dict)
     traits: tuple[str, ...] = ()
     aggregate_metadata: tuple[dict[str, str], ...] = ()   # of each host aggregate it is in
+    hypervisor_type: str = ""      # as os-hypervisors shows it: QEMU, KVM, test
+    vcpus: int = 0
+    memory_mb: int = 0
+    building: int = 0              # instances being built there now
+    failed_builds: int = 0         # consecutive failed builds
     refused: str | None = None     # placement refused a claim here during this request
 
     def free(self, resource_class: str) -> int:
@@ -69,7 +74,9 @@ async def load(pool: asyncpg.Pool, candidates: list[ProviderSummary],
             has_service=row["has_service"], disabled=row["disabled"],
             disabled_reason=row["disabled_reason"], forced_down=row["forced_down"], up=row["up"],
             capacity=dict(c.capacity), used=dict(c.used), traits=tuple(c.traits),
-            aggregate_metadata=tuple(row["aggregate_metadata"])))
+            aggregate_metadata=tuple(row["aggregate_metadata"]), hypervisor_type=row["hypervisor_type"],
+            vcpus=row["vcpus"], memory_mb=row["memory_mb"], building=row["building"],
+            failed_builds=row["failed_builds"]))
     return hosts, len(candidates) - len(hosts)
 
 

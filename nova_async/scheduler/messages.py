@@ -28,6 +28,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     availability_zone: str | None = None
     scheduler_hints: dict[str, list[str]] = {}
     extra_specs: dict[str, str] = {}   # the flavor's
+    image_properties: dict[str, str] = {}
     group: GroupPolicy | None = None
 
     def resources(self) -> dict[str, int]:

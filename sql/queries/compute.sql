@@ -64,3 +64,10 @@ SELECT EXISTS (
     SELECT 1 FROM instances
      WHERE host = $1 AND uuid <> $2 AND deleted_at IS NULL
        AND network_info @> jsonb_build_array(jsonb_build_object('bridge', $3::text)));
+
+-- name: build_failed
+UPDATE compute_nodes SET failed_builds = failed_builds + 1 WHERE uuid = $1;
+
+-- name: build_succeeded
+-- Only writes when there is something to reset: most builds succeed.
+UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0;

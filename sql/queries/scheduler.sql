@@ -4,7 +4,10 @@
 -- name: host_states
 -- $1 provider uuids from placement's candidates, $2 service_down_time in seconds.
 -- `up` is judged by the database clock, the one the heartbeats were written with.
-SELECT cn.uuid, cn.host, cn.hypervisor_hostname,
+SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_builds,
+       cn.vcpus, cn.memory_mb,
+       (SELECT count(*) FROM instances i
+         WHERE i.host = cn.host AND i.deleted_at IS NULL AND i.vm_state = 'building') AS building,
        s.id IS NOT NULL AS has_service,
        coalesce(s.zone, 'nova') AS zone,
        coalesce(s.disabled, false) AS disabled,

@@ -22,7 +22,8 @@ def test_spreads_to_the_emptiest_host():
 
 def test_negative_multiplier_packs():
     ws = weighers.from_settings(SchedulerSettings(ram_weight_multiplier=-1.0, cpu_weight_multiplier=0.0,
-                                                  disk_weight_multiplier=0.0))
+                                                  disk_weight_multiplier=0.0, io_ops_weight_multiplier=0.0,
+                                                  build_failure_weight_multiplier=0.0))
     assert [w.name for w in ws] == ["RAMWeigher"]
     hosts = [host("idle"), host("busy", used={"MEMORY_MB": 3000})]
     assert names(weighers.order(ws, hosts)) == ["busy", "idle"]
@@ -42,3 +43,13 @@ def test_ties_keep_the_given_order():
     hosts = [host("a"), host("b"), host("c")]
     assert names(weighers.order(ws, hosts)) == ["a", "b", "c"]
     assert names(weighers.order(ws, [])) == [] and names(weighers.order(ws, hosts[:1])) == ["a"]
+
+
+def test_a_host_building_less_wins_and_failing_builds_sink_a_host():
+    ws = weighers.from_settings(SchedulerSettings())
+    busy, calm = host("busy"), host("calm")
+    busy.building, calm.building = 5, 0
+    assert names(weighers.order(ws, [busy, calm])) == ["calm", "busy"]
+    failing, roomy = host("failing", ram=65536), host("small", ram=2048)
+    failing.failed_builds = 1
+    assert names(weighers.order(ws, [failing, roomy])) == ["small", "failing"]
