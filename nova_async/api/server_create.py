@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from nova_async.api import flavor_store, quotas, server_groups
+from nova_async.api import flavor_store, keypairs, quotas, server_groups
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -119,6 +119,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
                                   f"(image needs {image.min_disk} GB).")
 
+    key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, server.get("key_name"))
     zone = server.get("availability_zone")
     if zone is not None and not await state.pool.fetchval(Q.zone_exists, zone):
         raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
@@ -167,7 +168,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                 index, flavor_copy, image.id, msgspec.to_builtins(spec), nets, server.get("key_name"),
                 user_data, server.get("metadata", {}), server.get("availability_zone"),
                 "True" if server.get("config_drive") in (True, "true", "True") else "",
-                server.get("accessIPv4"), server.get("accessIPv6"))
+                server.get("accessIPv4"), server.get("accessIPv6"), key_data)
             await instances.start_action(conn, instance_uuid, ctx.request_id, "create", ctx.project_id,
                                          ctx.user_id)
         quotas.check_within(limit, await quotas.usage(conn, ctx.project_id))  # the recount

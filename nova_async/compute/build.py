@@ -266,6 +266,8 @@ def drive_content(row: asyncpg.Record | dict[str, Any], vifs: list[Vif]) -> Driv
     return DriveContent(uuid=str(row["uuid"]), name=row["display_name"], project_id=row["project_id"],
                         hostname=row["hostname"] or "", launch_index=row["launch_index"] or 0,
                         availability_zone=row["availability_zone"] or "nova", user_data=user_data,
+                        public_keys=({row.get("key_name") or "default": row["key_data"]}
+                                     if row.get("key_data") else {}),
                         nics=tuple(nics))
 
 
