@@ -117,7 +117,7 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
     if version >= (2, 19):
         out["description"] = None
     if version >= (2, 26):
-        out["tags"] = []
+        out["tags"] = list(row["tags"])
     if version >= (2, 63):
         out["trusted_image_certificates"] = None
     if version >= (2, 71):

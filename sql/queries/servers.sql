@@ -3,9 +3,9 @@
 -- name: insert
 INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                        flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
-                       availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, vm_state,
-                       task_state)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                       availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
+                       vm_state, task_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
         'building', 'scheduling');
 
 -- name: list
