@@ -10,6 +10,9 @@ compute host, which ends the task_state.
 
 `os-getConsoleOutput` changes nothing: it asks the instance's compute host (a bus call)
 for the tail of the guest's console and answers 200 with it.
+
+`lock` / `unlock` only change the row: a locked instance refuses members' actions, deletes
+and metadata changes (409) until unlocked; an admin's lock only an admin can lift.
 """
 
 from __future__ import annotations
@@ -111,6 +114,27 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
     return w.dump({"output": output})
 
 
+async def _lock(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any] | None,
+                *, locking: bool) -> web.Response:
+    row = await state.pool.fetchrow(IQ.get, uuid)
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    if not locking and row["locked_by"] == "admin" and not ctx.is_admin:
+        raise errors.Forbidden(f"Instance {uuid} was locked by an admin; only an admin can unlock it.")
+    reason = (value or {}).get("locked_reason") if locking else None
+    by = ("admin" if ctx.is_admin and ctx.project_id != row["project_id"] else "owner") if locking else None
+    await state.pool.execute(AQ.set_lock, uuid, locking, by, reason)
+    return web.Response(status=202)
+
+
+async def _lock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -> web.Response:
+    return await _lock(state, ctx, uuid, value, locking=True)
+
+
+async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -> web.Response:
+    return await _lock(state, ctx, uuid, value, locking=False)
+
+
 def _refusal(row, op: PowerOp, uuid: str) -> errors.NovaAsyncError:
     if row is None:
         return errors.NotFound(f"Instance {uuid} could not be found.")
@@ -144,6 +168,12 @@ ACTIONS: dict[str, Action] = {
     "unpause": Action(_body("unpause", _NULL), _simple(PowerOp.UNPAUSE)),
     "suspend": Action(_body("suspend", _NULL), _simple(PowerOp.SUSPEND)),
     "resume": Action(_body("resume", _NULL), _simple(PowerOp.RESUME)),
+    # locked_reason from 2.73; an older client sends null (checked against the version below).
+    "lock": Action(_body("lock", {"anyOf": [_NULL, {
+        "type": "object", "additionalProperties": False,
+        "properties": {"locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}}]}),
+        _lock_action),
+    "unlock": Action(_body("unlock", _NULL), _unlock_action),
     # Nova's schema: length is optional, null, an integer >= -1 or a string of digits.
     "os-getConsoleOutput": Action(_body("os-getConsoleOutput", {
         "type": "object", "additionalProperties": False,

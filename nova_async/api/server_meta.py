@@ -33,12 +33,17 @@ TAGS = w.validator({"type": "object", "required": ["tags"], "additionalPropertie
 MAX_TAGS = 50
 
 
-async def _visible(request: web.Request, conn: asyncpg.Connection) -> asyncpg.Record:
+async def _visible(request: web.Request, conn: asyncpg.Connection, *, writing: bool = True) -> asyncpg.Record:
     raw = request.match_info["server_id"]
     uuid = w.parse_uuid(raw)
     row = await conn.fetchrow(Q.lock, uuid) if uuid else None
-    if row is None or not w.context(request).can_see(row["project_id"]):
+    ctx = w.context(request)
+    if row is None or not ctx.can_see(row["project_id"]):
         raise errors.NotFound(f"Instance {raw} could not be found.")
+    if not writing:
+        return row
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {raw} is locked.")
     if row["task_state"] == "deleting":
         raise errors.Conflict(f"Cannot change instance {raw} while it is being deleted.")
     return row
@@ -55,7 +60,7 @@ async def _change_metadata(request: web.Request, change: Callable[[dict[str, str
 
 async def _read(request: web.Request) -> asyncpg.Record:
     async with request.app[STATE].pool.acquire() as conn, conn.transaction():
-        return await _visible(request, conn)
+        return await _visible(request, conn, writing=False)
 
 
 async def show_metadata(request: web.Request) -> web.Response:

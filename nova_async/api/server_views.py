@@ -118,12 +118,12 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
         out["description"] = None
     if version >= (2, 26):
         out["tags"] = list(row["tags"])
+    if version >= (2, 73):
+        out["locked_reason"] = row["locked_reason"]
     if version >= (2, 63):
         out["trusted_image_certificates"] = None
     if version >= (2, 71):
         out["server_groups"] = []
-    if version >= (2, 73):
-        out["locked_reason"] = None
     if version >= (2, 96):
         out["pinned_availability_zone"] = row["availability_zone"]
     return out

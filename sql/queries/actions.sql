@@ -24,3 +24,7 @@ SELECT i.uuid, i.task_state,
   FROM instances i
  WHERE i.host = $1 AND i.deleted_at IS NULL AND i.task_state = ANY($2::text[])
  ORDER BY i.updated_at;
+
+-- name: set_lock
+UPDATE instances SET locked = $2, locked_by = $3, locked_reason = $4, updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL RETURNING uuid;

@@ -1,7 +1,7 @@
 -- A server's metadata and tags, changed under the row's lock so concurrent edits compose.
 
 -- name: lock
-SELECT uuid, project_id, metadata, tags, task_state FROM instances
+SELECT uuid, project_id, metadata, tags, task_state, locked FROM instances
  WHERE uuid = $1 AND deleted_at IS NULL FOR UPDATE;
 
 -- name: set_metadata
