@@ -32,7 +32,9 @@ async def create_server(request: web.Request) -> web.Response:
 async def _query(request: web.Request) -> list[asyncpg.Record]:
     state, ctx = request.app[STATE], w.context(request)
     q = request.query
-    all_projects = ctx.is_admin and q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
+    all_projects = q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
+    if all_projects and not ctx.is_admin:
+        raise errors.Forbidden("Policy does not allow listing the servers of all projects (all_tenants).")
     project = None if all_projects else (q.get("project_id") if ctx.is_admin and q.get("project_id")
                                          else ctx.project_id)
     vm_states = None
