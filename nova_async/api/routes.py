@@ -78,6 +78,7 @@ def build(state: ApiState) -> web.Application:
         web.post(V + "/servers", servers.create_server),
         web.get(V + "/servers/detail", servers.list_servers_detail),
         web.get(V + "/servers/{server_id}", servers.show_server),
+        web.put(V + "/servers/{server_id}", servers.update_server),
         web.delete(V + "/servers/{server_id}", servers.delete_server),
         web.get(V + "/servers/{server_id}/metadata", server_meta.show_metadata),
         web.post(V + "/servers/{server_id}/metadata", server_meta.merge_metadata),

@@ -169,7 +169,8 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
                 user_data, server.get("metadata", {}), server.get("availability_zone"),
                 "True" if server.get("config_drive") in (True, "true", "True") else "",
                 server.get("accessIPv4"), server.get("accessIPv6"), key_data,
-                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []))
+                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
+                server.get("description") if version >= (2, 19) else None)
             await instances.start_action(conn, instance_uuid, ctx.request_id, "create", ctx.project_id,
                                          ctx.user_id)
         quotas.check_within(limit, await quotas.usage(conn, ctx.project_id))  # the recount

@@ -115,7 +115,7 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
     if version >= (2, 16) and ctx.is_admin and row["host"]:
         out["host_status"] = "UP"
     if version >= (2, 19):
-        out["description"] = None
+        out["description"] = row["description"]
     if version >= (2, 26):
         out["tags"] = list(row["tags"])
     if version >= (2, 73):

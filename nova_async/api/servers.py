@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 from aiohttp import web
 
@@ -76,6 +78,38 @@ async def show_server(request: web.Request) -> web.Response:
     if row is None or not ctx.can_see(row["project_id"]):
         raise errors.NotFound(f"Instance {server_id} could not be found.")
     return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
+
+
+def _update_schema(version) -> Any:
+    props: dict[str, Any] = {"name": {"type": "string", "minLength": 1, "maxLength": 255,
+                                      "pattern": "^[^\\x00-\\x1f]*$"},
+                             "accessIPv4": {"type": "string", "format": "ipv4"},
+                             "accessIPv6": {"type": "string", "format": "ipv6"}}
+    if version >= (2, 19):
+        props["description"] = {"type": ["string", "null"], "maxLength": 255}
+    if version >= (2, 90):
+        props["hostname"] = {"type": "string", "minLength": 1, "maxLength": 63,
+                             "pattern": "^[a-zA-Z0-9][a-zA-Z0-9.-]*$"}
+    return w.validator({"type": "object", "required": ["server"], "additionalProperties": False,
+                        "properties": {"server": {"type": "object", "properties": props,
+                                                  "additionalProperties": False}}})
+
+
+async def update_server(request: web.Request) -> web.Response:
+    """`PUT /servers/{id}`: rename, describe, or set access addresses; answers the server."""
+    state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
+    server_id = request.match_info["server_id"]
+    uuid = w.parse_uuid(server_id)
+    row = await state.pool.fetchrow(Q.get_with_fault, uuid) if uuid else None
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {server_id} is locked.")
+    body = (await w.read_json(request, _update_schema(version)))["server"]
+    keys = ("name", "hostname", "description", "accessIPv4", "accessIPv6")
+    await state.pool.execute(Q.update, uuid, *(body.get(k) for k in keys), *(k in body for k in keys))
+    row = await state.pool.fetchrow(Q.get_with_fault, uuid)
+    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})
 
 
 async def delete_server(request: web.Request) -> web.Response:

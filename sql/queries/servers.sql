@@ -4,8 +4,8 @@
 INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                        flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
                        availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
-                       vm_state, task_state)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+                       description, vm_state, task_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
         'building', 'scheduling');
 
 -- name: list
@@ -45,3 +45,15 @@ SELECT uuid FROM instances
 -- name: zone_exists
 -- Whether some compute service is in availability zone $1.
 SELECT EXISTS (SELECT 1 FROM services WHERE binary_name = 'nova-compute' AND zone = $1);
+
+-- name: update
+-- PUT /servers/{id}: each of $2..$6 only when $7..$11 says it was given.
+UPDATE instances
+   SET display_name = CASE WHEN $7 THEN $2 ELSE display_name END,
+       hostname     = CASE WHEN $8 THEN $3 ELSE hostname END,
+       description  = CASE WHEN $9 THEN $4 ELSE description END,
+       access_ip_v4 = CASE WHEN $10 THEN $5 ELSE access_ip_v4 END,
+       access_ip_v6 = CASE WHEN $11 THEN $6 ELSE access_ip_v6 END,
+       updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL
+RETURNING uuid;

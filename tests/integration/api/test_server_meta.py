@@ -83,3 +83,18 @@ async def test_bad_metadata_and_tags_are_400(cloud, method, path, body):
     sid = await server(h)
     resp = await h.http.request(method, f"{V}/servers/{sid}{path}", headers={**h.alice, **T}, json=body)
     assert resp.status == 400, await resp.text()
+
+
+async def test_rename_and_describe_a_server(cloud):
+    h = cloud
+    sid = await server(h, description="first")
+    v = {"OpenStack-API-Version": "compute 2.19"}
+    shown = (await ok(await h.http.get(f"{V}/servers/{sid}", headers={**h.alice, **v}), 200))["server"]
+    assert shown["description"] == "first"
+    updated = await ok(await h.http.put(f"{V}/servers/{sid}", headers={**h.alice, **v}, json={
+        "server": {"name": "renamed", "description": None}}), 200)
+    assert (updated["server"]["name"], updated["server"]["description"]) == ("renamed", None)
+    for bad in ({"server": {"name": ""}}, {"server": {"flavor": "x"}}, {"server": {"accessIPv4": "nope"}}):
+        assert (await h.http.put(f"{V}/servers/{sid}", headers={**h.alice, **v}, json=bad)).status == 400
+    assert (await h.http.put(f"{V}/servers/{sid}", headers=h.alice,
+                             json={"server": {"description": "old clients cannot"}})).status == 400
