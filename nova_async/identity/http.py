@@ -1,4 +1,6 @@
-"""Keystone v3's HTTP surface: the version document and password/token authentication."""
+"""Keystone v3's HTTP surface: the version document, password/token authentication, and
+reading projects (admins see every project, members their own), which clients use to turn
+a project name into its id."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common import web as w
-from nova_async.identity import tokens
+from nova_async.identity import store, tokens
 from nova_async.role import Deps
 
 DEPS = web.AppKey("identity_deps", Deps)
@@ -57,6 +59,31 @@ async def create_token(request: web.Request) -> web.Response:
     return w.dump(rendered, 201, {"X-Subject-Token": token})
 
 
+def _project(row, base_url: str) -> dict:
+    return {"id": row["id"], "name": row["name"], "domain_id": row["domain_id"],
+            "description": row["description"], "enabled": row["enabled"], "is_domain": False,
+            "parent_id": row["domain_id"], "tags": [], "options": {},
+            "links": {"self": f"{base_url}/v3/projects/{row['id']}"}}
+
+
+async def list_projects(request: web.Request) -> web.Response:
+    deps, ctx = request.app[DEPS], w.context(request)
+    rows = await deps.pool.fetch(store.Q.list_projects, request.query.get("name"),
+                                 None if ctx.is_admin else ctx.project_id)
+    base = deps.settings.base_url
+    return w.dump({"projects": [_project(r, base) for r in rows],
+                   "links": {"self": f"{base}/v3/projects", "previous": None, "next": None}})
+
+
+async def show_project(request: web.Request) -> web.Response:
+    deps, ctx = request.app[DEPS], w.context(request)
+    project_id = request.match_info["project_id"]
+    row = await deps.pool.fetchrow(store.Q.project_by_id, project_id)
+    if row is None or not (ctx.is_admin or row["id"] == ctx.project_id):
+        raise errors.NotFound(f"Could not find project: {project_id}.")
+    return w.dump({"project": _project(row, deps.settings.base_url)})
+
+
 def build(deps: Deps) -> web.Application:
     app = w.api_app(render_fault)
     app[DEPS] = deps
@@ -64,5 +91,7 @@ def build(deps: Deps) -> web.Application:
         web.get("", show_version),
         web.get("/", show_version),
         web.post("/auth/tokens", create_token),
+        web.get("/projects", list_projects),
+        web.get("/projects/{project_id}", show_project),
     ])
     return app

@@ -34,3 +34,8 @@ SELECT role FROM role_assignments WHERE user_id = $1 AND project_id = $2 ORDER B
 -- name: first_project_of
 SELECT p.* FROM projects p JOIN role_assignments r ON r.project_id = p.id
  WHERE r.user_id = $1 AND p.enabled ORDER BY p.name LIMIT 1;
+
+-- name: list_projects
+-- $1 name filter (NULL: any), $2 only this project (NULL: all; a member sees their own).
+SELECT * FROM projects WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR id = $2)
+ ORDER BY name;

@@ -50,3 +50,29 @@ async def test_readme_openstack_commands_work(database, work_dir):
         assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
         for expected in EXPECTED:
             assert re.search(expected, output), output
+
+
+@pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
+                    reason="python-openstackclient is installed by `make test`")
+async def test_readme_more_openstack_commands_work(database, work_dir):
+    """The README's second block: groups, aggregates, zones, quotas, key pairs, services
+    (no guest is booted, so libvirt's test driver serves)."""
+    home = work_dir / "home"
+    (home / ".ssh").mkdir(parents=True)
+    from nova_async.api.keypairs import generate
+    (home / ".ssh" / "id_ed25519.pub").write_text(generate()[0] + "\n")
+    async with serve(work_dir / "osc-more", "--database", database, "--libvirt-uri", "test:///default") as served:
+        env = {**os.environ, "HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}",
+               "OS_AUTH_URL": f"{served.url}/v3", "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin",
+               "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default",
+               "OS_PASSWORD": served.password}
+        env.pop("OS_CLOUD", None)
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-euxo", "pipefail", "-c", block("openstack-more"), env=env, cwd=work_dir,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 300)
+        output = out.decode()
+        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        for expected in (r"\| policy +\| anti-affinity", r"\| east +\| available", r"\| instances +\| +20 \|",
+                         r"\| fingerprint ", r"nova-compute \| \S+ +\| east +\| disabled"):
+            assert re.search(expected, output), (expected, output)
