@@ -1,12 +1,16 @@
 """Allocations: a consumer's claim on providers' resources, written atomically.
 
 The guarantee this module exists for: no provider is ever over-committed, however many
-writers race. Every write runs in one transaction that locks the consumer row, then every
-provider it touches (in id order, so writers never wait on each other in a cycle), then
-measures usage under those locks, checks capacity, replaces the consumer's allocations and
-bumps the generations of the consumer and of every provider whose allocations changed.
-Usage is read after the locks are held, and READ COMMITTED gives each statement a fresh
-snapshot, so the check always sees every claim committed before it."""
+writers race. Every write — one consumer's PUT or a POST naming several — runs in one
+transaction that locks the consumer rows (in uuid order), then every provider they touch (in
+id order, so writers never wait on each other in a cycle), then per consumer measures usage
+under those locks, checks capacity, replaces its allocations, and finally bumps the
+generations of the consumers and of every provider whose allocations changed. Usage is read
+after the locks are held, and READ COMMITTED gives each statement a fresh snapshot, so the
+check always sees every claim committed before it (and, in a batch, the consumers written
+before it in the same transaction).
+
+Also here: the reading side — a provider's allocations by consumer, a project's usage."""
 
 from __future__ import annotations
 
@@ -56,6 +60,18 @@ async def get_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> ConsumerAll
                                consumer_type=first["consumer_type"], providers=providers)
 
 
+@dataclass(frozen=True)
+class ConsumerWrite:
+    """One consumer's wanted allocations (provider uuid -> class -> amount; empty: remove them)."""
+
+    consumer_uuid: str
+    allocations: dict[str, dict[str, int]]
+    project_id: str
+    user_id: str
+    consumer_type: str | None = None
+    consumer_generation: object = ANY_GENERATION
+
+
 async def replace_allocations(pool: asyncpg.Pool, consumer_uuid: str,
                               allocations: dict[str, dict[str, int]], *, project_id: str,
                               user_id: str, consumer_type: str | None = None,
@@ -66,55 +82,88 @@ async def replace_allocations(pool: asyncpg.Pool, consumer_uuid: str,
     provider that does not exist, Conflict(placement.concurrent_update) when the consumer is
     not at `consumer_generation` (None: the caller expects a new consumer). Returns the
     consumer's new generation, or None when empty allocations removed the consumer."""
+    write = ConsumerWrite(consumer_uuid, allocations, project_id, user_id, consumer_type,
+                          consumer_generation)
+    return (await replace_many(pool, [write]))[consumer_uuid]
+
+
+async def replace_many(pool: asyncpg.Pool, writes: list[ConsumerWrite]) -> dict[str, int | None]:
+    """Several consumers' allocations replaced in one transaction (`POST /allocations`): either
+    every consumer gets what it asked for or nothing changes. Capacity is checked consumer by
+    consumer after the earlier ones were written, so the batch as a whole must fit.
+
+    Locks are taken in one global order — consumers by uuid, then every provider involved by
+    id — so batches and single claims never wait on each other in a cycle."""
+    writes = [_normalised(w) for w in writes]
+    async with pool.acquire() as conn, conn.transaction():
+        wanted = sorted({p for w in writes for p, res in w.allocations.items() if res})
+        ids = {str(r["uuid"]): r["id"] for r in await conn.fetch(Q.providers_by_uuid, wanted)}
+        _refuse_missing([p for p in wanted if p not in ids])
+
+        consumers: dict[str, tuple[asyncpg.Record, bool]] = {}
+        old_ids: set[int] = set()
+        for w in sorted(writes, key=lambda w: w.consumer_uuid):
+            consumer, is_new = await _lock_consumer(conn, w.consumer_uuid, w.project_id, w.user_id,
+                                                    w.consumer_type)
+            _check_generation(w.consumer_uuid, w.consumer_generation,
+                              None if is_new else consumer["generation"])
+            consumers[w.consumer_uuid] = (consumer, is_new)
+            if not is_new:
+                old_ids |= {r["resource_provider_id"]
+                            for r in await conn.fetch(Q.consumer_providers, consumer["id"])}
+
+        locked = await conn.fetch(Q.lock_providers, sorted(set(ids.values()) | old_ids))
+        names = {r["id"]: f"{r['name']} ({r['uuid']})" for r in locked}
+        _refuse_missing([p for p in wanted if ids[p] not in names])  # deleted while we waited
+
+        generations = {w.consumer_uuid: await _write_one(conn, w, consumers[w.consumer_uuid][0],
+                                                         ids, names)
+                       for w in writes}
+        await conn.execute(Q.bump_providers, [r["id"] for r in locked])
+        return generations
+
+
+def _normalised(w: ConsumerWrite) -> ConsumerWrite:
     try:
-        allocations = {str(uuid.UUID(p)): res for p, res in allocations.items()}
+        allocations = {str(uuid.UUID(p)): res for p, res in w.allocations.items()}
     except ValueError:
-        raise errors.InvalidInput(f"Malformed resource provider uuid in {sorted(allocations)}.") from None
+        raise errors.InvalidInput(f"Malformed resource provider uuid in {sorted(w.allocations)}.") from None
     for provider, resources in allocations.items():
         for rc, amount in resources.items():
             if not isinstance(amount, int) or amount < 1:
                 raise errors.InvalidInput(f"Allocation of {rc} on {provider} must be a positive "
                                           f"integer, got {amount!r}.")
-    async with pool.acquire() as conn, conn.transaction():
-        wanted = [p for p, res in allocations.items() if res]
-        ids = {str(r["uuid"]): r["id"] for r in await conn.fetch(Q.providers_by_uuid, wanted)}
-        missing = [p for p in wanted if p not in ids]
-        if missing:
-            raise UnknownProvider(f"Unable to allocate inventory: resource provider "
-                                  f"{', '.join(missing)} could not be found.")
+    return ConsumerWrite(str(uuid.UUID(w.consumer_uuid)), allocations, w.project_id, w.user_id,
+                         w.consumer_type, w.consumer_generation)
 
-        consumer, is_new = await _lock_consumer(conn, consumer_uuid, project_id, user_id, consumer_type)
-        _check_generation(consumer_uuid, consumer_generation, None if is_new else consumer["generation"])
 
-        old_ids = [] if is_new else [r["resource_provider_id"]
-                                     for r in await conn.fetch(Q.consumer_providers, consumer["id"])]
-        locked = await conn.fetch(Q.lock_providers, sorted(set(ids.values()) | set(old_ids)))
-        names = {r["id"]: f"{r['name']} ({r['uuid']})" for r in locked}
-        gone = [p for p in wanted if ids[p] not in names]
-        if gone:  # deleted while we waited for its lock
-            raise UnknownProvider(f"Unable to allocate inventory: resource provider "
-                                  f"{', '.join(gone)} could not be found.")
+def _refuse_missing(missing: list[str]) -> None:
+    if missing:
+        raise UnknownProvider(f"Unable to allocate inventory: resource provider "
+                              f"{', '.join(missing)} could not be found.")
 
-        pairs = [(ids[p], rc, amount) for p in wanted for rc, amount in allocations[p].items()]
-        rows = await conn.fetch(Q.room_for_claim, [p[0] for p in pairs], [p[1] for p in pairs],
-                                consumer["id"])
-        amounts = {(p[0], p[1]): p[2] for p in pairs}
-        problems = [_problem(r, amounts[(r["provider_id"], r["resource_class"])], names[r["provider_id"]])
-                    for r in rows]
-        problems = [p for p in problems if p]
-        if problems:
-            raise ClaimRefused("Unable to allocate inventory: " + "; ".join(problems))
 
-        if old_ids:
-            await conn.execute(Q.delete_allocations_of, consumer["id"])
-        if pairs:
-            await conn.execute(Q.insert_allocations, consumer["id"], [p[0] for p in pairs],
-                               [p[1] for p in pairs], [p[2] for p in pairs])
-        await conn.execute(Q.bump_providers, [r["id"] for r in locked])
-        if not pairs:
-            await conn.execute(Q.delete_consumer, consumer["id"])
-            return None
-        return await conn.fetchval(Q.update_consumer, consumer["id"], project_id, user_id, consumer_type)
+async def _write_one(conn: asyncpg.Connection, w: ConsumerWrite, consumer: asyncpg.Record,
+                     ids: dict[str, int], names: dict[int, str]) -> int | None:
+    """Replace one consumer's allocations; its providers are locked already."""
+    pairs = [(ids[p], rc, amount) for p, res in w.allocations.items() for rc, amount in res.items()]
+    rows = await conn.fetch(Q.room_for_claim, [p[0] for p in pairs], [p[1] for p in pairs],
+                            consumer["id"])
+    amounts = {(p[0], p[1]): p[2] for p in pairs}
+    problems = [_problem(r, amounts[(r["provider_id"], r["resource_class"])], names[r["provider_id"]])
+                for r in rows]
+    problems = [p for p in problems if p]
+    if problems:
+        raise ClaimRefused("Unable to allocate inventory: " + "; ".join(problems))
+
+    await conn.execute(Q.delete_allocations_of, consumer["id"])
+    if not pairs:
+        await conn.execute(Q.delete_consumer, consumer["id"])
+        return None
+    await conn.execute(Q.insert_allocations, consumer["id"], [p[0] for p in pairs],
+                       [p[1] for p in pairs], [p[2] for p in pairs])
+    return await conn.fetchval(Q.update_consumer, consumer["id"], w.project_id, w.user_id,
+                               w.consumer_type)
 
 
 async def delete_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> bool:
@@ -173,3 +222,41 @@ def _problem(row: asyncpg.Record, amount: int, provider: str) -> str | None:
         return (f"{rc} {amount} requested on resource provider {provider} but only {max(free, 0)} "
                 f"of {capacity} is free")
     return None
+
+
+# --- reading allocations from the other side ----------------------------------------------
+
+QA = queries("placement_allocations")
+
+
+async def provider_allocations(pool: asyncpg.Pool, provider_uuid: str) -> tuple[int, dict[str, dict[str, int]]]:
+    """The provider's generation and, per consumer uuid, what that consumer holds on it; read in
+    one snapshot so the generation matches the allocations."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        row = await conn.fetchrow(Q.get_provider, provider_uuid)
+        if row is None:
+            raise errors.NotFound(f"No resource provider with uuid {provider_uuid} found.",
+                                  code="placement.resource_provider.not_found")
+        found: dict[str, dict[str, int]] = {}
+        for r in await conn.fetch(QA.provider_allocations, row["id"]):
+            found.setdefault(str(r["consumer_uuid"]), {})[r["resource_class"]] = r["used"]
+    return row["generation"], found
+
+
+@dataclass(frozen=True)
+class TypeUsage:
+    consumers: int
+    resources: dict[str, int]
+
+
+async def project_usages(pool: asyncpg.Pool, project_id: str,
+                         user_id: str | None = None) -> dict[str | None, TypeUsage]:
+    """What a project (or one of its users) holds, per consumer type (None: untyped)."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        counts = {r["consumer_type"]: r["consumers"]
+                  for r in await conn.fetch(QA.project_consumer_counts, project_id, user_id)}
+        rows = await conn.fetch(QA.project_usages, project_id, user_id)
+    usages = {t: TypeUsage(n, {}) for t, n in counts.items()}
+    for r in rows:
+        usages.setdefault(r["consumer_type"], TypeUsage(0, {})).resources[r["resource_class"]] = r["used"]
+    return usages

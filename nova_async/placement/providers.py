@@ -17,6 +17,7 @@ from nova_async.common import errors
 from nova_async.db.queries import queries
 
 Q = queries("placement")
+QA = queries("placement_allocations")  # provider filters and tree moves
 
 MAX_INT = 2**31 - 1
 
@@ -73,10 +74,95 @@ async def _transaction(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
 # --- providers ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ProviderFilter:
+    """What `GET /resource_providers` may ask for; every empty field means "any"."""
+
+    name: str | None = None
+    uuid: str | None = None
+    in_tree: str | None = None
+    member_of: tuple[tuple[str, ...], ...] = ()   # in one aggregate of each group
+    not_member_of: tuple[str, ...] = ()           # in none of these
+    resources: tuple[tuple[str, int], ...] = ()   # room for each (class, amount)
+    required: tuple[tuple[str, ...], ...] = ()    # one trait of each group
+    forbidden: tuple[str, ...] = ()               # none of these traits
+
+
 async def list_providers(pool: asyncpg.Pool, *, name: str | None = None, uuid: str | None = None,
-                         in_tree: str | None = None) -> list[Provider]:
-    rows = await pool.fetch(Q.list_providers, name, uuid, in_tree)
+                         in_tree: str | None = None,
+                         where: ProviderFilter | None = None) -> list[Provider]:
+    f = where or ProviderFilter(name=name, uuid=uuid, in_tree=in_tree)
+    traits = {t for group in f.required for t in group} | set(f.forbidden)
+    if traits:
+        known = {r["name"] for r in await pool.fetch(QA.known_traits, sorted(traits))}
+        if unknown := sorted(traits - known):
+            raise errors.InvalidInput(f"Invalid query string parameters: No such trait(s): "
+                                      f"{', '.join(unknown)}.", code="placement.query.bad_value")
+    rows = await pool.fetch(
+        QA.filter_providers, f.name, f.uuid, f.in_tree,
+        [list(g) for g in f.member_of], list(f.not_member_of),
+        [rc for rc, _ in f.resources], [n for _, n in f.resources],
+        [list(g) for g in f.required], list(f.forbidden))
     return [_provider(r) for r in rows]
+
+
+# PUT may leave the parent as it is: "not given" differs from "no parent" (None)
+KEEP_PARENT = object()
+
+
+async def update_provider(pool: asyncpg.Pool, uuid: str, *, name: str,
+                          parent_uuid: object = KEEP_PARENT, may_reparent: bool = False) -> Provider:
+    """Rename the provider and perhaps move it. A root may always be given a parent; taking a
+    parent away or changing it needs `may_reparent` (microversion 1.37). Its whole subtree
+    moves with it, and no provider may end up below itself.
+
+    Two moves that would make a cycle together (A under B while B goes under A) lock the same
+    two rows in opposite orders; PostgreSQL aborts one of them, which we report as a conflict
+    to retry — the retry then sees the other move and refuses the loop."""
+    try:
+        return await _update_provider(pool, uuid, name, parent_uuid, may_reparent)
+    except asyncpg.DeadlockDetectedError:
+        raise errors.Conflict(f"Resource provider {uuid} was moved concurrently; try again.",
+                              code="placement.concurrent_update") from None
+
+
+async def _update_provider(pool: asyncpg.Pool, uuid: str, name: str, parent_uuid: object,
+                           may_reparent: bool) -> Provider:
+    async with _transaction(pool) as conn:
+        row = await conn.fetchrow(Q.lock_provider, uuid)
+        if row is None:
+            raise not_found(uuid)
+        parent_id = row["parent_provider_id"]
+        if parent_uuid is not KEEP_PARENT:
+            parent_id = await _new_parent(conn, row, parent_uuid, may_reparent)
+        if parent_id is None:
+            root_id = row["id"]
+        else:
+            root_id = (await conn.fetchrow(QA.lock_provider_by_id, parent_id))["root_provider_id"]
+        await conn.execute(QA.move_provider, row["id"], name, parent_id, root_id)
+        return _provider(await conn.fetchrow(Q.get_provider, uuid))
+
+
+async def _new_parent(conn: asyncpg.Connection, row: asyncpg.Record, parent_uuid: object,
+                      may_reparent: bool) -> int | None:
+    current = row["parent_provider_id"]
+    if parent_uuid is None:
+        if current is not None and not may_reparent:
+            raise errors.InvalidInput("Un-parenting a provider is not allowed before microversion 1.37.")
+        return None
+    parent = await conn.fetchrow(Q.lock_provider, parent_uuid)
+    if parent is None:
+        raise errors.InvalidInput(f"The parent provider {parent_uuid} does not exist.",
+                                  code="placement.resource_provider.not_found")
+    if parent["id"] == current:
+        return current
+    if current is not None and not may_reparent:
+        raise errors.InvalidInput("Re-parenting a provider is not allowed before microversion 1.37.")
+    below = {r["id"] for r in await conn.fetch(QA.subtree_ids, row["id"])}
+    if parent["id"] in below:
+        raise errors.InvalidInput(f"Creating a loop in the provider tree is not allowed: "
+                                  f"{parent_uuid} is {row['uuid']} or one of its descendants.")
+    return parent["id"]
 
 
 async def get_provider(pool: asyncpg.Pool, uuid: str) -> Provider:

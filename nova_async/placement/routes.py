@@ -13,6 +13,7 @@ from nova_async.common.web import api_app
 from nova_async.placement import microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
                                            resource_providers, root, usages)
+from nova_async.placement.handlers import provider_allocations
 
 ROUTES = {
     ("GET", ""): root.show_versions,
@@ -21,6 +22,10 @@ ROUTES = {
     ("POST", "/resource_providers"): resource_providers.create_resource_provider,
     ("GET", "/resource_providers/{uuid}"): resource_providers.show_resource_provider,
     ("DELETE", "/resource_providers/{uuid}"): resource_providers.delete_resource_provider,
+    ("PUT", "/resource_providers/{uuid}"): resource_providers.update_resource_provider,
+    ("GET", "/resource_providers/{uuid}/allocations"): provider_allocations.list_provider_allocations,
+    ("POST", "/allocations"): allocations.create_allocations,
+    ("GET", "/usages"): usages.show_project_usages,
     ("GET", "/resource_providers/{uuid}/inventories"): inventories.list_inventories,
     ("PUT", "/resource_providers/{uuid}/inventories"): inventories.update_inventories,
     ("GET", "/resource_providers/{uuid}/usages"): usages.show_usages,

@@ -1,4 +1,5 @@
-"""`/allocations/{consumer_uuid}`: what one consumer holds, replaced or removed whole."""
+"""`/allocations/{consumer_uuid}`: what one consumer holds, replaced or removed whole; and
+`POST /allocations` (1.13+), which does that for several consumers at once, all or nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ _RESOURCES = {"type": "object", "minProperties": 1,
 _ID = {"type": "string", "minLength": 1, "maxLength": 255}
 
 
-def _schema(minor: int) -> dict:
+def _schema(minor: int, batch: bool = False) -> dict:
+    """One consumer's body at `minor`; in a POST batch the allocations may be empty (removal)."""
     if minor < 12:
         allocs: dict = {"type": "array", "minItems": 1, "items": {
             "type": "object",
@@ -32,7 +34,7 @@ def _schema(minor: int) -> dict:
                            "resources": _RESOURCES},
             "required": ["resource_provider", "resources"]}}
     else:
-        allocs = {"type": "object", "minProperties": 0 if minor >= 28 else 1,
+        allocs = {"type": "object", "minProperties": 0 if minor >= 28 or batch else 1,
                   "patternProperties": {_UUID_KEY: {
                       "type": "object",
                       "properties": {"resources": _RESOURCES, "generation": {}},
@@ -46,18 +48,35 @@ def _schema(minor: int) -> dict:
     if minor >= 28:
         props["consumer_generation"] = {"type": ["integer", "null"]}
         required.append("consumer_generation")
+    if minor >= 34:  # which request group each provider satisfied; we accept and ignore it
+        props["mappings"] = {"type": "object", "patternProperties": {"^.{0,64}$": {
+            "type": "array", "minItems": 1, "items": {"type": "string", "pattern": _UUID_KEY}}},
+            "additionalProperties": False}
     if minor >= 38:
         props["consumer_type"] = {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"}
         required.append("consumer_type")
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
-UPDATE = {minor: validator(_schema(minor)) for minor in (0, 8, 12, 28, 38)}
+_STEPS = (0, 8, 12, 28, 34, 38)  # the versions at which the body changed
+UPDATE = {minor: validator(_schema(minor)) for minor in _STEPS}
+BATCH = {minor: validator({"type": "object", "minProperties": 1,
+                           "patternProperties": {_UUID_KEY: _schema(minor, batch=True)},
+                           "additionalProperties": False})
+         for minor in _STEPS if minor >= 12}
 
 
-def _update_validator(request: web.Request):
+def _at_version(request: web.Request, table: dict):
     minor = microversion.version(request).minor
-    return UPDATE[max(m for m in UPDATE if m <= minor)]
+    return table[max(m for m in table if m <= minor)]
+
+
+def _write(consumer: str, body: dict) -> allocations.ConsumerWrite:
+    generation = body["consumer_generation"] if "consumer_generation" in body else allocations.ANY_GENERATION
+    return allocations.ConsumerWrite(
+        consumer, _wanted(body), project_id=body.get("project_id", INCOMPLETE_CONSUMER),
+        user_id=body.get("user_id", INCOMPLETE_CONSUMER), consumer_type=body.get("consumer_type"),
+        consumer_generation=generation)
 
 
 def _wanted(body: dict) -> dict[str, dict[str, int]]:
@@ -87,13 +106,20 @@ async def update_allocations(request: web.Request) -> web.Response:
     authorize(request, "allocations:update")
     consumer = path_uuid(request, "consumer", "consumer")
     body = await read_body(request)
-    check(_update_validator(request), body)
-    generation = body["consumer_generation"] if "consumer_generation" in body else allocations.ANY_GENERATION
-    await allocations.replace_allocations(
-        pool(request), consumer, _wanted(body),
-        project_id=body.get("project_id", INCOMPLETE_CONSUMER),
-        user_id=body.get("user_id", INCOMPLETE_CONSUMER),
-        consumer_type=body.get("consumer_type"), consumer_generation=generation)
+    check(_at_version(request, UPDATE), body)
+    await allocations.replace_many(pool(request), [_write(consumer, body)])
+    return web.Response(status=204)
+
+
+async def create_allocations(request: web.Request) -> web.Response:
+    """POST /allocations: replace (or, with empty allocations, remove) the allocations of every
+    consumer named in the body in one transaction — how a move swaps an instance's claim for a
+    migration's without a window where either holds nothing or both hold everything."""
+    microversion.require(request, 13)
+    authorize(request, "allocations:manage")
+    body = await read_body(request)
+    check(_at_version(request, BATCH), body)
+    await allocations.replace_many(pool(request), [_write(str(uuid.UUID(c)), b) for c, b in body.items()])
     return web.Response(status=204)
 
 

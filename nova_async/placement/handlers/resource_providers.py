@@ -1,4 +1,4 @@
-"""`/resource_providers` and `/resource_providers/{uuid}`: list, show, create, delete."""
+"""`/resource_providers` and `/resource_providers/{uuid}`: list, show, create, update, delete."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from aiohttp import web
 
 from nova_async.common.web import check, dump, read_body, validator
 from nova_async.placement import microversion, providers
-from nova_async.placement.handlers.common import (PREFIX, authorize, check_query, path_uuid, pool,
-                                                  query_uuid)
+from nova_async.placement.handlers.common import PREFIX, authorize, path_uuid, pool
+from nova_async.placement.handlers.provider_filters import provider_filter
 
 _UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
@@ -23,6 +23,17 @@ CREATE = validator({
 CREATE_1_14 = validator({
     "type": "object",
     "properties": {"name": _NAME, "uuid": _UUID, "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]}},
+    "required": ["name"],
+    "additionalProperties": False,
+})
+
+UPDATE = validator({
+    "type": "object", "properties": {"name": _NAME}, "required": ["name"],
+    "additionalProperties": False,
+})
+UPDATE_1_14 = validator({
+    "type": "object",
+    "properties": {"name": _NAME, "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]}},
     "required": ["name"],
     "additionalProperties": False,
 })
@@ -45,10 +56,7 @@ def provider_body(request: web.Request, p: providers.Provider) -> dict:
 
 async def list_resource_providers(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:list")
-    check_query(request, {"name": 0, "uuid": 0, "in_tree": 14})
-    found = await providers.list_providers(pool(request), name=request.query.get("name"),
-                                           uuid=query_uuid(request, "uuid"),
-                                           in_tree=query_uuid(request, "in_tree"))
+    found = await providers.list_providers(pool(request), where=provider_filter(request))
     return dump({"resource_providers": [provider_body(request, p) for p in found]})
 
 
@@ -70,6 +78,21 @@ async def create_resource_provider(request: web.Request) -> web.Response:
     if microversion.at_least(request, 20):
         return dump(provider_body(request, created), headers=location)
     return web.Response(status=201, headers=location)
+
+
+async def update_resource_provider(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:update")
+    uuid = path_uuid(request)
+    body = await read_body(request)
+    check(UPDATE_1_14 if microversion.at_least(request, 14) else UPDATE, body)
+    parent: object = providers.KEEP_PARENT
+    if "parent_provider_uuid" in body:
+        given = body["parent_provider_uuid"]
+        parent = str(uuidlib.UUID(given)) if given else None
+    updated = await providers.update_provider(pool(request), uuid, name=body["name"],
+                                              parent_uuid=parent,
+                                              may_reparent=microversion.at_least(request, 37))
+    return dump(provider_body(request, updated))
 
 
 async def delete_resource_provider(request: web.Request) -> web.Response:

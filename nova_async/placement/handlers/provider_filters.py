@@ -1,0 +1,114 @@
+"""The query string of `GET /resource_providers`, turned into a `ProviderFilter`.
+
+Each filter appeared at its own microversion and grew syntax later (`in:` for "any of", `!`
+for "none of", repeated parameters AND-ed); the parsing refuses what the requested version
+does not speak yet, with a 400 naming the parameter."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from nova_async.common import errors
+from nova_async.common.web import parse_uuid
+from nova_async.placement import microversion
+from nova_async.placement.handlers.common import check_query, query_uuid
+from nova_async.placement.providers import ProviderFilter
+
+# query parameter -> the minor version it appeared in
+ALLOWED = {"name": 0, "uuid": 0, "member_of": 3, "resources": 4, "in_tree": 14, "required": 18}
+
+_NAME = re.compile(r"^[A-Z0-9_]{1,255}$")
+
+
+def _bad(text: str) -> errors.InvalidInput:
+    return errors.InvalidInput(f"Invalid query string parameters: {text}", code="placement.query.bad_value")
+
+
+def _one_or_many(request: web.Request, name: str, since_minor: int) -> list[str]:
+    values = request.query.getall(name, [])
+    if len(values) > 1 and not microversion.at_least(request, since_minor):
+        raise _bad(f"Multiple {name} parameters are not supported before microversion 1.{since_minor}.")
+    return values
+
+
+def _aggregate_uuids(text: str) -> tuple[str, ...]:
+    found = tuple(parse_uuid(v) for v in text.split(","))
+    if not text or None in found:
+        raise _bad(f"Expected 'member_of' parameter to contain valid UUID(s), got {text!r}.")
+    return found  # type: ignore[return-value]
+
+
+def member_of(request: web.Request) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """Groups of aggregates the provider must be in one of, and aggregates it must avoid."""
+    groups: list[tuple[str, ...]] = []
+    forbidden: list[str] = []
+    for value in _one_or_many(request, "member_of", 24):
+        negated = value.startswith("!")
+        if negated:
+            if not microversion.at_least(request, 32):
+                raise _bad("Forbidden member_of ('!') is not supported before microversion 1.32.")
+            value = value[1:]
+        any_of = value.startswith("in:")
+        uuids = _aggregate_uuids(value[3:] if any_of else value)
+        if len(uuids) > 1 and not any_of:
+            raise _bad(f"member_of {value!r}: several aggregates need the 'in:' prefix.")
+        if negated:
+            forbidden.extend(uuids)
+        else:
+            groups.append(uuids)
+    return tuple(groups), tuple(forbidden)
+
+
+def resources(request: web.Request) -> tuple[tuple[str, int], ...]:
+    raw = request.query.get("resources")
+    if raw is None:
+        return ()
+    wanted: dict[str, int] = {}
+    for item in raw.split(","):
+        rc, sep, amount = item.partition(":")
+        if not sep or not _NAME.match(rc) or not amount.isdigit() or int(amount) < 1:
+            raise _bad(f"Badly formed resources parameter. Expected resources query string "
+                       f"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {raw}.")
+        if rc in wanted:
+            raise _bad(f"Resource class {rc} appears more than once in resources.")
+        wanted[rc] = int(amount)
+    return tuple(wanted.items())
+
+
+def required(request: web.Request) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """Groups of traits the provider must have one of, and traits it must not have."""
+    groups: list[tuple[str, ...]] = []
+    forbidden: list[str] = []
+    for value in _one_or_many(request, "required", 39):
+        if value.startswith("in:"):
+            if not microversion.at_least(request, 39):
+                raise _bad("The 'in:' syntax of required is not supported before microversion 1.39.")
+            names = value[3:].split(",")
+            if not all(_NAME.match(n) for n in names):
+                raise _bad(f"Invalid trait name in required={value!r}.")
+            groups.append(tuple(names))
+            continue
+        for name in value.split(","):
+            negated = name.startswith("!")
+            if negated and not microversion.at_least(request, 22):
+                raise _bad("Forbidden traits ('!') are not supported before microversion 1.22.")
+            bare = name[1:] if negated else name
+            if not _NAME.match(bare):
+                raise _bad(f"Invalid trait name {name!r} in required.")
+            if negated:
+                forbidden.append(bare)
+            else:
+                groups.append((bare,))
+    return tuple(groups), tuple(forbidden)
+
+
+def provider_filter(request: web.Request) -> ProviderFilter:
+    check_query(request, ALLOWED)
+    groups, not_in = member_of(request)
+    traits, no_traits = required(request)
+    return ProviderFilter(name=request.query.get("name"), uuid=query_uuid(request, "uuid"),
+                          in_tree=query_uuid(request, "in_tree"), member_of=groups,
+                          not_member_of=not_in, resources=resources(request),
+                          required=traits, forbidden=no_traits)
