@@ -11,12 +11,17 @@ compute host, which ends the task_state.
 `os-getConsoleOutput` changes nothing: it asks the instance's compute host (a bus call)
 for the tail of the guest's console and answers 200 with it.
 
+`rebuild` claims the instance the same way (task_state 'rebuilding', from active, stopped
+or error), records the new image and whatever else the request changes in that same
+update, and hands the rebuild to the instance's host.
+
 `lock` / `unlock` only change the row: a locked instance refuses members' actions, deletes
 and metadata changes (409) until unlocked; an admin's lock only an admin can lift.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +29,7 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
+from nova_async.api import keypairs, quotas, server_views
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -33,6 +39,7 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
+SQ = queries("servers")
 AQ = queries("actions")
 
 # Where each power action may start from (Nova's check_instance_state); any action also
@@ -114,6 +121,47 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
     return w.dump({"output": output})
 
 
+async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
+    row = await state.pool.fetchrow(IQ.get, uuid)
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {uuid} is locked.")
+    image_ref = str(value["imageRef"]).rsplit("/", 1)[-1]
+    try:
+        image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
+    if image.status != "active":
+        raise errors.InvalidInput(f"Image {image_ref} is not active.")
+    flavor = row["flavor"] or {}
+    if image.min_ram > flavor.get("memory_mb", 0) or (flavor.get("root_gb") and image.min_disk > flavor["root_gb"]):
+        raise errors.InvalidInput("The instance's flavor is too small for the requested image.")
+    key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
+    if "metadata" in value:
+        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
+                              value["metadata"])
+    fields = ("name", "metadata", "user_data", "key_name", "description", "accessIPv4", "accessIPv6")
+    async with state.pool.acquire() as conn, conn.transaction():
+        claimed = await conn.fetchrow(
+            AQ.begin_rebuild, uuid, image.id, value.get("name"), value.get("metadata"), value.get("user_data"),
+            value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
+            value.get("accessIPv6"), *(f in value for f in fields))
+        if claimed is None:
+            raise _refusal(await conn.fetchrow(IQ.get, uuid), "rebuild", uuid)
+        await instances.start_action(conn, uuid, ctx.request_id, "rebuild", ctx.project_id, ctx.user_id)
+    try:
+        await state.compute.rebuild(claimed["host"], uuid, ctx)
+    except Exception:
+        await state.pool.execute(AQ.release, uuid, "rebuilding")
+        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        raise
+    shown = await state.pool.fetchrow(SQ.get_with_fault, uuid)
+    server = server_views.detail(shown, state.base_url, (2, 1), ctx)
+    server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
+    return w.dump({"server": server}, status=202)
+
+
 async def _lock(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any] | None,
                 *, locking: bool) -> web.Response:
     row = await state.pool.fetchrow(IQ.get, uuid)
@@ -135,7 +183,7 @@ async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, value)
     return await _lock(state, ctx, uuid, value, locking=False)
 
 
-def _refusal(row, op: PowerOp, uuid: str) -> errors.NovaAsyncError:
+def _refusal(row, op: PowerOp | str, uuid: str) -> errors.NovaAsyncError:
     if row is None:
         return errors.NotFound(f"Instance {uuid} could not be found.")
     if row["task_state"] is not None:
@@ -174,6 +222,23 @@ ACTIONS: dict[str, Action] = {
         "properties": {"locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}}]}),
         _lock_action),
     "unlock": Action(_body("unlock", _NULL), _unlock_action),
+    "rebuild": Action(_body("rebuild", {
+        "type": "object", "required": ["imageRef"], "additionalProperties": False,
+        "properties": {
+            "imageRef": {"type": "string", "minLength": 1},
+            "name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00-\\x1f]*$"},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255},
+                         "propertyNames": {"minLength": 1, "maxLength": 255}},
+            "adminPass": {"type": "string"},
+            "accessIPv4": {"type": "string", "format": "ipv4"},
+            "accessIPv6": {"type": "string", "format": "ipv6"},
+            "user_data": {"type": ["string", "null"], "maxLength": 65535, "format": "base64"},
+            "key_name": {"type": ["string", "null"], "maxLength": 255},
+            "description": {"type": ["string", "null"], "maxLength": 255},
+            "preserve_ephemeral": {"type": "boolean"},
+            "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
+            "trusted_image_certificates": {"type": ["array", "null"]},
+        }}), _rebuild),
     # Nova's schema: length is optional, null, an integer >= -1 or a string of digits.
     "os-getConsoleOutput": Action(_body("os-getConsoleOutput", {
         "type": "object", "additionalProperties": False,

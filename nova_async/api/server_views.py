@@ -31,6 +31,9 @@ def status(vm_state: str, task_state: str | None) -> str:
         return _ACTIVE_TASKS[task_state]
     if vm_state == "stopped" and task_state in ("resize_prep", "resize_migrating", "resize_finish"):
         return "RESIZE"
+    if vm_state in ("stopped", "error") and task_state in ("rebuilding", "rebuild_block_device_mapping",
+                                                          "rebuild_spawning"):
+        return "REBUILD"
     return _VM_STATES.get(vm_state, "UNKNOWN")
 
 

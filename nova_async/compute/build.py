@@ -271,6 +271,43 @@ def drive_content(row: asyncpg.Record | dict[str, Any], vifs: list[Vif]) -> Driv
                         nics=tuple(nics))
 
 
+async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
+    """The guest and its disks made anew from the image the row now names, on this host,
+    with its ports and claims kept. A guest that was stopped is stopped again afterwards,
+    as Nova leaves it. A failure is ERROR with the reason."""
+    row = await host.pool.fetchrow(IQ.get, instance_uuid)
+    if row is None or row["task_state"] != "rebuilding" or row["host"] != host.name:
+        log.info("rebuild skipped", task_state=row["task_state"] if row else None)
+        await instances.finish_action(host.pool, instance_uuid, request_id)
+        return
+    was_stopped = row["vm_state"] == "stopped"
+    await host.notify("instance.rebuild.start", instance_uuid)
+    try:
+        async with instances.event(host.pool, instance_uuid, request_id, "compute_rebuild_instance", host.name):
+            await host.hypervisor.remove(domain_name(instance_uuid))
+            await disks.remove_instance_dir(host.instances_root, instance_uuid)
+            await _build(host, row, request_id)
+            if was_stopped:
+                await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)
+                await instances.set_state(host.pool, instance_uuid, vm_state="stopped", task_state=None,
+                                          power_state=instances.SHUTDOWN, expected_task_state=None)
+    except DeleteRaced:
+        await terminate(host, instance_uuid, request_id)
+        return
+    except Exception as exc:
+        reason = describe(exc)
+        log.error("rebuild failed", reason=reason)
+        await instances.set_error(host.pool, instance_uuid, f"Rebuild failed: {reason}", host=host.name,
+                                  code=exc.status if isinstance(exc, errors.NovaAsyncError) else 500,
+                                  details="".join(traceback.format_exception(exc)))
+        await instances.finish_action(host.pool, instance_uuid, request_id, "Error")
+        await host.notify("instance.rebuild.error", instance_uuid, reason=reason)
+        return
+    log.info("instance rebuilt", stopped=was_stopped)
+    await instances.finish_action(host.pool, instance_uuid, request_id)
+    await host.notify("instance.rebuild.end", instance_uuid)
+
+
 async def _reschedule(host: Host, instance_uuid: str, request_id: str, exc: Exception,
                       alternates: list[Destination]) -> bool:
     """Clean up here and hand the build to the conductor's next alternate; False when the

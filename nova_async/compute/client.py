@@ -33,6 +33,9 @@ class ComputeClient:
         await self.bus.cast(topic(host), m.PowerAction(instance_uuid=instance_uuid, action=action,
                                                        reboot_type=reboot_type), context=context)
 
+    async def rebuild(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.RebuildInstance(instance_uuid=instance_uuid), context=context)
+
     async def console_output(self, host: str, instance_uuid: str, lines: int | None = None,
                              context: RequestContext | None = None) -> str:
         """The tail of the guest's serial console, read on the host that runs it."""

@@ -63,6 +63,13 @@ class PowerAction(Message, frozen=True, kw_only=True):
         return _TASK_STATES[self.action]
 
 
+class RebuildInstance(Message, frozen=True, kw_only=True):
+    """Rebuild the guest from the image the row now names (the API changed it, and set
+    task_state 'rebuilding'); ports and claims stay, disks and the guest are made anew."""
+
+    instance_uuid: str
+
+
 class GetConsoleOutput(Message, frozen=True, kw_only=True):
     """What the guest printed on its serial console, the last `lines` lines of it (None:
     all that is kept). A call: answered with ConsoleOutput."""

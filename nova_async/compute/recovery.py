@@ -107,7 +107,7 @@ async def unfinished(host: Host) -> list[Unfinished]:
     """Builds and deletes a restart interrupted on this host, in the order they were asked."""
     work = []
     for row in await host.pool.fetch(Q.unfinished_on_host, host.name):
-        kind = "terminate" if row["task_state"] == "deleting" else "build"
+        kind = {"deleting": "terminate", "rebuilding": "rebuild"}.get(row["task_state"], "build")
         # Events go under the action the user started; a row without one still gets done.
         request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
         work.append(Unfinished(str(row["uuid"]), kind, request_id))

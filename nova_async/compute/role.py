@@ -31,7 +31,7 @@ from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.compute import events, lifecycle, recovery, registration
-from nova_async.compute.build import build_and_run
+from nova_async.compute.build import build_and_run, rebuild
 from nova_async.compute.client import topic
 from nova_async.compute.console import console_output
 from nova_async.compute.disks import ImageCache, unreachable_by_qemu
@@ -42,6 +42,7 @@ from nova_async.compute.messages import (
     BuildAndRunInstance,
     GetConsoleOutput,
     PowerAction,
+    RebuildInstance,
     TerminateInstance,
 )
 from nova_async.compute.power import change_power
@@ -59,7 +60,7 @@ RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes/power actions redone at 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str              # "build", "terminate", "power", or "sync" (lifecycle.sync)
+    kind: str              # "build", "terminate", "power", "rebuild", or "sync" (lifecycle.sync)
     request_id: str
     power: PowerAction | None = None
     alternates: tuple[Destination, ...] = ()   # a build's other hosts, for a reschedule
@@ -190,7 +191,7 @@ class ComputeRole(Role):
             instance_uuid = canonical_uuid(msg.instance_uuid)
             with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
                 return await console_output(host, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
-        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction)):
+        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction, RebuildInstance)):
             raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
         instance_uuid = canonical_uuid(msg.instance_uuid)
         request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
@@ -198,6 +199,8 @@ class ComputeRole(Role):
             job = Job("power", request_id, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
         elif isinstance(msg, BuildAndRunInstance):
             job = Job("build", request_id, alternates=tuple(msg.alternates))
+        elif isinstance(msg, RebuildInstance):
+            job = Job("rebuild", request_id)
         else:
             job = Job("terminate", request_id)
         workers.submit(instance_uuid, job)
@@ -213,5 +216,7 @@ class ComputeRole(Role):
                 await change_power(host, job.power, job.request_id)
             elif job.kind == "sync":
                 await lifecycle.sync(host, instance_uuid)
+            elif job.kind == "rebuild":
+                await rebuild(host, instance_uuid, job.request_id)
             else:
                 await terminate(host, instance_uuid, job.request_id)

@@ -28,3 +28,21 @@ SELECT i.uuid, i.task_state,
 -- name: set_lock
 UPDATE instances SET locked = $2, locked_by = $3, locked_reason = $4, updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL RETURNING uuid;
+
+-- name: begin_rebuild
+-- Claim instance $1 for a rebuild (from active, stopped or error, no task under way) and
+-- record what it will be rebuilt with; $3..$10 only change what the request gave ($11..$17).
+UPDATE instances
+   SET task_state = 'rebuilding', image_ref = $2,
+       display_name = CASE WHEN $11 THEN $3 ELSE display_name END,
+       metadata     = CASE WHEN $12 THEN $4 ELSE metadata END,
+       user_data    = CASE WHEN $13 THEN $5 ELSE user_data END,
+       key_name     = CASE WHEN $14 THEN $6 ELSE key_name END,
+       key_data     = CASE WHEN $14 THEN $7 ELSE key_data END,
+       description  = CASE WHEN $15 THEN $8 ELSE description END,
+       access_ip_v4 = CASE WHEN $16 THEN $9 ELSE access_ip_v4 END,
+       access_ip_v6 = CASE WHEN $17 THEN $10 ELSE access_ip_v6 END,
+       updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS NULL AND host IS NOT NULL
+   AND vm_state IN ('active', 'stopped', 'error')
+RETURNING *;

@@ -41,7 +41,7 @@ SELECT i.uuid, i.vm_state, i.task_state,
          ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
   FROM instances i
  WHERE i.host = $1 AND i.deleted_at IS NULL
-   AND (i.task_state = 'deleting' OR i.vm_state = 'building')
+   AND (i.task_state IN ('deleting', 'rebuilding') OR i.vm_state = 'building')
  ORDER BY i.created_at;
 
 -- name: settled_instances
