@@ -30,6 +30,7 @@ import jsonschema
 from aiohttp import web
 
 from nova_async.api import keypairs, quotas, server_views
+from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -127,16 +128,7 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
         raise errors.NotFound(f"Instance {uuid} could not be found.")
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
-    image_ref = str(value["imageRef"]).rsplit("/", 1)[-1]
-    try:
-        image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
-    except errors.NotFound:
-        raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
-    if image.status != "active":
-        raise errors.InvalidInput(f"Image {image_ref} is not active.")
-    flavor = row["flavor"] or {}
-    if image.min_ram > flavor.get("memory_mb", 0) or (flavor.get("root_gb") and image.min_disk > flavor["root_gb"]):
-        raise errors.InvalidInput("The instance's flavor is too small for the requested image.")
+    image = await usable_image(state, ctx, value["imageRef"], row["flavor"])
     key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),

@@ -21,6 +21,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db import instances
 from nova_async.db.queries import queries
+from nova_async.image.messages import ImageInfo
 from nova_async.network.messages import RequestedNetwork
 from nova_async.scheduler.messages import RequestSpec
 
@@ -102,22 +103,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     if flavor["disabled"]:
         raise errors.InvalidInput(f"Flavor {flavor['id']} is disabled.")
 
-    image_ref = _image_ref(server).rsplit("/", 1)[-1]
-    try:
-        image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
-    except errors.NotFound:
-        raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
-    if image.status != "active":
-        raise errors.InvalidInput(f"Image {image_ref} is not active.")
-    if flavor["root_gb"] and (image.size or 0) > flavor["root_gb"] * GiB:
-        raise errors.InvalidInput(f"Flavor's disk is too small for requested image. Flavor disk is "
-                                  f"{flavor['root_gb'] * GiB} bytes, image is {image.size} bytes.")
-    if image.min_ram > flavor["memory_mb"]:
-        raise errors.InvalidInput(f"Flavor's memory is too small for requested image "
-                                  f"(image needs {image.min_ram} MB).")
-    if flavor["root_gb"] and image.min_disk > flavor["root_gb"]:
-        raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
-                                  f"(image needs {image.min_disk} GB).")
+    image = await usable_image(state, ctx, _image_ref(server), flavor)
 
     key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, server.get("key_name"))
     zone = server.get("availability_zone")
@@ -211,6 +197,27 @@ def _check_policy_clash(policy: str, hints: dict[str, list[str]]) -> None:
         raise errors.InvalidInput("The same_host hint contradicts the anti-affinity policy of the server group.")
     if policy == "affinity" and hints.get("different_host"):
         raise errors.InvalidInput("The different_host hint contradicts the affinity policy of the server group.")
+
+
+async def usable_image(state: ApiState, ctx: RequestContext, ref: str, flavor: Any) -> ImageInfo:
+    """The image a boot or rebuild names, if the caller may use it and `flavor` can hold it."""
+    image_ref = str(ref).rsplit("/", 1)[-1]
+    try:
+        image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
+    if image.status != "active":
+        raise errors.InvalidInput(f"Image {image_ref} is not active.")
+    if flavor["root_gb"] and (image.size or 0) > flavor["root_gb"] * GiB:
+        raise errors.InvalidInput(f"Flavor's disk is too small for requested image. Flavor disk is "
+                                  f"{flavor['root_gb'] * GiB} bytes, image is {image.size} bytes.")
+    if image.min_ram > flavor["memory_mb"]:
+        raise errors.InvalidInput(f"Flavor's memory is too small for requested image "
+                                  f"(image needs {image.min_ram} MB).")
+    if flavor["root_gb"] and image.min_disk > flavor["root_gb"]:
+        raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
+                                  f"(image needs {image.min_disk} GB).")
+    return image
 
 
 def _hostname(name: str) -> str:
