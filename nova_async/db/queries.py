@@ -1,7 +1,7 @@
 """Named SQL queries, loaded once from `sql/queries/<role>.sql`.
 
 A file holds blocks introduced by `-- name: <query_name>` lines; the text up to the next
-such line is the query. Roles ask for `queries("placement").candidates` and get the SQL."""
+such line is the query. Roles ask for `queries("placement").usages` and get the SQL."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
 """Allocation candidates: which providers could take a request right now.
 
-One SQL statement does the work (sql/queries/placement.sql `candidates`): it sums usage per
-provider and class, keeps the root providers where every requested amount fits (free
+One SQL statement does the work (sql/queries/placement_candidates.sql `root_candidates`): it
+sums usage per provider and class, keeps the root providers where every requested amount fits (free
 capacity, min_unit, max_unit, step_size) and returns each survivor's capacity and usage for
 all of its classes. Candidates are advice, not reservations: the claim re-checks under lock.
 
-Nested providers and request groups (a tree sharing one request) come with the full 1.39
-API; today a candidate is a single root provider that satisfies the whole request."""
+This is the scheduler's in-process question, where a candidate is a single root provider that
+satisfies the whole request (its claim names one provider). The HTTP API's search over nested
+trees and request groups lives in tree_candidates."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import asyncpg
@@ -19,6 +21,7 @@ from nova_async.common import errors
 from nova_async.db.queries import queries
 
 Q = queries("placement")
+QC = queries("placement_candidates")
 
 _CLASS = re.compile(r"^[A-Z0-9_]{1,255}$")
 MAX_AMOUNT = 2**31 - 1
@@ -64,10 +67,17 @@ def check_resources(resources: dict[str, int]) -> None:
                                       f"{MAX_AMOUNT}, got {amount}.", code="placement.query.bad_value")
 
 
-async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None = None) -> list[Candidate]:
+async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None = None, *,
+               required: Iterable[str] = (), forbidden: Iterable[str] = (),
+               member_of: Iterable[str] = ()) -> list[Candidate]:
+    """Root providers that can take `resources` alone (the scheduler claims on one host), that
+    have every `required` trait, none of the `forbidden` ones, and, when `member_of` names
+    aggregates, are in at least one of them. The HTTP API's richer search over trees and
+    request groups is tree_candidates.find."""
     check_resources(resources)
     classes = list(resources)
-    rows = await pool.fetch(Q.candidates, classes, [resources[rc] for rc in classes], limit)
+    rows = await pool.fetch(QC.root_candidates, classes, [resources[rc] for rc in classes], limit,
+                            sorted(required), sorted(forbidden), sorted(member_of))
     return [Candidate(uuid=str(r["uuid"]), name=r["name"], generation=r["generation"],
                       capacity=dict(zip(r["classes"], r["capacity"])),
                       used=dict(zip(r["classes"], r["used"])), traits=tuple(r["traits"]))

@@ -81,37 +81,6 @@ DELETE FROM inventories WHERE resource_provider_id = $1 AND resource_class <> AL
 SELECT resource_class, used FROM inventories WHERE resource_provider_id = $1
  ORDER BY resource_class;
 
--- name: candidates
--- Root providers that can take every requested class ($1, amounts $2) on their own, each with
--- capacity and usage of ALL its classes. Capacity is floor((total - reserved) * ratio), the
--- same figure the claim checks against. $3 limits the number of providers (NULL: no limit).
--- One pass over inventories (usage is kept there), grouped per provider: its cost does not
--- grow with the number of allocations.
-WITH wanted AS (
-    SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
-),
-per_provider AS (
-    SELECT i.resource_provider_id AS id,
-           count(w.amount) FILTER (
-               WHERE floor((i.total - i.reserved) * i.allocation_ratio) - i.used >= w.amount
-                 AND w.amount BETWEEN i.min_unit AND i.max_unit
-                 AND w.amount % i.step_size = 0) AS satisfied,
-           array_agg(i.resource_class) AS classes,
-           array_agg(floor((i.total - i.reserved) * i.allocation_ratio)::bigint) AS capacity,
-           array_agg(i.used) AS used
-      FROM inventories i
-      LEFT JOIN wanted w ON w.resource_class = i.resource_class
-     GROUP BY i.resource_provider_id
-)
-SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used,
-       array(SELECT t.name FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
-              WHERE pt.resource_provider_id = rp.id ORDER BY t.name) AS traits
-  FROM per_provider p
-  JOIN resource_providers rp ON rp.id = p.id
- WHERE p.satisfied = cardinality($1::text[]) AND rp.parent_provider_id IS NULL
- ORDER BY rp.id
- LIMIT $3;
-
 -- name: providers_with_room
 -- Only asked when no provider fits: per requested class, how many root providers could
 -- take that class alone. It tells a user which resource is short.

@@ -1,44 +1,69 @@
-"""`GET /allocation_candidates` (1.10+): providers that could take a request, and a ready-made
-allocation request for each, in the shape of the microversion asked for."""
+"""`GET /allocation_candidates` (1.10+): the ways a request could be allocated right now, as
+ready-made allocation requests, and a summary of every provider they involve, in the shape
+of the microversion asked for. Parsing lives in request_groups, the search in tree_candidates."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.common.web import dump, query_int
-from nova_async.placement import candidates, microversion
-from nova_async.placement.handlers.common import authorize, check_query, pool
+from nova_async.common.web import dump
+from nova_async.placement import microversion, request_groups, tree_candidates
+from nova_async.placement.handlers.common import authorize, pool
+from nova_async.placement.tree_candidates import AllocationRequest, CandidateResult, Provider
 
 
-def _allocation_request(request: web.Request, c: candidates.Candidate, wanted: dict[str, int]) -> dict:
-    if not microversion.at_least(request, 12):
-        return {"allocations": [{"resource_provider": {"uuid": c.uuid}, "resources": wanted}]}
-    body: dict = {"allocations": {c.uuid: {"resources": wanted}}}
-    if microversion.at_least(request, 34):
-        body["mappings"] = {"": [c.uuid]}
+class _Shape:
+    """What the microversion asked for decides the shape; decided once, not per provider
+    (a response can hold thousands)."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.dict_allocations = microversion.at_least(request, 12)
+        self.traits = microversion.at_least(request, 17)
+        self.all_classes = microversion.at_least(request, 27)  # before: requested classes only
+        # nested trees in candidates, tree fields and every provider of the tree in summaries
+        self.tree = microversion.at_least(request, 29)
+        self.mappings = microversion.at_least(request, 34)
+
+
+def _allocation_request(shape: _Shape, areq: AllocationRequest) -> dict:
+    if not shape.dict_allocations:
+        return {"allocations": [{"resource_provider": {"uuid": uuid}, "resources": res}
+                                for uuid, res in areq.allocations.items()]}
+    body: dict = {"allocations": {uuid: {"resources": res} for uuid, res in areq.allocations.items()}}
+    if shape.mappings:
+        body["mappings"] = areq.mappings
     return body
 
 
-def _summary(request: web.Request, c: candidates.Candidate, wanted: dict[str, int]) -> dict:
-    # from 1.27 a summary covers every class of the provider, before only the requested ones
-    classes = c.capacity if microversion.at_least(request, 27) else wanted
-    body: dict = {"resources": {rc: {"capacity": c.capacity[rc], "used": c.used[rc]} for rc in classes}}
-    if microversion.at_least(request, 17):
-        body["traits"] = list(c.traits)
-    if microversion.at_least(request, 29):
-        body["parent_provider_uuid"] = None
-        body["root_provider_uuid"] = c.uuid
+def _summary(shape: _Shape, p: Provider, requested: set[str]) -> dict:
+    body: dict = {"resources": {rc: {"capacity": inv.capacity, "used": inv.used}
+                                for rc, inv in p.inventory.items() if shape.all_classes or rc in requested}}
+    if shape.traits:
+        body["traits"] = sorted(p.traits)
+    if shape.tree:
+        body["parent_provider_uuid"] = p.parent_uuid
+        body["root_provider_uuid"] = p.root_uuid
     return body
+
+
+def _summaries(shape: _Shape, found: CandidateResult) -> dict:
+    if shape.tree:
+        shown = list(found.providers)
+    else:
+        used = {uuid for areq in found.requests for uuid in areq.allocations}
+        shown = [uuid for uuid in found.providers if uuid in used]
+    return {uuid: _summary(shape, found.providers[uuid], found.requested_classes) for uuid in shown}
 
 
 async def list_allocation_candidates(request: web.Request) -> web.Response:
     authorize(request, "allocation_candidates:list")
     microversion.require(request, 10)
-    check_query(request, {"resources": 10, "limit": 16})
-    wanted = candidates.parse_resources(request.query.get("resources", ""))
-    limit = query_int(request, "limit", minimum=1)
-    found = await candidates.find(pool(request), wanted, limit)
+    query = {name: request.query.getall(name) for name in request.query}
+    wanted = request_groups.parse(query, microversion.version(request).minor)
+    shape = _Shape(request)
+    found = await tree_candidates.find(pool(request), wanted, distinct_mappings=shape.mappings,
+                                       nested_aware=shape.tree)
     return dump({
-        "allocation_requests": [_allocation_request(request, c, wanted) for c in found],
-        "provider_summaries": {c.uuid: _summary(request, c, wanted) for c in found},
+        "allocation_requests": [_allocation_request(shape, areq) for areq in found.requests],
+        "provider_summaries": _summaries(shape, found),
     })
