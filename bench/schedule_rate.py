@@ -27,7 +27,7 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import HEADERS, NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, watch
+from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, watch
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 

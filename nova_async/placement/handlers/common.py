@@ -22,6 +22,12 @@ def authorize(request: web.Request, rule: str) -> RequestContext:
     return ctx
 
 
+def absolute(request: web.Request, path: str) -> str:
+    """A full URL for a Location header: osc-placement resolves a bare path against its
+    endpoint (which already ends in /placement), so the path alone would be doubled."""
+    return str(request.url.with_path(path).with_query(None))
+
+
 def pool(request: web.Request) -> asyncpg.Pool:
     return request.app[POOL]
 

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from nova_async.common.web import check, dump, read_body, validator
 from nova_async.placement import microversion, providers
-from nova_async.placement.handlers.common import PREFIX, authorize, path_uuid, pool
+from nova_async.placement.handlers.common import PREFIX, absolute, authorize, path_uuid, pool
 from nova_async.placement.handlers.provider_filters import provider_filter
 
 _UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
@@ -74,7 +74,7 @@ async def create_resource_provider(request: web.Request) -> web.Response:
     parent = body.get("parent_provider_uuid")
     created = await providers.create_provider(pool(request), uuid=new_uuid, name=body["name"],
                                               parent_uuid=str(uuidlib.UUID(parent)) if parent else None)
-    location = {"Location": f"{PREFIX}/resource_providers/{created.uuid}"}
+    location = {"Location": absolute(request, f"{PREFIX}/resource_providers/{created.uuid}")}
     if microversion.at_least(request, 20):
         return dump(provider_body(request, created), headers=location)
     return web.Response(status=201, headers=location)
