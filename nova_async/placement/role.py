@@ -14,7 +14,7 @@ from aiohttp import web
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.placement import allocations, candidates, providers, routes
+from nova_async.placement import allocations, candidates, catalog, providers, routes
 from nova_async.placement import messages as m
 from nova_async.placement.client import TOPIC
 from nova_async.role import Deps, Role
@@ -45,7 +45,10 @@ class PlacementRole(Role):
     def http(self) -> tuple[str, web.Application]:
         return routes.build_app(self.pool)
 
-
+    async def run(self) -> None:
+        # Before the role is ready: a request may name any standard trait.
+        await catalog.sync_standard_traits(self.pool)
+        await super().run()
 
     async def dispatch(self, msg: Message, context: RequestContext | None) -> Message | None:
         try:

@@ -13,7 +13,7 @@ from nova_async.common.web import api_app
 from nova_async.placement import microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
                                            resource_providers, root, usages)
-from nova_async.placement.handlers import provider_allocations
+from nova_async.placement.handlers import catalog, provider_allocations
 
 ROUTES = {
     ("GET", ""): root.show_versions,
@@ -28,8 +28,26 @@ ROUTES = {
     ("GET", "/usages"): usages.show_project_usages,
     ("GET", "/resource_providers/{uuid}/inventories"): inventories.list_inventories,
     ("PUT", "/resource_providers/{uuid}/inventories"): inventories.update_inventories,
+    ("DELETE", "/resource_providers/{uuid}/inventories"): inventories.delete_inventories,
+    ("GET", "/resource_providers/{uuid}/inventories/{resource_class}"): inventories.show_inventory,
+    ("PUT", "/resource_providers/{uuid}/inventories/{resource_class}"): inventories.update_inventory,
+    ("DELETE", "/resource_providers/{uuid}/inventories/{resource_class}"): inventories.delete_inventory,
     ("GET", "/resource_providers/{uuid}/usages"): usages.show_usages,
     ("GET", "/allocation_candidates"): allocation_candidates.list_allocation_candidates,
+    ("GET", "/resource_classes"): catalog.list_resource_classes,
+    ("POST", "/resource_classes"): catalog.create_resource_class,
+    ("GET", "/resource_classes/{name}"): catalog.show_resource_class,
+    ("PUT", "/resource_classes/{name}"): catalog.put_resource_class,
+    ("DELETE", "/resource_classes/{name}"): catalog.delete_resource_class,
+    ("GET", "/traits"): catalog.list_traits,
+    ("GET", "/traits/{name}"): catalog.show_trait,
+    ("PUT", "/traits/{name}"): catalog.put_trait,
+    ("DELETE", "/traits/{name}"): catalog.delete_trait,
+    ("GET", "/resource_providers/{uuid}/traits"): catalog.list_provider_traits,
+    ("PUT", "/resource_providers/{uuid}/traits"): catalog.update_provider_traits,
+    ("DELETE", "/resource_providers/{uuid}/traits"): catalog.delete_provider_traits,
+    ("GET", "/resource_providers/{uuid}/aggregates"): catalog.list_provider_aggregates,
+    ("PUT", "/resource_providers/{uuid}/aggregates"): catalog.update_provider_aggregates,
     ("GET", "/allocations/{consumer}"): allocations.show_allocations,
     ("PUT", "/allocations/{consumer}"): allocations.update_allocations,
     ("DELETE", "/allocations/{consumer}"): allocations.delete_allocations,

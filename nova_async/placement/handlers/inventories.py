@@ -1,11 +1,15 @@
-"""`/resource_providers/{uuid}/inventories`: what a provider holds, read and replaced whole."""
+"""`/resource_providers/{uuid}/inventories`: what a provider holds, read and replaced whole,
+or one class at a time (`/inventories/{resource_class}`). Every write names the provider
+generation it read, so two writers cannot both change a provider they read at once; a class
+nobody knows (not standard, no custom class made) is refused."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from nova_async.common import errors
 from nova_async.common.web import dump, read_json, validator
-from nova_async.placement import providers
+from nova_async.placement import catalog, microversion, providers
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
 
 _INT = {"type": "integer", "maximum": providers.MAX_INT}
@@ -56,11 +60,84 @@ async def list_inventories(request: web.Request) -> web.Response:
     return dump(inventories_body(generation, inventories))
 
 
+async def _known(request: web.Request, classes: list[str]) -> None:
+    unknown = await catalog.unknown_classes(pool(request), classes)
+    if unknown:
+        raise errors.InvalidInput(f"Unknown resource class in inventory for resource provider "
+                                  f"{request.match_info['uuid']}: {', '.join(unknown)}.")
+
+
 async def update_inventories(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
     uuid = path_uuid(request)
     body = await read_json(request, UPDATE)
+    await _known(request, list(body["inventories"]))
     wanted = {rc: providers.Inventory(**fields) for rc, fields in body["inventories"].items()}
     generation, inventories = await providers.set_inventories(
         pool(request), uuid, wanted, generation=body["resource_provider_generation"])
     return dump(inventories_body(generation, inventories))
+
+
+def _one(generation: int, rc: str, inv: providers.Inventory) -> dict:
+    return {"resource_provider_generation": generation, **inventories_body(generation, {rc: inv})["inventories"][rc]}
+
+
+async def _current(request: web.Request) -> tuple[str, int, dict[str, providers.Inventory]]:
+    uuid = path_uuid(request)
+    generation, inventories = await providers.get_inventories(pool(request), uuid)
+    return uuid, generation, inventories
+
+
+def _missing(request: web.Request, rc: str) -> errors.NotFound:
+    return errors.NotFound(f"No inventory of class {rc} found for resource provider {request.match_info['uuid']}.")
+
+
+async def show_inventory(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:inventories:show")
+    rc = request.match_info["resource_class"]
+    _, generation, inventories = await _current(request)
+    if rc not in inventories:
+        raise _missing(request, rc)
+    return dump(_one(generation, rc, inventories[rc]))
+
+
+ONE = validator({
+    "type": "object",
+    "properties": {"resource_provider_generation": {"type": "integer"},
+                   **UPDATE.schema["properties"]["inventories"]["patternProperties"]["^[A-Z0-9_]{1,255}$"]["properties"]},
+    "required": ["resource_provider_generation", "total"],
+    "additionalProperties": False,
+})
+
+
+async def update_inventory(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:inventories:update")
+    rc = request.match_info["resource_class"]
+    body = await read_json(request, ONE)
+    await _known(request, [rc])
+    uuid, _, inventories = await _current(request)
+    expected = body.pop("resource_provider_generation")
+    inventories[rc] = providers.Inventory(**body)
+    generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=expected)
+    return dump(_one(generation, rc, inventories[rc]))
+
+
+async def delete_inventory(request: web.Request) -> web.Response:
+    authorize(request, "resource_providers:inventories:delete")
+    rc = request.match_info["resource_class"]
+    uuid, generation, inventories = await _current(request)
+    if rc not in inventories:
+        raise _missing(request, rc)
+    del inventories[rc]
+    await providers.set_inventories(pool(request), uuid, inventories, generation=generation)
+    return web.Response(status=204)
+
+
+async def delete_inventories(request: web.Request) -> web.Response:
+    """1.5+: every inventory of the provider."""
+    if not microversion.at_least(request, 5):
+        raise errors.MethodNotAllowed("DELETE of all inventories arrived in placement 1.5.")
+    authorize(request, "resource_providers:inventories:delete")
+    uuid, generation, _ = await _current(request)
+    await providers.set_inventories(pool(request), uuid, {}, generation=generation)
+    return web.Response(status=204)

@@ -289,7 +289,8 @@ async def test_sharing_providers(world, name, query, version, expected):
         nfs = await conn.fetchval(queries("placement").create_provider, names["nfs"], "nfs", None)
         await conn.execute("INSERT INTO inventories (resource_provider_id, resource_class, total, max_unit) "
                            "VALUES ($1, 'DISK_GB', 500, 500)", nfs)
-        await conn.execute("INSERT INTO traits (name) VALUES ('MISC_SHARES_VIA_AGGREGATE'), ('CUSTOM_NFS')")
+        await conn.execute("INSERT INTO traits (name) VALUES ('MISC_SHARES_VIA_AGGREGATE'), ('CUSTOM_NFS') "
+                           "ON CONFLICT DO NOTHING")
         await conn.execute("INSERT INTO provider_traits SELECT $1, id FROM traits "
                            "WHERE name IN ('MISC_SHARES_VIA_AGGREGATE', 'CUSTOM_NFS')", nfs)
         await conn.execute("INSERT INTO provider_aggregates VALUES ($1, $2)", nfs, names["B"])
