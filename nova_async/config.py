@@ -107,6 +107,9 @@ class QuotaSettings:
 @dataclass(frozen=True)
 class SchedulerSettings:
     max_attempts: int = _doc("hosts tried per instance (the chosen one plus alternates)", 3)
+    max_placement_results: int = _doc("hosts a decision considers: a random sample of this many of "
+                                      "those with room (0: all); bounds the cost of a decision on "
+                                      "big clouds", 50)
     host_subset_size: int = _doc("pick randomly among the N best-weighed hosts", 1)
     ram_weight_multiplier: float = _doc("positive spreads by free RAM, negative packs", 1.0)
     cpu_weight_multiplier: float = _doc("positive spreads by free VCPU, negative packs", 1.0)

@@ -69,15 +69,16 @@ def check_resources(resources: dict[str, int]) -> None:
 
 async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None = None, *,
                required: Iterable[str] = (), forbidden: Iterable[str] = (),
-               member_of: Iterable[str] = ()) -> list[Candidate]:
+               member_of: Iterable[str] = (), randomize: bool = False) -> list[Candidate]:
     """Root providers that can take `resources` alone (the scheduler claims on one host), that
     have every `required` trait, none of the `forbidden` ones, and, when `member_of` names
-    aggregates, are in at least one of them. The HTTP API's richer search over trees and
-    request groups is tree_candidates.find."""
+    aggregates, are in at least one of them; with `randomize`, a random `limit` of them (so
+    concurrent requests spread, as Nova's randomize_allocation_candidates). The HTTP API's
+    richer search over trees and request groups is tree_candidates.find."""
     check_resources(resources)
     classes = list(resources)
     rows = await pool.fetch(QC.root_candidates, classes, [resources[rc] for rc in classes], limit,
-                            sorted(required), sorted(forbidden), sorted(member_of))
+                            sorted(required), sorted(forbidden), sorted(member_of), randomize)
     return [Candidate(uuid=str(r["uuid"]), name=r["name"], generation=r["generation"],
                       capacity=dict(zip(r["classes"], r["capacity"])),
                       used=dict(zip(r["classes"], r["used"])), traits=tuple(r["traits"]))

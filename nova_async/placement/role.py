@@ -61,7 +61,8 @@ class PlacementRole(Role):
                                         {rc: _inventory(r) for rc, r in msg.inventories.items()})
 
     async def _get_candidates(self, msg: m.GetCandidates, ctx: RequestContext) -> m.Candidates:
-        found = await candidates.find(self.pool, msg.resources, msg.limit)
+        # The scheduler's bounded question: a random sample when it limits the answer.
+        found = await candidates.find(self.pool, msg.resources, msg.limit, randomize=msg.limit is not None)
         summaries = [m.ProviderSummary(uuid=c.uuid, name=c.name, generation=c.generation,
                                        capacity=c.capacity, used=c.used, traits=list(c.traits))
                      for c in found]

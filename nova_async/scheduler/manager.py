@@ -45,13 +45,18 @@ class Scheduler:
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
         if spec.group is None:
-            return await self._select(instance_uuids, spec, None, None)
+            return await self._select(instance_uuids, spec, None, None, self.settings.max_placement_results or None)
+        # A group's placements are counted as they are made: one pass, over every host.
         async with server_groups.locked(self.pool, spec.group) as (group, conn):
-            return await self._select(instance_uuids, spec, group, conn)
+            return await self._select(instance_uuids, spec, group, conn, None)
 
     async def _select(self, instance_uuids: list[str], spec: m.RequestSpec,
                       group: server_groups.GroupState | None,
-                      conn: asyncpg.Connection | None) -> list[m.Selection]:
+                      conn: asyncpg.Connection | None, sample: int | None) -> list[m.Selection]:
+        """Place every instance or none. With `sample`, only a random sample of that many hosts
+        with room is considered (cheap on big clouds); when the sample cannot take the request
+        but there were more hosts, the decision is made again over all of them, so a sample
+        never turns into a NoValidHost that a full look would not give."""
         if not instance_uuids:
             return []
         if len(set(instance_uuids)) != len(instance_uuids):
@@ -61,7 +66,7 @@ class Scheduler:
             raise errors.InvalidInput("select_destinations: the request spec asks for no resources")
         started = time.perf_counter()
 
-        found = await self.placement.find_candidates(resources)
+        found = await self.placement.find_candidates(resources, sample)
         hosts, not_nova = await host_state.load(self.pool, found.providers, self.settings.service_down_time)
         passed, removed_by = filters.run(self.filters, hosts, spec)
         if spec.scheduler_hints:
@@ -97,6 +102,10 @@ class Scheduler:
             await self._release(attempted)
             raise
         await self._release([s.instance_uuid for s in selections])
+        if sample is not None and len(found.providers) >= sample:
+            log.info("the sampled hosts could not take the request; looking at all of them",
+                     sample=sample, instances=len(instance_uuids))
+            return await self._select(instance_uuids, spec, group, conn, None)
         total = await host_state.count_hosts(self.pool)
         reason = explain(resources, total, len(hosts), found.providers_with_room, not_nova, removed_by,
                          refusals, placed=len(selections), wanted=len(instance_uuids))

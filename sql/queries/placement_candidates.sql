@@ -143,6 +143,7 @@ SELECT name FROM traits WHERE name = ANY($1::text[]);
 -- class ($1, amounts $2) on their own, each with capacity and usage of ALL its classes and its
 -- traits. $3 limits the number of providers (NULL: no limit); $4 traits it must have, $5
 -- traits it must not have, $6 aggregates of which it must be in at least one (empty: any).
+-- $7 true: a random sample of $3 of them (the scheduler's bounded question), else by id.
 WITH wanted AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
 ),
@@ -171,5 +172,5 @@ SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used, tr.traits
    AND (cardinality($6::uuid[]) = 0 OR EXISTS (
         SELECT 1 FROM provider_aggregates pa
          WHERE pa.resource_provider_id = rp.id AND pa.aggregate_uuid = ANY($6::uuid[])))
- ORDER BY rp.id
+ ORDER BY CASE WHEN $7 THEN random() END, rp.id
  LIMIT $3;
