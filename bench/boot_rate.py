@@ -91,13 +91,15 @@ async def boot_one(s: aiohttp.ClientSession, url: str, base: dict, i: int) -> tu
 
 
 async def watch(s: aiohttp.ClientSession, url: str, count: int, done: dict[str, tuple[float, str]]) -> None:
-    """One list call for every server, so polling costs the service little."""
+    """Two short list calls per round (ids of servers now ACTIVE, and now ERROR), so that
+    watching thousands of servers costs the service little next to what is measured."""
     while len(done) < count:
-        async with s.get(url + "/compute/v2.1/servers/detail", headers=HEADERS) as r:
-            now = time.perf_counter()
-            for server in (await r.json())["servers"]:
-                if server["status"] in ("ACTIVE", "ERROR") and server["id"] not in done:
-                    done[server["id"]] = (now, server["status"])
+        for status in ("ACTIVE", "ERROR"):
+            async with s.get(f"{url}/compute/v2.1/servers?status={status}", headers=HEADERS) as r:
+                now = time.perf_counter()
+                for server in (await r.json())["servers"]:
+                    if server["id"] not in done:
+                        done[server["id"]] = (now, status)
         await asyncio.sleep(0.05)
 
 
