@@ -2,9 +2,9 @@
 
 Per host, in order: open its libvirt connection → register (service, compute node,
 placement provider) → reconcile with the database (recovery.py) → then take work from
-`compute.<host>`, beat every 10 s, refresh inventories, and keep power states true to the
+`compute.<host>`, refresh inventories, and keep power states true to the
 guests (lifecycle.py: on libvirt's events, and periodically). The role is ready once every
-host has reconciled.
+host has reconciled; from then one heartbeat every 10 s keeps all its hosts' services up.
 
 Work for one instance is serialised by `InstanceWorkers`; different instances build in
 parallel. Reading a guest's console changes nothing, so it is answered at once, outside
@@ -112,6 +112,7 @@ class ComputeRole(Role):
                     tg.create_task(self._run_host(host, ready), name=f"compute:{host.name}")
                 for ready in started:
                     await ready.wait()
+                tg.create_task(self._heartbeat(), name="compute:heartbeat")
                 self.ready.set()
                 log.info("compute ready", hosts=",".join(self.hosts))
 
@@ -125,7 +126,6 @@ class ComputeRole(Role):
             if self.events:
                 await host.hypervisor.watch(functools.partial(self._sync_soon, workers))
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._heartbeat(host), name=f"compute:{host.name}:heartbeat")
                 tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
                 tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
                 # Returns once the role is told to stop; the workers then finish their jobs.
@@ -134,9 +134,9 @@ class ComputeRole(Role):
                                name=f"compute:{host.name}:consume")
         log.info("compute host stopped")
 
-    async def _heartbeat(self, host: Host) -> None:
+    async def _heartbeat(self) -> None:
         while not await self.sleep_unless_stopping(registration.HEARTBEAT_SECONDS):
-            await registration.heartbeat(host)
+            await registration.heartbeat([h for h in self.hosts.values() if h.service_id])
 
     async def _refresh(self, host: Host) -> None:
         interval = self.settings.compute.resource_refresh_interval

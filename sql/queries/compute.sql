@@ -23,7 +23,8 @@ ON CONFLICT (hypervisor_hostname) DO UPDATE
 RETURNING uuid;
 
 -- name: heartbeat
-UPDATE services SET last_seen_up = now() WHERE id = $1;
+-- Every compute service of this process at once ($1 ids): they live and die together.
+UPDATE services SET last_seen_up = now() WHERE id = ANY($1::uuid[]);
 
 -- name: live_instances
 -- Which of the uuids $1 still have an instance (on any host: simulated hosts share a disk).
