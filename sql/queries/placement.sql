@@ -1,18 +1,6 @@
 -- Placement: providers, inventories, usages, allocation candidates and allocations.
 -- Writers lock the provider rows they touch, in id order, after locking the consumer.
 
--- name: list_providers
--- $1 name, $2 uuid, $3 uuid of any provider in the wanted tree: each NULL means "any".
-SELECT rp.id, rp.uuid, rp.name, rp.generation, p.uuid AS parent_uuid, r.uuid AS root_uuid
-  FROM resource_providers rp
-  JOIN resource_providers r ON r.id = rp.root_provider_id
-  LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
- WHERE ($1::text IS NULL OR rp.name = $1)
-   AND ($2::uuid IS NULL OR rp.uuid = $2)
-   AND ($3::uuid IS NULL OR rp.root_provider_id =
-        (SELECT t.root_provider_id FROM resource_providers t WHERE t.uuid = $3))
- ORDER BY rp.id;
-
 -- name: get_provider
 SELECT rp.id, rp.uuid, rp.name, rp.generation, p.uuid AS parent_uuid, r.uuid AS root_uuid
   FROM resource_providers rp
