@@ -125,8 +125,8 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
         out["locked_reason"] = row["locked_reason"]
     if version >= (2, 63):
         out["trusted_image_certificates"] = None
-    if version >= (2, 71):
-        out["server_groups"] = []
+    if version >= (2, 71) and "server_groups" in row.keys():
+        out["server_groups"] = list(row["server_groups"])  # in show, update and rebuild; not in lists
     if version >= (2, 96):
         out["pinned_availability_zone"] = row["availability_zone"]
     return out

@@ -137,3 +137,26 @@ async def test_group_quotas(cloud):
     resp = await h.http.post(V + "/servers", headers=h.alice,
                              json={**boot_body(h), "os:scheduler_hints": {"group": g}})
     assert resp.status == 403 and "too many servers in group" in await resp.text()
+
+
+async def test_a_member_shows_its_group_from_2_71(cloud):
+    h = cloud
+    g = await group(h, "affinity")
+    server_id = (await boot(h, g))["id"]
+    lone_id = (await boot_alone(h))["id"]
+
+    async def show(server: str, version: str) -> dict:
+        headers = {**h.alice, "OpenStack-API-Version": f"compute {version}"}
+        return (await ok(await h.http.get(f"{V}/servers/{server}", headers=headers), 200))["server"]
+
+    assert (await show(server_id, "2.71"))["server_groups"] == [g]
+    assert (await show(lone_id, "2.71"))["server_groups"] == []
+    assert "server_groups" not in await show(server_id, "2.70")
+    listed = await ok(await h.http.get(f"{V}/servers/detail", headers={**h.alice, "OpenStack-API-Version":
+                                                                        "compute 2.71"}), 200)
+    assert all("server_groups" not in s for s in listed["servers"])     # show, not list, carries it
+
+
+async def boot_alone(h) -> dict:
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    return await wait_status(h, created["server"]["id"], "ACTIVE")
