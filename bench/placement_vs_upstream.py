@@ -2,18 +2,22 @@
 
 One PostgreSQL cluster holds both databases; nova-async runs `serve --roles placement,identity
 --auth noauth`, upstream runs under gunicorn (noauth2) from its own venv, created on first run.
-Both are loaded over HTTP with the same requests (providers with VCPU/MEMORY_MB/DISK_GB
-inventories, traits, aggregates and a few allocations each), then, one request at a time and
-alternating between the two, we time
+Both are given the same providers (VCPU/MEMORY_MB/DISK_GB inventories, traits, aggregates
+and a few allocations each): by default written straight into each side's schema
+(placement_load.py; HTTP loading takes tens of minutes at 5,000 on a busy 2-core machine),
+with `--load http` through each API. Then, one request at a time, alternating between the
+two, over one keep-alive client, we time
 
   * GET /allocation_candidates  — without a limit, and with limit=10
     (and with a required trait + member_of when both sides answer those)
   * PUT /allocations/{consumer} — a claim for a new consumer on one provider
 
-and print medians and ours/upstream per size. Sizes grow on the same data: the 5,000 run adds
-4,000 providers to the 1,000 already loaded. Targets: candidates ≥20×, claims ≥10× faster.
+and print medians and ours/upstream per size. A sample is the time from sending the request
+to having read the whole response body; decoding the JSON is the client's own work and is
+done after the clock stops, for both sides alike. Sizes grow on the same data: the 5,000 run
+adds 4,000 providers to the 1,000 already loaded. Targets: candidates ≥20×, claims ≥10× faster.
 
-    .venv/bin/python bench/placement_vs_upstream.py [--sizes 1000,5000] [--repeat 15]
+    .venv/bin/python bench/placement_vs_upstream.py [--sizes 1000,5000] [--repeat 15] [--load sql|http]
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
+import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import placement_load as bulk  # noqa: E402
 from bench import placement_servers as servers  # noqa: E402
 
 WANTED_VERSION = (1, 39)
@@ -92,25 +98,34 @@ class Side:
     session: aiohttp.ClientSession
     version: str = "1.0"
     load_s: dict[int, float] = dataclasses.field(default_factory=dict)
+    # its database and the bulk loader for its schema (placement_load), for --load sql
+    dsn: str = ""
+    bulk: Callable[..., Awaitable[None]] | None = None
 
     @property
     def headers(self) -> dict[str, str]:
         return {"X-Auth-Token": "admin", "OpenStack-API-Version": f"placement {self.version}",
                 "Accept": "application/json"}
 
-    async def call(self, method: str, path: str, body: object = None, expect: tuple[int, ...] = (200,),
-                   ) -> tuple[int, object]:
-        async with self.session.request(method, self.url + path, json=body, headers=self.headers) as resp:
+    async def fetch(self, method: str, path: str, body: bytes | None = None,
+                    expect: tuple[int, ...] = (200,)) -> bytes:
+        """One request, up to the last byte of the answer: what the benchmark times."""
+        headers = self.headers if body is None else {**self.headers, "Content-Type": "application/json"}
+        async with self.session.request(method, self.url + path, data=body, headers=headers) as resp:
             raw = await resp.read()
             if resp.status not in expect:
                 raise RequestFailed(f"{self.name}: {method} {path} -> {resp.status}: "
                                     f"{raw[:600].decode(errors='replace')}")
-            if raw and resp.content_type == "application/json":
-                return resp.status, json.loads(raw)
-            return resp.status, None
+            return raw
+
+    async def call(self, method: str, path: str, body: object = None, expect: tuple[int, ...] = (200,),
+                   ) -> object:
+        """A request whose decoded answer we need (loading, probing): not timed."""
+        raw = await self.fetch(method, path, None if body is None else json.dumps(body).encode(), expect)
+        return json.loads(raw) if raw else None
 
     async def max_version(self) -> tuple[int, int]:
-        _, doc = await self.call("GET", "/")
+        doc = await self.call("GET", "/")
         assert isinstance(doc, dict)
         major, minor = doc["versions"][0]["max_version"].split(".")
         return int(major), int(minor)
@@ -163,14 +178,14 @@ async def probe(ours: Side, features: Features) -> None:
 
 async def load_provider(side: Side, i: int, features: Features) -> None:
     rp = rp_uuid(i)
-    _, created = await side.call("POST", "/resource_providers", {"name": f"bench-{i:05d}", "uuid": rp},
+    created = await side.call("POST", "/resource_providers", {"name": f"bench-{i:05d}", "uuid": rp},
                                  expect=(200, 201))
     generation = created["generation"] if isinstance(created, dict) and "generation" in created else 0
-    _, inv = await side.call("PUT", f"/resource_providers/{rp}/inventories",
+    inv = await side.call("PUT", f"/resource_providers/{rp}/inventories",
                              {"inventories": inventories(i), "resource_provider_generation": generation})
     generation = inv["resource_provider_generation"]
     if features.traits and traits(i):
-        _, body = await side.call("PUT", f"/resource_providers/{rp}/traits",
+        body = await side.call("PUT", f"/resource_providers/{rp}/traits",
                                   {"traits": traits(i), "resource_provider_generation": generation})
         generation = body["resource_provider_generation"]
     if features.aggregates:
@@ -181,9 +196,19 @@ async def load_provider(side: Side, i: int, features: Features) -> None:
                         allocation_body(rp, {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 4}), expect=(204,))
 
 
-async def load(side: Side, start: int, stop: int, features: Features, concurrency: int) -> float:
+async def load(side: Side, start: int, stop: int, features: Features, concurrency: int,
+               how: str) -> float:
     if features.traits and start == 0:
         await side.call("PUT", f"/traits/{CUSTOM_TRAIT}", expect=(201, 204))
+    if how == "sql":
+        assert side.bulk is not None
+        began = time.perf_counter()
+        conn = await asyncpg.connect(side.dsn)
+        try:
+            await side.bulk(conn, sys.modules[__name__], start, stop)
+        finally:
+            await conn.close()
+        return time.perf_counter() - began
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
@@ -195,10 +220,10 @@ async def load(side: Side, start: int, stop: int, features: Features, concurrenc
     return time.perf_counter() - began
 
 
-async def timed(call: Callable[[], Awaitable[tuple[int, object]]]) -> tuple[float, object]:
+async def timed(fetch: Callable[[], Awaitable[bytes]]) -> tuple[float, bytes]:
     began = time.perf_counter()
-    _, body = await call()
-    return (time.perf_counter() - began) * 1000, body
+    raw = await fetch()
+    return (time.perf_counter() - began) * 1000, raw
 
 
 @dataclasses.dataclass
@@ -224,10 +249,9 @@ async def time_candidates(sides: tuple[Side, Side], size: int, label: str, query
             await side.call("GET", query)
     for _ in range(repeat):
         for side in sides:  # alternate, so drift in the machine's load hits both alike
-            ms, body = await timed(lambda: side.call("GET", query))
+            ms, raw = await timed(lambda: side.fetch("GET", query))
             samples[side.name].append(ms)
-            assert isinstance(body, dict)
-            counts[side.name] = len(body["allocation_requests"])
+            counts[side.name] = len(json.loads(raw)["allocation_requests"])
     ours, theirs = sides
     note = f"{counts[ours.name]} candidates"
     if counts[ours.name] != counts[theirs.name]:
@@ -242,7 +266,7 @@ async def time_floor(sides: tuple[Side, Side], size: int, repeat: int) -> Row:
     samples: dict[str, list[float]] = {s.name: [] for s in sides}
     for _ in range(repeat):
         for side in sides:
-            ms, _ = await timed(lambda: side.call("GET", "/"))
+            ms, _ = await timed(lambda: side.fetch("GET", "/"))
             samples[side.name].append(ms)
     ours, theirs = sides
     return Row(size, "GET / (HTTP round trip, no SQL)", statistics.median(samples[ours.name]),
@@ -256,9 +280,9 @@ async def time_claims(sides: tuple[Side, Side], size: int, claims: int) -> Row:
         rp = rp_uuid((n * 7919) % size)
         if (n * 7919) % size % 10 == 9:  # skip the nearly-full disks
             rp = rp_uuid((n * 7919 + 1) % size)
+        body = json.dumps(allocation_body(rp, CLAIM)).encode()
         for side in sides:
-            ms, _ = await timed(lambda: side.call("PUT", f"/allocations/{consumer}",
-                                                  allocation_body(rp, CLAIM), expect=(204,)))
+            ms, _ = await timed(lambda: side.fetch("PUT", f"/allocations/{consumer}", body, expect=(204,)))
             if n:  # the first claim warms up, untimed
                 samples[side.name].append(ms)
     for side in sides:  # give the capacity back so the next size starts from the same state
@@ -273,7 +297,15 @@ async def time_claims(sides: tuple[Side, Side], size: int, claims: int) -> Row:
                statistics.median(samples[theirs.name]), CLAIM_TARGET)
 
 
-def print_table(rows: list[Row], sides: tuple[Side, Side], features: Features, version: str) -> None:
+def print_row(r: Row) -> None:
+    met = "" if not r.target else "ok" if r.speedup >= r.target else "MISS"
+    target = f"{r.target:>6.0f}x" if r.target else f"{'-':>7}"
+    print(f"{r.size:>6}  {r.what:<48} {r.ours_ms:>11.2f} {r.theirs_ms:>10.2f} "
+          f"{r.ours_ms / r.theirs_ms:>7.3f} {r.speedup:>7.1f}x {target}  {met:<4} {r.note}", flush=True)
+
+
+def print_table(rows: list[Row], sides: tuple[Side, Side], features: Features, version: str,
+                how: str) -> None:
     ours, theirs = sides
     print()
     print(f"placement microversion {version}; median ms, one request at a time; "
@@ -283,13 +315,10 @@ def print_table(rows: list[Row], sides: tuple[Side, Side], features: Features, v
     print(header)
     print("-" * len(header))
     for r in rows:
-        met = "" if not r.target else "ok" if r.speedup >= r.target else "MISS"
-        target = f"{r.target:>6.0f}x" if r.target else f"{'-':>7}"
-        print(f"{r.size:>6}  {r.what:<48} {r.ours_ms:>11.2f} {r.theirs_ms:>10.2f} "
-              f"{r.ours_ms / r.theirs_ms:>7.3f} {r.speedup:>7.1f}x {target}  {met:<4} {r.note}")
+        print_row(r)
     print()
     for size in sorted(ours.load_s):
-        print(f"load up to {size:>5} providers over HTTP: nova-async {ours.load_s[size]:7.1f} s, "
+        print(f"load up to {size:>5} providers ({how}): nova-async {ours.load_s[size]:7.1f} s, "
               f"upstream {theirs.load_s[size]:7.1f} s")
     for note in features.notes:
         print(f"note: {note}")
@@ -309,7 +338,9 @@ async def run(args: argparse.Namespace) -> None:
             connector = dict(limit=64)
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(**connector)) as s1, \
                     aiohttp.ClientSession(connector=aiohttp.TCPConnector(**connector)) as s2:
-                ours, theirs = Side("nova-async", ours_url, s1), Side("upstream", theirs_url, s2)
+                ours = Side("nova-async", ours_url, s1, dsn=pg.dsn, bulk=bulk.load_ours)
+                theirs = Side("upstream", theirs_url, s2, dsn=pg.dsn.replace("/nova?", f"/{servers.UPSTREAM_DB}?"),
+                              bulk=bulk.load_upstream)
                 sides = (ours, theirs)
                 best = min(WANTED_VERSION, await ours.max_version(), await theirs.max_version())
                 version = f"{best[0]}.{best[1]}"
@@ -317,7 +348,7 @@ async def run(args: argparse.Namespace) -> None:
                 features = Features()
                 await probe(ours, features)
                 rows = await measure(sides, sizes, features, args, lambda: servers.analyze(pg))
-                print_table(rows, sides, features, version)
+                print_table(rows, sides, features, version, args.load)
     finally:
         if args.keep:
             print(f"kept {work}")
@@ -332,7 +363,7 @@ async def measure(sides: tuple[Side, Side], sizes: list[int], features: Features
     for size in sizes:
         for side in sides:
             print(f"loading providers {loaded}..{size - 1} into {side.name} …", flush=True)
-            took = await load(side, loaded, size, features, args.concurrency)
+            took = await load(side, loaded, size, features, args.concurrency, args.load)
             side.load_s[size] = side.load_s.get(loaded, 0.0) + took
             print(f"  {took:.1f} s ({(size - loaded) / took:.0f} providers/s)", flush=True)
         loaded = size
@@ -347,9 +378,12 @@ async def measure(sides: tuple[Side, Side], sizes: list[int], features: Features
             print(f"timing {label} at {size} …", flush=True)
             rows.append(await time_candidates(sides, size, label, query, args.repeat,
                                               warmups=args.upstream_workers + 1))
+            print_row(rows[-1])
         print(f"timing claims at {size} …", flush=True)
         rows.append(await time_claims(sides, size, args.claims))
+        print_row(rows[-1])
         rows.append(await time_floor(sides, size, args.claims))
+        print_row(rows[-1])
     return rows
 
 
@@ -358,7 +392,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,5000", help="provider counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=15, help="timed candidate requests per query")
     parser.add_argument("--claims", type=int, default=100, help="timed claims per size")
-    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight while loading")
+    parser.add_argument("--load", choices=("sql", "http"), default="sql",
+                        help="write the providers straight into each schema, or through each API")
+    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight while loading (http)")
     parser.add_argument("--upstream-workers", type=int, default=4, help="gunicorn workers for upstream")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, databases)")
     asyncio.run(run(parser.parse_args()))

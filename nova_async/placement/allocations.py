@@ -1,13 +1,13 @@
 """Allocations: a consumer's claim on providers' resources, written atomically.
 
 The guarantee this module exists for: no provider is ever over-committed, however many
-writers race. Every write — one consumer's PUT or a POST naming several — runs in one
-transaction that locks the consumer rows (in uuid order), then every provider they touch (in
+writers race. Every write — one consumer's PUT or a POST naming several — is one statement
+(the database function placement_write_allocations, sql/0022), one transaction that locks the consumer rows (in uuid order), then every provider they touch (in
 id order, so writers never wait on each other in a cycle), then per consumer measures usage
 under those locks, checks capacity, replaces its allocations, and finally bumps the
 generations of the consumers and of every provider whose allocations changed. Usage is read
-after the locks are held, and READ COMMITTED gives each statement a fresh snapshot, so the
-check always sees every claim committed before it (and, in a batch, the consumers written
+after the locks are held, and READ COMMITTED gives each statement of the function a fresh
+snapshot, so the check always sees every claim committed before it (and, in a batch, the consumers written
 before it in the same transaction).
 
 Also here: the reading side — a provider's allocations by consumer, a project's usage."""
@@ -92,35 +92,37 @@ async def replace_many(pool: asyncpg.Pool, writes: list[ConsumerWrite]) -> dict[
     every consumer gets what it asked for or nothing changes. Capacity is checked consumer by
     consumer after the earlier ones were written, so the batch as a whole must fit.
 
-    Locks are taken in one global order — consumers by uuid, then every provider involved by
-    id — so batches and single claims never wait on each other in a cycle."""
+    The whole write is one statement, the function placement_write_allocations (sql/0022): it
+    locks consumers by uuid, then every provider involved by id — one global order, so batches
+    and single claims never wait on each other in a cycle — checks, writes and bumps, all in
+    one round trip. A refusal is an exception raised in the database, which undoes the lot."""
     writes = [_normalised(w) for w in writes]
-    async with pool.acquire() as conn, conn.transaction():
-        wanted = sorted({p for w in writes for p, res in w.allocations.items() if res})
-        ids = {str(r["uuid"]): r["id"] for r in await conn.fetch(Q.providers_by_uuid, wanted)}
-        _refuse_missing([p for p in wanted if p not in ids])
+    rows: list[tuple[int, str, str, int]] = [
+        (k, provider, rc, amount)
+        for k, w in enumerate(writes, 1) for provider, res in w.allocations.items()
+        for rc, amount in res.items()]
+    try:
+        written = await pool.fetch(
+            Q.write_allocations, [w.consumer_uuid for w in writes], [w.project_id for w in writes],
+            [w.user_id for w in writes], [w.consumer_type for w in writes],
+            [w.consumer_generation is not ANY_GENERATION for w in writes],
+            [None if w.consumer_generation is ANY_GENERATION else w.consumer_generation for w in writes],
+            [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
+    except asyncpg.RaiseError as exc:
+        raise _refusal(exc) from None
+    return {str(r["written_consumer"]): r["new_generation"] for r in written}
 
-        consumers: dict[str, tuple[asyncpg.Record, bool]] = {}
-        old_ids: set[int] = set()
-        for w in sorted(writes, key=lambda w: w.consumer_uuid):
-            consumer, is_new = await _lock_consumer(conn, w.consumer_uuid, w.project_id, w.user_id,
-                                                    w.consumer_type)
-            _check_generation(w.consumer_uuid, w.consumer_generation,
-                              None if is_new else consumer["generation"])
-            consumers[w.consumer_uuid] = (consumer, is_new)
-            if not is_new:
-                old_ids |= {r["resource_provider_id"]
-                            for r in await conn.fetch(Q.consumer_providers, consumer["id"])}
 
-        locked = await conn.fetch(Q.lock_providers, sorted(set(ids.values()) | old_ids))
-        names = {r["id"]: f"{r['name']} ({r['uuid']})" for r in locked}
-        _refuse_missing([p for p in wanted if ids[p] not in names])  # deleted while we waited
-
-        generations = {w.consumer_uuid: await _write_one(conn, w, consumers[w.consumer_uuid][0],
-                                                         ids, names)
-                       for w in writes}
-        await conn.execute(Q.bump_providers, [r["id"] for r in locked])
-        return generations
+def _refusal(exc: asyncpg.RaiseError) -> errors.NovaAsyncError:
+    """The error a refusal raised by placement_write_allocations stands for (its DETAIL)."""
+    kind = getattr(exc, "detail", None)
+    if kind == "refused":
+        return ClaimRefused(exc.message)
+    if kind == UnknownProvider.code:
+        return UnknownProvider(exc.message)
+    if kind == "placement.concurrent_update":
+        return errors.Conflict(exc.message, code=kind)
+    return errors.NovaAsyncError(f"placement_write_allocations: {exc.message}")
 
 
 def _normalised(w: ConsumerWrite) -> ConsumerWrite:
@@ -137,35 +139,6 @@ def _normalised(w: ConsumerWrite) -> ConsumerWrite:
                          w.consumer_type, w.consumer_generation)
 
 
-def _refuse_missing(missing: list[str]) -> None:
-    if missing:
-        raise UnknownProvider(f"Unable to allocate inventory: resource provider "
-                              f"{', '.join(missing)} could not be found.")
-
-
-async def _write_one(conn: asyncpg.Connection, w: ConsumerWrite, consumer: asyncpg.Record,
-                     ids: dict[str, int], names: dict[int, str]) -> int | None:
-    """Replace one consumer's allocations; its providers are locked already."""
-    pairs = [(ids[p], rc, amount) for p, res in w.allocations.items() for rc, amount in res.items()]
-    rows = await conn.fetch(Q.room_for_claim, [p[0] for p in pairs], [p[1] for p in pairs],
-                            consumer["id"])
-    amounts = {(p[0], p[1]): p[2] for p in pairs}
-    problems = [_problem(r, amounts[(r["provider_id"], r["resource_class"])], names[r["provider_id"]])
-                for r in rows]
-    problems = [p for p in problems if p]
-    if problems:
-        raise ClaimRefused("Unable to allocate inventory: " + "; ".join(problems))
-
-    await conn.execute(Q.delete_allocations_of, consumer["id"])
-    if not pairs:
-        await conn.execute(Q.delete_consumer, consumer["id"])
-        return None
-    await conn.execute(Q.insert_allocations, consumer["id"], [p[0] for p in pairs],
-                       [p[1] for p in pairs], [p[2] for p in pairs])
-    return await conn.fetchval(Q.update_consumer, consumer["id"], w.project_id, w.user_id,
-                               w.consumer_type)
-
-
 async def delete_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> bool:
     """Remove every allocation of the consumer, and the consumer; False if it had none."""
     async with pool.acquire() as conn, conn.transaction():
@@ -178,50 +151,6 @@ async def delete_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> bool:
         await conn.execute(Q.bump_providers, old_ids)
         await conn.execute(Q.delete_consumer, consumer["id"])
         return bool(old_ids)
-
-
-async def _lock_consumer(conn: asyncpg.Connection, consumer_uuid: str, project_id: str, user_id: str,
-                         consumer_type: str | None) -> tuple[asyncpg.Record, bool]:
-    """The consumer's row, locked, created if need be; and whether it was created."""
-    for _ in range(5):
-        created = await conn.fetchrow(Q.insert_consumer, consumer_uuid, project_id, user_id, consumer_type)
-        if created is not None:
-            return created, True
-        existing = await conn.fetchrow(Q.lock_consumer, consumer_uuid)
-        if existing is not None:
-            return existing, False
-        # it existed, then a concurrent delete removed it while we waited for its lock:
-        # the delete has committed, so inserting again goes through
-    raise errors.Conflict(f"consumer {consumer_uuid} keeps changing under us; try again.",
-                          code="placement.concurrent_update")
-
-
-def _check_generation(consumer_uuid: str, expected: object, actual: int | None) -> None:
-    if expected is ANY_GENERATION or expected == actual:
-        return
-    if expected is None:
-        text = f"consumer {consumer_uuid} already exists (generation {actual}) but none was expected"
-    elif actual is None:
-        text = f"consumer {consumer_uuid} does not exist but generation {expected} was given"
-    else:
-        text = f"consumer {consumer_uuid} is at generation {actual}, not {expected}"
-    raise errors.Conflict(f"consumer generation conflict: {text}.", code="placement.concurrent_update")
-
-
-def _problem(row: asyncpg.Record, amount: int, provider: str) -> str | None:
-    """Why `amount` of the row's class does not fit on its provider, or None when it does."""
-    rc = row["resource_class"]
-    if row["total"] is None:
-        return f"resource provider {provider} has no inventory of {rc}"
-    if amount < row["min_unit"] or amount > row["max_unit"] or amount % row["step_size"]:
-        return (f"{rc} {amount} on resource provider {provider} violates min_unit {row['min_unit']}, "
-                f"max_unit {row['max_unit']} or step_size {row['step_size']}")
-    capacity = int((row["total"] - row["reserved"]) * row["allocation_ratio"])
-    free = capacity - row["used"]
-    if amount > free:
-        return (f"{rc} {amount} requested on resource provider {provider} but only {max(free, 0)} "
-                f"of {capacity} is free")
-    return None
 
 
 # --- reading allocations from the other side ----------------------------------------------

@@ -85,22 +85,9 @@ SELECT w.resource_class, count(rp.id) AS providers
   LEFT JOIN resource_providers rp ON rp.id = i.resource_provider_id AND rp.parent_provider_id IS NULL
  GROUP BY w.resource_class;
 
--- name: insert_consumer
-INSERT INTO consumers (uuid, project_id, user_id, consumer_type)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (uuid) DO NOTHING
-RETURNING id, generation, project_id, user_id;
-
 -- name: lock_consumer
 SELECT id, generation, project_id, user_id, consumer_type
   FROM consumers WHERE uuid = $1 FOR UPDATE;
-
--- name: update_consumer
-UPDATE consumers
-   SET project_id = $2, user_id = $3, consumer_type = coalesce($4, consumer_type),
-       generation = generation + 1, updated_at = now()
- WHERE id = $1
-RETURNING generation;
 
 -- name: delete_consumer
 DELETE FROM consumers WHERE id = $1;
@@ -113,30 +100,8 @@ SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id = $1;
 SELECT id, uuid, name, generation FROM resource_providers
  WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE;
 
--- name: providers_by_uuid
-SELECT id, uuid FROM resource_providers WHERE uuid = ANY($1::uuid[]);
-
--- name: room_for_claim
--- Per wanted (provider id $1[i], class $2[i]): the inventory and what everybody but the
--- consumer $3 (whose allocations are being replaced) uses. A NULL total: no such inventory.
-WITH wanted AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[]) AS w(provider_id, resource_class)
-)
-SELECT w.provider_id, w.resource_class, i.total, i.reserved, i.min_unit, i.max_unit,
-       i.step_size, i.allocation_ratio, i.used - coalesce(own.used, 0) AS used
-  FROM wanted w
-  LEFT JOIN inventories i ON i.resource_provider_id = w.provider_id
-                         AND i.resource_class = w.resource_class
-  LEFT JOIN allocations own ON own.consumer_id = $3
-                           AND own.resource_provider_id = w.provider_id
-                           AND own.resource_class = w.resource_class;
-
 -- name: delete_allocations_of
 DELETE FROM allocations WHERE consumer_id = $1;
-
--- name: insert_allocations
-INSERT INTO allocations (consumer_id, resource_provider_id, resource_class, used)
-SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[]);
 
 -- name: allocations_of
 SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resource_class,
@@ -146,3 +111,9 @@ SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resourc
   JOIN resource_providers rp ON rp.id = a.resource_provider_id
  WHERE c.uuid = $1
  ORDER BY rp.uuid, a.resource_class;
+
+-- name: write_allocations
+-- One or more consumers' allocations replaced, all or nothing (sql/0022 says how).
+SELECT written_consumer, new_generation
+  FROM placement_write_allocations($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bool[],
+                                   $6::int[], $7::int[], $8::uuid[], $9::text[], $10::int[]);

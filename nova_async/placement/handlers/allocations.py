@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated, Any
 
+import msgspec
 from aiohttp import web
 
 from nova_async.common import errors
@@ -66,9 +68,58 @@ BATCH = {minor: validator({"type": "object", "minProperties": 1,
          for minor in _STEPS if minor >= 12}
 
 
+# The same bodies (1.28 and later) as msgspec types: jsonschema takes ~0.5 ms to walk a claim,
+# which is a good part of answering one; msgspec checks the same constraints in microseconds.
+# Only a body msgspec accepts skips the schema: anything it refuses goes to jsonschema, which
+# decides and words the error, so the two never disagree on what is refused.
+_Uuid = Annotated[str, msgspec.Meta(pattern=_UUID_KEY)]
+_Name = Annotated[str, msgspec.Meta(pattern="^[A-Z0-9_]{1,255}$")]
+_Id = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+_Resources = Annotated[dict[_Name, Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]],
+                       msgspec.Meta(min_length=1)]
+_Mappings = dict[Annotated[str, msgspec.Meta(pattern="^.{0,64}$")],
+                 Annotated[list[_Uuid], msgspec.Meta(min_length=1)]]
+
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True):
+    resources: _Resources
+    generation: Any = None  # any value; ignored
+
+
+class _Body28(msgspec.Struct, forbid_unknown_fields=True):
+    allocations: dict[_Uuid, _Entry]
+    project_id: _Id
+    user_id: _Id
+    consumer_generation: int | None
+
+
+class _Body34(_Body28, forbid_unknown_fields=True):
+    mappings: _Mappings | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Body38(_Body34, forbid_unknown_fields=True, kw_only=True):
+    consumer_type: _Name
+
+
+FAST_UPDATE: dict[int, Any] = {0: None, 28: _Body28, 34: _Body34, 38: _Body38}
+FAST_BATCH: dict[int, Any] = {12: None} | {
+    m: Annotated[dict[_Uuid, t], msgspec.Meta(min_length=1)] for m, t in FAST_UPDATE.items() if t}
+
+
 def _at_version(request: web.Request, table: dict):
     minor = microversion.version(request).minor
     return table[max(m for m in table if m <= minor)]
+
+
+def _validate(request: web.Request, body: Any, fast: dict[int, Any], schemas: dict) -> None:
+    model = _at_version(request, fast)
+    if model is not None:
+        try:
+            msgspec.convert(body, model)
+            return
+        except msgspec.ValidationError:
+            pass  # jsonschema decides, and says why
+    check(_at_version(request, schemas), body)
 
 
 def _write(consumer: str, body: dict) -> allocations.ConsumerWrite:
@@ -106,7 +157,7 @@ async def update_allocations(request: web.Request) -> web.Response:
     authorize(request, "allocations:update")
     consumer = path_uuid(request, "consumer", "consumer")
     body = await read_body(request)
-    check(_at_version(request, UPDATE), body)
+    _validate(request, body, FAST_UPDATE, UPDATE)
     await allocations.replace_many(pool(request), [_write(consumer, body)])
     return web.Response(status=204)
 
@@ -118,7 +169,7 @@ async def create_allocations(request: web.Request) -> web.Response:
     microversion.require(request, 13)
     authorize(request, "allocations:manage")
     body = await read_body(request)
-    check(_at_version(request, BATCH), body)
+    _validate(request, body, FAST_BATCH, BATCH)
     await allocations.replace_many(pool(request), [_write(str(uuid.UUID(c)), b) for c, b in body.items()])
     return web.Response(status=204)
 

@@ -1,0 +1,164 @@
+-- Placement: a claim (PUT /allocations/{consumer}) or a batch of them (POST /allocations) in
+-- ONE statement. Each step used to be its own round trip from Python (a dozen per claim); here
+-- they run server-side in one implicit transaction, with the same discipline as before:
+--
+--   1. provider uuids -> ids (unknown ones refuse the write);
+--   2. consumers locked (created if new) in uuid order, their generations compared;
+--   3. every provider involved (new and old allocations) locked in id order, so writers
+--      never wait on each other in a cycle;
+--   4. consumer by consumer, in the order given: capacity checked against inventories.used
+--      (kept by the trigger of 0004, read after the locks, so it sees every committed claim
+--      and the earlier consumers of this batch), allocations replaced, consumer bumped;
+--   5. the generations of every locked provider bumped.
+--
+-- A refusal raises an exception, which undoes everything the statement did; its DETAIL names
+-- the kind ('refused', 'placement.concurrent_update',
+-- 'placement.resource_provider.not_found') for allocations.py to map to an error.
+--
+-- Consumers are given as parallel arrays c_*; allocation rows as parallel arrays a_*, each
+-- naming its consumer by (1-based) position in c_uuids. c_check false: the caller does not
+-- care about the consumer's generation; else c_expected is the generation it read (NULL: it
+-- expects a new consumer). A consumer without allocation rows is removed.
+
+CREATE FUNCTION placement_write_allocations(
+    c_uuids uuid[], c_projects text[], c_users text[], c_types text[], c_check bool[],
+    c_expected int[], a_consumer int[], a_providers uuid[], a_classes text[], a_amounts int[])
+RETURNS TABLE (written_consumer uuid, new_generation int)
+LANGUAGE plpgsql AS $$
+DECLARE
+    provider_ids bigint[];
+    missing      text;
+    consumer_ids bigint[] := '{}';
+    fresh        bool[] := '{}';   -- per consumer: created by this statement
+    involved     bigint[];
+    locked       bigint[];
+    cid          bigint;
+    current_gen  int;
+    k            int;
+    problems     text;
+BEGIN
+    SELECT array_agg(rp.id ORDER BY a.ord),
+           string_agg(DISTINCT a.u::text, ', ' ORDER BY a.u::text) FILTER (WHERE rp.id IS NULL)
+      INTO provider_ids, missing
+      FROM unnest(a_providers) WITH ORDINALITY AS a(u, ord)
+      LEFT JOIN resource_providers rp ON rp.uuid = a.u;
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION USING DETAIL = 'placement.resource_provider.not_found', MESSAGE =
+            format('Unable to allocate inventory: resource provider %s could not be found.', missing);
+    END IF;
+    involved := coalesce(provider_ids, '{}');
+
+    FOR k IN SELECT c.pos FROM unnest(c_uuids) WITH ORDINALITY AS c(u, pos) ORDER BY c.u LOOP
+        cid := NULL;
+        FOR attempt IN 1..5 LOOP
+            -- a new consumer is written at generation 1 at once: if the claim is refused,
+            -- the exception takes the row away again
+            INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation)
+            VALUES (c_uuids[k], c_projects[k], c_users[k], c_types[k], 1)
+            ON CONFLICT (uuid) DO NOTHING
+            RETURNING id INTO cid;
+            IF cid IS NOT NULL THEN
+                current_gen := NULL;  -- a new consumer has no generation a caller could know
+                EXIT;
+            END IF;
+            SELECT c.id, c.generation INTO cid, current_gen
+              FROM consumers c WHERE c.uuid = c_uuids[k] FOR UPDATE;
+            EXIT WHEN cid IS NOT NULL;
+            -- it existed, then a concurrent delete removed it while we waited for its lock;
+            -- that delete has committed, so inserting again goes through
+        END LOOP;
+        IF cid IS NULL THEN
+            RAISE EXCEPTION USING DETAIL = 'placement.concurrent_update', MESSAGE =
+                format('consumer %s keeps changing under us; try again.', c_uuids[k]);
+        END IF;
+        IF c_check[k] AND c_expected[k] IS DISTINCT FROM current_gen THEN
+            RAISE EXCEPTION USING DETAIL = 'placement.concurrent_update', MESSAGE =
+                'consumer generation conflict: ' || CASE
+                    WHEN c_expected[k] IS NULL THEN format(
+                        'consumer %s already exists (generation %s) but none was expected.',
+                        c_uuids[k], current_gen)
+                    WHEN current_gen IS NULL THEN format(
+                        'consumer %s does not exist but generation %s was given.', c_uuids[k], c_expected[k])
+                    ELSE format('consumer %s is at generation %s, not %s.', c_uuids[k], current_gen,
+                                c_expected[k])
+                END;
+        END IF;
+        consumer_ids[k] := cid;
+        fresh[k] := current_gen IS NULL;
+        IF current_gen IS NOT NULL THEN
+            involved := involved || ARRAY(SELECT a.resource_provider_id FROM allocations a
+                                           WHERE a.consumer_id = cid);
+        END IF;
+    END LOOP;
+
+    SELECT coalesce(array_agg(l.id), '{}') INTO locked
+      FROM (SELECT rp.id FROM resource_providers rp WHERE rp.id = ANY(involved)
+             ORDER BY rp.id FOR UPDATE) l;
+    IF NOT coalesce(provider_ids, '{}') <@ locked THEN  -- deleted while we waited for its lock
+        SELECT string_agg(DISTINCT a.u::text, ', ' ORDER BY a.u::text) INTO missing
+          FROM unnest(a_providers, provider_ids) AS a(u, id)
+         WHERE a.id <> ALL(locked);
+        RAISE EXCEPTION USING DETAIL = 'placement.resource_provider.not_found', MESSAGE =
+            format('Unable to allocate inventory: resource provider %s could not be found.', missing);
+    END IF;
+
+    FOR k IN 1..cardinality(c_uuids) LOOP
+        cid := consumer_ids[k];
+        SELECT string_agg(p.problem, '; ' ORDER BY p.ord) INTO problems
+          FROM (SELECT w.ord, CASE
+                    WHEN i.total IS NULL THEN format(
+                        'resource provider %s (%s) has no inventory of %s', rp.name, rp.uuid, w.rc)
+                    WHEN w.amount < i.min_unit OR w.amount > i.max_unit OR w.amount % i.step_size <> 0
+                    THEN format('%s %s on resource provider %s (%s) violates min_unit %s, max_unit %s '
+                                'or step_size %s', w.rc, w.amount, rp.name, rp.uuid, i.min_unit,
+                                i.max_unit, i.step_size)
+                    WHEN w.amount > trunc((i.total - i.reserved) * i.allocation_ratio)
+                                    - (i.used - coalesce(own.used, 0))
+                    THEN format('%s %s requested on resource provider %s (%s) but only %s of %s is free',
+                                w.rc, w.amount, rp.name, rp.uuid,
+                                greatest(trunc((i.total - i.reserved) * i.allocation_ratio)
+                                         - (i.used - coalesce(own.used, 0)), 0),
+                                trunc((i.total - i.reserved) * i.allocation_ratio))
+                END AS problem
+                  FROM unnest(a_consumer, provider_ids, a_classes, a_amounts)
+                       WITH ORDINALITY AS w(pos, provider_id, rc, amount, ord)
+                  JOIN resource_providers rp ON rp.id = w.provider_id
+                  LEFT JOIN inventories i ON i.resource_provider_id = w.provider_id
+                                         AND i.resource_class = w.rc
+                  LEFT JOIN allocations own ON own.consumer_id = cid
+                                           AND own.resource_provider_id = w.provider_id
+                                           AND own.resource_class = w.rc
+                 WHERE w.pos = k) p;
+        IF problems IS NOT NULL THEN
+            RAISE EXCEPTION USING DETAIL = 'refused',
+                MESSAGE = 'Unable to allocate inventory: ' || problems;
+        END IF;
+
+        IF NOT fresh[k] THEN
+            DELETE FROM allocations WHERE consumer_id = cid;
+        END IF;
+        INSERT INTO allocations (consumer_id, resource_provider_id, resource_class, used)
+        SELECT cid, w.provider_id, w.rc, w.amount
+          FROM unnest(a_consumer, provider_ids, a_classes, a_amounts) AS w(pos, provider_id, rc, amount)
+         WHERE w.pos = k;
+        IF FOUND AND fresh[k] THEN
+            new_generation := 1;
+        ELSIF FOUND THEN
+            UPDATE consumers
+               SET project_id = c_projects[k], user_id = c_users[k],
+                   consumer_type = coalesce(c_types[k], consumer_type),
+                   generation = generation + 1, updated_at = now()
+             WHERE id = cid
+            RETURNING generation INTO new_generation;
+        ELSE  -- nothing left to hold: the consumer goes
+            DELETE FROM consumers WHERE id = cid;
+            new_generation := NULL;
+        END IF;
+        written_consumer := c_uuids[k];
+        RETURN NEXT;
+    END LOOP;
+
+    UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+     WHERE id = ANY(locked);
+END
+$$;
