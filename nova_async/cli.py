@@ -1,4 +1,5 @@
-"""The `nova-async` command: `serve`, `db migrate`, `host-setup` and `guest-image`.
+"""The `nova-async` command: `serve`, `db migrate`, `host-setup`, `guest-image`, and
+`project`/`user`/`role` (identity, managed in the database: nova_async/identity/cli.py).
 
 Every `serve` flag is also a config-file setting; config.py is the one place they are
 documented (`nova-async serve --help` prints them)."""
@@ -7,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
 from nova_async import __version__, config
 from nova_async.common import log as logging_setup
+from nova_async.identity import cli as identity_cli
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     image.add_argument("--out", metavar="DIR", help="cache directory (default: /var/cache/nova-async/"
                                                     "guest-image as root, else $XDG_CACHE_HOME/nova-async/guest-image)")
     image.set_defaults(config=None)
+    identity_cli.add_parsers(sub, _add_setting_flags)
     return parser
 
 
@@ -105,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db" and args.db_command == "migrate":
             applied = asyncio.run(_migrate(settings))
             print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+            return 0
+        if args.command in identity_cli.COMMANDS:
+            logging_setup.configure(settings.service.log_format, logging.WARNING)
+            print(asyncio.run(identity_cli.run(args, settings)))
             return 0
         if args.command == "host-setup":
             from nova_async.compute.host_setup import setup_host

@@ -1,7 +1,9 @@
 """Signed, self-contained tokens (in the spirit of Keystone's Fernet tokens).
 
-The identity role issues them; every API validates them with the shared key alone, so no
-request pays a database round trip to authenticate."""
+The identity role issues them; every API validates them with the shared key and an
+in-memory list of revocation events (a user deleted, disabled or given a new password, a
+project deleted, a role taken away), so no request pays a database round trip to
+authenticate. The identity role keeps that list in step with the database."""
 
 from __future__ import annotations
 
@@ -35,9 +37,42 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+class Revocations:
+    """Revocation events: a token issued at or before an event that matches it is refused.
+    Events match by user, by project, or by both; the newest event of each kind wins."""
+
+    def __init__(self) -> None:
+        self._by_user: dict[str, float] = {}
+        self._by_project: dict[str, float] = {}
+        self._by_pair: dict[tuple[str, str], float] = {}
+
+    def replace(self, events: list[tuple[str | None, str | None, float]]) -> None:
+        by_user: dict[str, float] = {}
+        by_project: dict[str, float] = {}
+        by_pair: dict[tuple[str, str], float] = {}
+        for user_id, project_id, at in events:
+            if user_id and project_id:
+                table, key = by_pair, (user_id, project_id)
+            elif user_id:
+                table, key = by_user, user_id
+            elif project_id:
+                table, key = by_project, project_id
+            else:
+                continue
+            table[key] = max(at, table.get(key, at))
+        self._by_user, self._by_project, self._by_pair = by_user, by_project, by_pair
+
+    def revoked(self, body: TokenBody) -> bool:
+        t = body.issued_at
+        return (self._by_user.get(body.user_id, -1.0) >= t
+                or self._by_project.get(body.project_id, -1.0) >= t
+                or self._by_pair.get((body.user_id, body.project_id), -1.0) >= t)
+
+
 class TokenCodec:
     def __init__(self, key: bytes) -> None:
         self._key = key
+        self.revocations = Revocations()
 
     def issue(self, body: TokenBody) -> str:
         payload = _b64(msgspec.json.encode(body))
@@ -55,6 +90,8 @@ class TokenCodec:
             raise Unauthorized("The request you have made requires authentication.") from None
         if body.expires_at < time.time():
             raise Unauthorized("The token has expired.")
+        if self.revocations.revoked(body):
+            raise Unauthorized("The token has been revoked.")
         return body
 
     def _sign(self, payload: str) -> str:

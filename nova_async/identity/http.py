@@ -1,6 +1,6 @@
 """Keystone v3's HTTP surface: the version document, password/token authentication, and
-reading projects (admins see every project, members their own), which clients use to turn
-a project name into its id."""
+the management of projects, users and roles (projects.py, users.py, roles.py). This module
+holds the route table."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common import web as w
-from nova_async.identity import store, tokens
+from nova_async.identity import projects, roles, tokens, users
+from nova_async.identity.views import DEPS
 from nova_async.role import Deps
-
-DEPS = web.AppKey("identity_deps", Deps)
 
 AUTH_SCHEMA = w.validator({
     "type": "object",
@@ -32,7 +31,8 @@ AUTH_SCHEMA = w.validator({
 
 
 def render_fault(err: errors.NovaAsyncError, request_id: str) -> web.Response:
-    titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict"}
+    titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+              405: "Method Not Allowed", 409: "Conflict"}
     body = {"error": {"code": err.status, "message": err.message,
                       "title": titles.get(err.status, "Internal Server Error")}}
     return w.dump(body, err.status)
@@ -59,29 +59,7 @@ async def create_token(request: web.Request) -> web.Response:
     return w.dump(rendered, 201, {"X-Subject-Token": token})
 
 
-def _project(row, base_url: str) -> dict:
-    return {"id": row["id"], "name": row["name"], "domain_id": row["domain_id"],
-            "description": row["description"], "enabled": row["enabled"], "is_domain": False,
-            "parent_id": row["domain_id"], "tags": [], "options": {},
-            "links": {"self": f"{base_url}/v3/projects/{row['id']}"}}
-
-
-async def list_projects(request: web.Request) -> web.Response:
-    deps, ctx = request.app[DEPS], w.context(request)
-    rows = await deps.pool.fetch(store.Q.list_projects, request.query.get("name"),
-                                 None if ctx.is_admin else ctx.project_id)
-    base = deps.settings.base_url
-    return w.dump({"projects": [_project(r, base) for r in rows],
-                   "links": {"self": f"{base}/v3/projects", "previous": None, "next": None}})
-
-
-async def show_project(request: web.Request) -> web.Response:
-    deps, ctx = request.app[DEPS], w.context(request)
-    project_id = request.match_info["project_id"]
-    row = await deps.pool.fetchrow(store.Q.project_by_id, project_id)
-    if row is None or not (ctx.is_admin or row["id"] == ctx.project_id):
-        raise errors.NotFound(f"Could not find project: {project_id}.")
-    return w.dump({"project": _project(row, deps.settings.base_url)})
+GRANT = "/projects/{project_id}/users/{user_id}/roles/{role_id}"
 
 
 def build(deps: Deps) -> web.Application:
@@ -91,7 +69,28 @@ def build(deps: Deps) -> web.Application:
         web.get("", show_version),
         web.get("/", show_version),
         web.post("/auth/tokens", create_token),
-        web.get("/projects", list_projects),
-        web.get("/projects/{project_id}", show_project),
+        web.get("/auth/projects", projects.list_auth_projects),
+        web.get("/domains", projects.list_domains),
+        web.get("/domains/{domain_id}", projects.show_domain),
+        web.get("/projects", projects.list_projects),
+        web.post("/projects", projects.create_project),
+        web.get("/projects/{project_id}", projects.show_project),
+        web.patch("/projects/{project_id}", projects.update_project),
+        web.delete("/projects/{project_id}", projects.delete_project),
+        web.get("/users", users.list_users),
+        web.post("/users", users.create_user),
+        web.get("/users/{user_id}", users.show_user),
+        web.patch("/users/{user_id}", users.update_user),
+        web.delete("/users/{user_id}", users.delete_user),
+        web.get("/users/{user_id}/projects", projects.list_user_projects),
+        web.post("/users/{user_id}/password", users.change_password),
+        web.get("/roles", roles.list_roles),
+        web.get("/roles/{role_id}", roles.show_role),
+        web.get("/role_assignments", roles.list_role_assignments),
+        web.get("/projects/{project_id}/users/{user_id}/roles", roles.list_grants),
+        web.put(GRANT, roles.grant_role),
+        web.get(GRANT, roles.check_role, allow_head=False),
+        web.head(GRANT, roles.check_role),
+        web.delete(GRANT, roles.revoke_role),
     ])
     return app

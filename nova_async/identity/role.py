@@ -1,10 +1,11 @@
-"""The identity role: Keystone v3 password tokens for the bootstrap admin, and the catalog."""
+"""The identity role: Keystone v3 password tokens, the catalog, projects, users and roles;
+it also keeps this process's list of revoked tokens in step with the database."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.identity import http, store
+from nova_async.identity import http, revocations, store
 from nova_async.role import Role
 
 
@@ -20,5 +21,6 @@ class IdentityRole(Role):
         if generated:
             store.log.info("generated the admin password",
                            stored_in=str(self.deps.state_dir / "admin-password"))
-        self.ready.set()
-        await self.stopping.wait()
+        async with revocations.following(self.pool, self.deps.tokens.revocations):
+            self.ready.set()
+            await self.stopping.wait()

@@ -98,8 +98,9 @@ async def find_user(pool: asyncpg.Pool, ref: dict) -> asyncpg.Record:
 
 
 async def find_project(pool: asyncpg.Pool, ref: dict | None, user_id: str) -> asyncpg.Record:
-    if ref is None:
-        row = await pool.fetchrow(Q.first_project_of, user_id)
+    if ref is None:  # Keystone's default scope: the user's default project, else any of theirs
+        row = (await pool.fetchrow(Q.default_project_of, user_id)
+               or await pool.fetchrow(Q.first_project_of, user_id))
     elif ref.get("id"):
         row = await pool.fetchrow(Q.project_by_id, ref["id"])
     else:

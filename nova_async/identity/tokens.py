@@ -65,7 +65,8 @@ async def issue(pool: asyncpg.Pool, codec: TokenCodec, settings: Settings, auth:
         if not given:
             raise errors.InvalidInput("token authentication needs identity.token.id")
         body = codec.verify(given)
-        user_id, user_name = body.user_id, body.user_name
+        user = await store.find_user(pool, {"id": body.user_id})  # still there, still enabled
+        user_id, user_name = user["id"], user["name"]
     else:
         raise errors.Unauthorized(f"Unsupported authentication method(s): {', '.join(methods)}")
 

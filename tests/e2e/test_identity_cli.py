@@ -1,0 +1,149 @@
+"""Projects, users and roles, managed with the real `openstack` CLI and with `nova-async
+project|user|role`, against a live `nova-async serve` on its private PostgreSQL cluster (the
+`make run` default), which the `nova-async` commands share with it while it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import serve
+
+BIN = Path(sys.executable).parent
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
+                       reason="python-openstackclient is installed by `make test`"),
+]
+
+
+class Shell:
+    def __init__(self, url: str, state_dir: Path, password: str, cwd: Path) -> None:
+        self.state_dir, self.cwd = state_dir, cwd
+        self.env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{url}/v3",
+                    "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default"}
+        self.env.pop("OS_CLOUD", None)
+        self.admin = ("admin", password, "admin")
+
+    async def _run(self, argv: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[int, str]:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, env=env, cwd=self.cwd, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(stdin), 120)
+        return proc.returncode, out.decode()
+
+    async def osc(self, *args: str, who: tuple[str, str, str] | None = None) -> tuple[int, str]:
+        user, password, project = who or self.admin
+        env = {**self.env, "OS_USERNAME": user, "OS_PASSWORD": password, "OS_PROJECT_NAME": project}
+        return await self._run(["openstack", *args], env)
+
+    async def ok(self, *args: str, who: tuple[str, str, str] | None = None) -> str:
+        rc, out = await self.osc(*args, who=who)
+        assert rc == 0, (args, out)
+        return out
+
+    async def nova(self, *args: str, stdin: bytes | None = None) -> tuple[int, str]:
+        return await self._run([sys.executable, "-m", "nova_async", *args, "--state-dir", str(self.state_dir)],
+                               self.env, stdin)
+
+
+async def test_identity_with_openstack_and_nova_async_commands(work_dir):
+    async with serve(work_dir / "identity", "--libvirt-uri", "test:///default") as served:
+        sh = Shell(served.url, served.state_dir, served.password, work_dir)
+
+        # --- with the openstack CLI, as admin -------------------------------------------
+        out = await sh.ok("project", "create", "demo", "--description", "Demo project")
+        assert re.search(r"\| name +\| demo ", out) and re.search(r"\| enabled +\| True ", out)
+        assert re.search(r"\| demo +\|", await sh.ok("project", "list"))
+        assert re.search(r"\| description +\| Demo project ", await sh.ok("project", "show", "demo"))
+        out = await sh.ok("user", "create", "--password", "alice-pw", "--project", "demo", "alice")
+        assert re.search(r"\| name +\| alice ", out)
+        await sh.ok("role", "add", "--user", "alice", "--project", "demo", "member")
+        out = await sh.ok("role", "assignment", "list", "--names")
+        assert re.search(r"\| member +\| alice@Default +\| +\| demo@Default ", out), out
+        assert re.search(r"\| admin +\| admin@Default +\| +\| admin@Default ", out), out
+        out = await sh.ok("role", "list", "-f", "value", "-c", "Name")
+        assert sorted(out.split()) == ["admin", "member", "reader"]
+        assert re.search(r"\| alice +\|", await sh.ok("user", "list"))
+        assert re.search(r"\| enabled +\| True ", await sh.ok("user", "show", "alice"))
+        await sh.ok("user", "set", "--password", "alice-pw2", "alice")
+
+        # alice, a member of demo, sees her (empty) project; her old password is gone
+        alice = ("alice", "alice-pw2", "demo")
+        assert (await sh.ok("server", "list", "-f", "value", who=alice)).strip() == ""
+        rc, out = await sh.osc("server", "list", who=("alice", "alice-pw", "demo"))
+        assert rc != 0 and "401" in out, out
+        rc, out = await sh.osc("project", "create", "hers", who=alice)
+        assert rc != 0 and "403" in out, out
+
+        # --- with nova-async, in the database, while the service runs ---------------------
+        rc, out = await sh.nova("project", "create", "lab", "--description", "Lab")
+        assert rc == 0 and out.startswith("created project lab ("), out
+        rc, out = await sh.nova("project", "create", "lab")
+        assert rc == 1 and "Duplicate entry found with name lab" in out and "Traceback" not in out, out
+        rc, out = await sh.nova("user", "create", "max", "--password", "max-pw", "--project", "lab")
+        assert rc == 0 and "with role member on project lab" in out, out
+        rc, out = await sh.nova("user", "create", "rita", "--project", "lab", "--role", "reader", stdin=b"rita-pw\n")
+        assert rc == 0 and "with role reader on project lab" in out, out
+        rc, out = await sh.nova("user", "create", "eve", "--password", "x", "--project", "nowhere")
+        assert rc == 1 and "No project with a name or id of 'nowhere'" in out and "Traceback" not in out, out
+        rc, out = await sh.nova("role", "add", "boss", "--user", "max", "--project", "lab")
+        assert rc == 1 and "No role with a name or id of 'boss'" in out, out
+        rc, out = await sh.nova("user", "delete", "nobody")
+        assert rc == 1 and "No user with a name or id of 'nobody'" in out, out
+        rc, out = await sh.nova("role", "list", "--project", "lab")
+        assert rc == 0 and re.search(r"max +lab +member", out) and re.search(r"rita +lab +reader", out), out
+        rc, out = await sh.nova("user", "list")
+        assert rc == 0 and re.search(r"rita +True +lab", out), out
+        rc, out = await sh.nova("project", "list")
+        assert rc == 0 and re.search(r"lab +True +Lab", out) and re.search(r"demo +True +Demo project", out), out
+
+        # the users nova-async made log in with the openstack CLI
+        max_ = ("max", "max-pw", "lab")
+        assert (await sh.ok("server", "list", "-f", "value", who=max_)).strip() == ""
+        await sh.ok("flavor", "create", "--ram", "64", "--disk", "1", "--vcpus", "1", "m1.mini")
+        (work_dir / "tiny.img").write_bytes(b"\0" * 4096)
+        await sh.ok("image", "create", "--file", str(work_dir / "tiny.img"), "--disk-format", "raw",
+                    "--container-format", "bare", "--public", "tiny")
+        rita = ("rita", "rita-pw", "lab")
+        assert (await sh.ok("server", "list", "-f", "value", who=rita)).strip() == ""
+        rc, out = await sh.osc("server", "create", "--flavor", "m1.mini", "--image", "tiny", "vm1", who=rita)
+        assert rc != 0 and "403" in out, out
+        rc, out = await sh.osc("network", "create", "net1", who=rita)
+        assert rc != 0 and "403" in out, out
+
+        # a role given, a password changed, a user deleted: the next command sees it
+        rc, out = await sh.nova("role", "add", "member", "--user", "rita", "--project", "lab")
+        assert rc == 0 and out.startswith("gave user rita role member on project lab"), out
+        await sh.ok("network", "create", "net1", who=rita)
+        rc, out = await sh.nova("user", "set-password", "rita", "--password", "rita-pw2")
+        assert rc == 0, out
+        rc, out = await sh.osc("server", "list", who=rita)
+        assert rc != 0 and "401" in out, out
+        # a reader may still change their own password
+        await sh.ok("user", "password", "set", "--password", "rita-pw3", "--original-password", "rita-pw2",
+                    who=("rita", "rita-pw2", "lab"))
+        await sh.ok("server", "list", who=("rita", "rita-pw3", "lab"))
+        rc, out = await sh.nova("role", "remove", "member", "--user", "max", "--project", "lab")
+        assert rc == 0 and out.startswith("took role member on project lab away from user max"), out
+        rc, out = await sh.osc("server", "list", who=max_)
+        assert rc != 0 and "401" in out, out
+        rc, out = await sh.nova("user", "delete", "max")
+        assert rc == 0 and out.startswith("deleted user max"), out
+
+        # --- and clean up with the openstack CLI ------------------------------------------
+        await sh.ok("user", "delete", "alice")
+        await sh.ok("project", "delete", "demo")
+        out = await sh.ok("project", "list", "-f", "value", "-c", "Name")
+        assert sorted(out.split()) == ["admin", "lab"]
+        rc, out = await sh.osc("server", "list", who=alice)
+        assert rc != 0 and "401" in out, out
+        # the service kept its database through all of it
+        assert served.proc.returncode is None
