@@ -9,6 +9,10 @@ What comes back is bounded twice, as in Nova: at most the last MAX_BYTES of the 
 whatever they like, so the bytes are decoded leniently and the control characters Nova's
 API strips (everything below 0x20 except tab and newline, NUL and CR included) are
 removed: the text is safe to put in JSON and to print on a terminal.
+
+The remote consoles (`GetConsoleEndpoint`) are live: the console proxy relays bytes to the
+serial port's unix socket or to the VNC port that libvirt picked when the guest started.
+Both are read from the running domain's XML, so nothing about them is stored anywhere.
 """
 
 from __future__ import annotations
@@ -16,13 +20,23 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import libvirt
 
 from nova_async.common import errors
 from nova_async.compute import disks
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host
-from nova_async.compute.messages import ConsoleOutput, GetConsoleOutput
+from nova_async.compute.hypervisor import GuestGone
+from nova_async.compute.messages import (
+    ConsoleEndpoint,
+    ConsoleKind,
+    ConsoleOutput,
+    GetConsoleEndpoint,
+    GetConsoleOutput,
+)
 
 MAX_BYTES = 100 * 1024
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f]")
@@ -73,3 +87,51 @@ async def console_output(host: Host, msg: GetConsoleOutput) -> ConsoleOutput:
         raise errors.NotFound(f"Guest of instance {instance_uuid} does not have a console available.")
     data = await asyncio.to_thread(read_tail, disks.console_log(host.instances_root, instance_uuid))
     return ConsoleOutput(output=render(data, msg.lines))
+
+
+def endpoint_in(xml: str, kind: ConsoleKind) -> ConsoleEndpoint | None:
+    """Where a running domain's `kind` console listens, per its live XML; None: it has none
+    the proxy can reach (a pty, a VNC server that is not listening)."""
+    devices = ET.fromstring(xml).find("devices")
+    if devices is None:
+        return None
+    if kind is ConsoleKind.SERIAL:
+        for serial in devices.findall("serial"):
+            source = serial.find("source")
+            if source is None or source.get("mode") != "bind":
+                continue
+            if serial.get("type") == "unix" and source.get("path"):
+                return ConsoleEndpoint(path=source.get("path", ""))
+            if serial.get("type") == "tcp" and (source.get("service") or "").isdigit():
+                return ConsoleEndpoint(host=source.get("host") or "127.0.0.1", port=int(source.get("service", "")))
+        return None
+    for graphics in devices.findall("graphics"):
+        if graphics.get("type") != "vnc":
+            continue
+        if graphics.get("socket"):
+            return ConsoleEndpoint(path=graphics.get("socket", ""))
+        port = graphics.get("port") or ""
+        if port.isdigit() and int(port) > 0:   # -1 until the guest runs
+            return ConsoleEndpoint(host=graphics.get("listen") or "127.0.0.1", port=int(port))
+    return None
+
+
+def _live_console(dom: libvirt.virDomain) -> tuple[bool, str]:
+    return bool(dom.isActive()), dom.XMLDesc(0)
+
+
+async def console_endpoint(host: Host, msg: GetConsoleEndpoint) -> ConsoleEndpoint:
+    instance_uuid = msg.instance_uuid
+    try:
+        running, xml = await host.hypervisor.inspect(domain_name(instance_uuid), "read the guest's consoles",
+                                                     _live_console)
+    except GuestGone:
+        raise errors.NotFound(f"Guest of instance {instance_uuid} does not have a console available.") from None
+    if not running:
+        raise errors.Conflict(f"Instance {instance_uuid} is not running: its console is not available.")
+    found = endpoint_in(xml, msg.kind)
+    if found is None:
+        # Nova's ConsoleTypeUnavailable (400): libvirt's test driver runs no guest, and a
+        # guest whose socket path was too long kept a pty.
+        raise errors.InvalidInput(f"Unavailable console type {msg.kind}.")
+    return found

@@ -8,8 +8,9 @@ a definition that means something else.
 
 The same XML serves libvirt's test driver and QEMU/KVM. A real guest (qemu/kvm) adds what
 the test driver has no use for: direct kernel boot (Nova's kernel_id / ramdisk_id images),
-its config drive as a read-only CD-ROM, and a serial console that is also written to a log
-file, which is what `os-getConsoleOutput` reads back.
+its config drive as a read-only CD-ROM, a serial console that is also written to a log
+file (what `os-getConsoleOutput` reads back) and listens on a unix socket (what the serial
+console proxy connects to), and a VNC screen on loopback for noVNC.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 _MAX_TEXT = 255
 # The kernel command line: printable text on one line; x86 Linux takes at most 2048 bytes.
 _CMDLINE = re.compile(r"^[\x20-\x7e]{0,2047}$")
+# The serial console's socket, in the instance directory; sun_path holds 108 bytes with NUL.
+CONSOLE_SOCKET = "console.sock"
+_MAX_SOCKET_PATH = 107
+VNC_LISTEN = "127.0.0.1"
 
 
 def domain_name(instance_uuid: str) -> str:
@@ -221,6 +226,39 @@ def _interface(devices: ET.Element, vif: Interface) -> None:
     _sub(el, "mtu", size=str(vif.mtu))
 
 
+def console_socket(spec: DomainSpec) -> str:
+    """Where a real guest's serial console listens for the console proxy: a unix socket
+    beside its console log. "" when there is no log (the test driver) or when the path is
+    too long for a socket address: the guest then keeps a pty, and only the log."""
+    if not spec.console_log:
+        return ""
+    path = spec.console_log.rpartition("/")[0] + "/" + CONSOLE_SOCKET
+    return path if len(path.encode()) <= _MAX_SOCKET_PATH else ""
+
+
+def _consoles(devices: ET.Element, spec: DomainSpec) -> None:
+    socket = console_socket(spec)
+    # A listening socket (libvirt makes it and hands it to QEMU): the console proxy connects
+    # to it, one client at a time, and the guest never waits for one. Either way virtlogd
+    # copies everything the guest prints into the log file, appending across stop/start.
+    # On the host, `socat - UNIX-CONNECT:<instance dir>/console.sock` attaches to it.
+    serial = _sub(devices, "serial", type="unix" if socket else "pty")
+    if socket:
+        _sub(serial, "source", mode="bind", path=socket)
+    if spec.console_log:
+        _sub(serial, "log", file=spec.console_log, append="on")
+    _sub(serial, "target", port="0")
+    console = _sub(devices, "console", type="unix" if socket else "pty")
+    if socket:
+        _sub(console, "source", mode="bind", path=socket)
+    _sub(console, "target", type="serial", port="0")
+    if spec.domain_type != "test":
+        # The guest's screen for noVNC, on loopback only: the proxy is the way in. libvirt
+        # picks a free port at every start (the live XML names it).
+        graphics = _sub(devices, "graphics", type="vnc", autoport="yes", listen=VNC_LISTEN)
+        _sub(graphics, "listen", type="address", address=VNC_LISTEN)
+
+
 def domain_xml(spec: DomainSpec) -> str:
     dom = ET.Element("domain", type=spec.domain_type)
     _sub(dom, "name", spec.name)
@@ -253,12 +291,5 @@ def domain_xml(spec: DomainSpec) -> str:
         _disk(devices, disk)
     for vif in spec.interfaces:
         _interface(devices, vif)
-    serial = _sub(devices, "serial", type="pty")
-    if spec.console_log:
-        # virtlogd copies everything the guest prints into the file and keeps it across a
-        # stop/start (append), while `virsh console` still attaches to the pty.
-        _sub(serial, "log", file=spec.console_log, append="on")
-    _sub(serial, "target", port="0")
-    console = _sub(devices, "console", type="pty")
-    _sub(console, "target", type="serial", port="0")
+    _consoles(devices, spec)
     return ET.tostring(dom, encoding="unicode")

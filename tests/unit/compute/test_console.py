@@ -1,4 +1,5 @@
-from nova_async.compute.console import last_lines, read_tail, render
+from nova_async.compute.console import endpoint_in, last_lines, read_tail, render
+from nova_async.compute.messages import ConsoleEndpoint, ConsoleKind
 
 
 def test_last_lines_counts_a_final_line_without_newline():
@@ -23,3 +24,28 @@ def test_read_tail_is_bounded_and_starts_at_a_line(tmp_path):
     tail = read_tail(log, max_bytes=100)
     assert len(tail) <= 100 and tail.startswith(b"line ") and tail.endswith(b"line 00999 \xc3\xa9\n")
     assert read_tail(log, max_bytes=1 << 20) == log.read_bytes()
+
+
+# --- where the proxy finds a running guest's consoles (from libvirt's live XML) -----------
+
+LIVE = """<domain type='qemu'><devices>
+  <serial type='unix'><source mode='bind' path='/i/console.sock'/><log file='/i/console.log'/>
+    <target type='isa-serial' port='0'/></serial>
+  <console type='unix'><source mode='bind' path='/i/console.sock'/><target type='serial' port='0'/></console>
+  <graphics type='vnc' port='5901' autoport='yes' listen='127.0.0.1'><listen type='address' address='127.0.0.1'/>
+  </graphics></devices></domain>"""
+
+
+def test_the_serial_socket_and_the_vnc_port_come_from_the_live_xml():
+    assert endpoint_in(LIVE, ConsoleKind.SERIAL) == ConsoleEndpoint(path="/i/console.sock")
+    assert endpoint_in(LIVE, ConsoleKind.VNC) == ConsoleEndpoint(host="127.0.0.1", port=5901)
+
+
+def test_consoles_the_proxy_cannot_reach_are_none():
+    pty = "<domain><devices><serial type='pty'><target port='0'/></serial></devices></domain>"
+    assert endpoint_in(pty, ConsoleKind.SERIAL) is None and endpoint_in(pty, ConsoleKind.VNC) is None
+    not_started = LIVE.replace("port='5901'", "port='-1'")
+    assert endpoint_in(not_started, ConsoleKind.VNC) is None
+    tcp = ("<domain><devices><serial type='tcp'><source mode='bind' host='127.0.0.1' service='4555'/>"
+           "</serial></devices></domain>")
+    assert endpoint_in(tcp, ConsoleKind.SERIAL) == ConsoleEndpoint(host="127.0.0.1", port=4555)

@@ -28,7 +28,7 @@ def test_hostile_display_name_is_escaped_and_round_trips():
     assert root.findtext("title") == name
     assert root.findtext("name") == f"instance-{UUID}"
     # the name did not create or alter any element
-    assert [el.tag for el in root.find("devices")] == ["disk", "interface", "serial", "console"]
+    assert [el.tag for el in root.find("devices")] == ["disk", "interface", "serial", "console", "graphics"]
 
 
 def test_hostile_project_and_flavor_stay_attribute_values():
@@ -124,14 +124,29 @@ def test_real_guest_boots_its_kernel_reads_its_config_drive_and_logs_its_console
     assert cdrom.find("target").attrib == {"dev": "hdc", "bus": "ide"}
     assert cdrom.find("driver").get("type") == "raw" and cdrom.find("readonly") is not None
     serial = root.find("devices/serial")
-    assert serial.get("type") == "pty"  # `virsh console` still works …
+    # The console proxy connects to a socket beside the log …
+    assert serial.get("type") == "unix"
+    assert serial.find("source").attrib == {"mode": "bind", "path": "/var/lib/x/console.sock"}
     assert serial.find("log").attrib == {"file": "/var/lib/x/console.log", "append": "on"}  # … and it is kept
+    assert root.find("devices/console/source").get("path") == "/var/lib/x/console.sock"
+    # noVNC's screen listens on loopback only, on a port libvirt picks.
+    graphics = root.find("devices/graphics")
+    assert graphics.attrib == {"type": "vnc", "autoport": "yes", "listen": "127.0.0.1"}
+
+
+def test_a_console_socket_path_too_long_for_unix_sockets_falls_back_to_a_pty():
+    deep = "/var/lib/" + "d" * 100
+    root = ET.fromstring(domain_xml(spec(kernel="/k", console_log=f"{deep}/console.log")))
+    serial = root.find("devices/serial")
+    assert serial.get("type") == "pty" and serial.find("source") is None
+    assert serial.find("log").get("file") == f"{deep}/console.log"   # the log is still kept
 
 
 def test_the_test_driver_domain_has_no_kernel_and_no_log():
     root = ET.fromstring(domain_xml(spec(domain_type="test")))
     assert root.find("os/kernel") is None and root.findtext("os/boot[@dev='hd']") is not None
     assert root.find("devices/serial/log") is None
+    assert root.find("devices/serial").get("type") == "pty" and root.find("devices/graphics") is None
     with pytest.raises(InvalidInput):
         real_guest(domain_type="test")
 

@@ -1,0 +1,130 @@
+"""Remote consoles of a real TCG guest, as a user reaches them: `openstack console url show
+--serial` answers a ws:// URL; a WebSocket client (aiohttp's) connects through the proxy
+on the API port, types into the guest's serial console and reads the guest's tty echoing
+it back (what was typed also lands in the console log); the same URL a second time is
+refused. `openstack console url show` (noVNC) answers the noVNC page, which is served, and
+whose WebSocket path relays the guest's VNC server: its RFB greeting comes through. Then
+the guest's diagnostics, from libvirt, as an admin sees them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import aiohttp
+import pytest
+
+from nova_async import config
+from nova_async.compute.guest_image import build_or_reuse
+from nova_async.compute.host_setup import setup_host
+from tests.e2e.conftest import serve
+from tests.e2e.test_tcg_guest_via_api import QEMU, URI, Api, V, _remove_leftovers
+
+BIN = Path(sys.executable).parent
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
+    pytest.mark.skipif(not (BIN / "openstack").exists(), reason="the OpenStack clients are installed by `make test`"),
+]
+
+
+async def openstack(served, *args: str) -> str:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
+           "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
+           "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password, "OS_IDENTITY_API_VERSION": "3"}
+    env.pop("OS_CLOUD", None)
+    proc = await asyncio.create_subprocess_exec(BIN / "openstack", *args, env=env, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 300)
+    assert proc.returncode == 0, out.decode()
+    return out.decode().strip()
+
+
+async def type_until_echoed(ws: aiohttp.ClientWebSocketResponse, text: str, timeout: float = 120) -> bytes:
+    """Type `text` and Enter until the guest's tty echoes it (input sent while the guest
+    is still booting can be lost); everything read on the way is returned."""
+    seen = b""
+    async with asyncio.timeout(timeout):
+        while text.encode() not in seen:
+            await ws.send_bytes(text.encode() + b"\r")
+            try:
+                async with asyncio.timeout(5):
+                    while text.encode() not in seen:
+                        msg = await ws.receive()
+                        assert msg.type is aiohttp.WSMsgType.BINARY, msg
+                        seen += msg.data
+            except TimeoutError:
+                continue
+    return seen
+
+
+async def test_serial_and_vnc_consoles_of_a_real_guest(database, work_dir):
+    await setup_host(Path(config.default_state_dir()))
+    guest = await build_or_reuse()
+    state_dir = work_dir / "consoles"
+    server_ids: list[str] = []
+    bridges: list[str] = []
+    try:
+        async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
+                aiohttp.ClientSession() as session:
+            api = Api(session, served.url, await served.token(session))
+            kernel = await api.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
+            ramdisk = await api.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
+            root = await api.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk)
+            flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+                "name": "tcg.console", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
+            net = (await api.call("POST", "/network/v2.0/networks", 201,
+                                  json={"network": {"name": "consolenet"}}))["network"]["id"]
+            bridges.append("brq" + net[:11])
+            await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+                "network_id": net, "cidr": "10.251.9.0/24", "ip_version": 4}})
+            created = await api.call("POST", V + "/servers", 202, json={"server": {
+                "name": "console-vm", "imageRef": root, "flavorRef": flavor, "networks": [{"uuid": net}]}})
+            server_id = created["server"]["id"]
+            server_ids.append(server_id)
+            await api.status(server_id, "ACTIVE")
+
+            # Serial: the URL from the CLI, a WebSocket through the proxy, both ways.
+            url = await openstack(served, "console", "url", "show", "--serial", "-f", "value", "-c", "url",
+                                  "console-vm")
+            assert url.startswith("ws://127.0.0.1:") and "/compute/console/serial?token=" in url
+            marker = f"typed-{secrets.token_hex(4)}"
+            async with session.ws_connect(url) as ws:
+                seen = await type_until_echoed(ws, marker)
+            print(f"\nthrough the serial console proxy:\n{seen.decode(errors='replace')[-500:]}")
+            await api.console_until(server_id, [marker])   # the log kept what the tty echoed
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(url)
+            assert refused.value.status == 401                  # a token opens one connection
+
+            # noVNC: the page is served, and its WebSocket path relays the guest's VNC server.
+            page = await openstack(served, "console", "url", "show", "-f", "value", "-c", "url", "console-vm")
+            assert "/compute/console/novnc/vnc_lite.html?path=" in page
+            if Path("/usr/share/novnc/vnc_lite.html").exists():
+                async with session.get(page) as r:
+                    assert r.status == 200 and "<title>noVNC</title>" in await r.text()
+            path = parse_qs(urlsplit(page).query)["path"][0]
+            async with session.ws_connect(f"ws://{urlsplit(page).netloc}/{path}", protocols=("binary",)) as ws:
+                assert ws.protocol == "binary"
+                greeting = await asyncio.wait_for(ws.receive(), 30)
+                assert greeting.type is aiohttp.WSMsgType.BINARY and greeting.data.startswith(b"RFB 003.00"), greeting
+
+            # Diagnostics of the running guest, Nova's 2.48 shape.
+            d = await api.call("GET", f"{V}/servers/{server_id}/diagnostics", 200)
+            assert (d["state"], d["driver"], d["hypervisor"], d["config_drive"]) == ("running", "libvirt",
+                                                                                     "qemu", True)
+            assert d["memory_details"]["maximum"] == 256 and d["num_cpus"] == 1 and d["cpu_details"][0]["time"] > 0
+            assert d["num_disks"] == 2 and sum(k["read_bytes"] for k in d["disk_details"]) > 0
+            assert d["num_nics"] == 1 and isinstance(d["uptime"], int)
+
+            await api.call("DELETE", f"{V}/servers/{server_id}", 204)
+            await api.status(server_id, "GONE")
+    finally:
+        await _remove_leftovers(server_ids, bridges)
+        shutil.rmtree(state_dir, ignore_errors=True)
