@@ -1,7 +1,8 @@
 """The supervisor: one process, every configured role a named task in one TaskGroup.
 
 Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → first-start
-steps (the demo guest's images) → ready line.
+steps (the demo guest's images) → ready line, and READY=1 to systemd (common/systemd.py:
+STATUS= on the way, STOPPING=1 at shutdown, watchdog pings from the loop throughout).
 Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
 and tell roles to stop → let them drain → cancel what is left → close resources in reverse
 order (the AsyncExitStack)."""
@@ -18,7 +19,9 @@ import time
 import structlog
 from aiohttp import web
 
+from nova_async.bus import Bus
 from nova_async.bus.memory import MemoryBus
+from nova_async.common import systemd
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
 from nova_async.compute.guest_image import default_cache_dir, load_cached
@@ -27,6 +30,7 @@ from nova_async.db.embedded import embedded_postgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
+from nova_async.identity import revocations
 from nova_async.image import demo
 from nova_async.role import Deps, Role
 
@@ -78,10 +82,12 @@ async def register_demo_guest(pool, roles: list[Role]) -> None:
 def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web.Application:
     root = web.Application(middlewares=[common_web.request_middleware])
     root[common_web.AUTHENTICATOR] = common_web.Authenticator(settings.identity.auth, tokens)
+    root.router.add_get("/metrics", common_web.show_metrics)
     for role in roles:
         mounted = role.http()
         if mounted:
             prefix, app = mounted
+            app[common_web.API_NAME] = role.name
             root.add_subapp(prefix, app)
     return root
 
@@ -101,6 +107,9 @@ async def drain(roles: list[Role], tasks: list[asyncio.Task], deadline: float) -
 
 
 class Service:
+    # serve() hands over the one that systemd's environment asked for.
+    notifier: systemd.Notifier = systemd.DISABLED
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stop_requested = asyncio.Event()
@@ -120,18 +129,31 @@ class Service:
             pool = await stack.enter_async_context(open_pool(dsn))
             async with pool.acquire() as conn:
                 await migrate(conn)
-            bus = MemoryBus()
-            missing = [r for r in ALL_ROLES if r not in settings.service.roles]
-            if missing:
-                # In-memory messages never leave this process: calls to these roles time out.
-                log.warning("running without some roles on the in-memory bus; what they serve "
-                            "will not answer", missing=",".join(missing))
+            bus: Bus
+            if settings.service.transport == "memory":
+                bus = MemoryBus()
+                missing = [r for r in ALL_ROLES if r not in settings.service.roles]
+                if missing:
+                    # In-memory messages never leave this process: calls to these roles time out.
+                    log.warning("running without some roles on the in-memory bus; what they serve "
+                                "will not answer", missing=",".join(missing))
+            else:
+                from nova_async.bus.amqp import AmqpBus  # aio-pika takes ~0.5 s to import: only when used
+
+                # Closed after the roles have stopped, before the database pool.
+                bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)))
+            if "identity" not in settings.service.roles:
+                # The identity role keeps the revoked-token list current where it runs; a process
+                # that checks tokens without it follows the database itself.
+                await stack.enter_async_context(revocations.following(pool, deps.tokens.revocations))
             roles = [role_class(name)(deps) for name in settings.service.roles]
             await self._supervise(roles, bus, deps, started)
 
-    async def _supervise(self, roles: list[Role], bus: MemoryBus, deps: Deps, started: float) -> None:
+    async def _supervise(self, roles: list[Role], bus: Bus, deps: Deps, started: float) -> None:
         settings = self.settings
+        notifier = self.notifier
+        notifier.status("starting roles: " + ", ".join(r.name for r in roles))
         runner = web.AppRunner(build_http(settings, roles, deps.tokens), access_log=None,
                                handle_signals=False, shutdown_timeout=settings.service.shutdown_timeout)
         async with asyncio.TaskGroup() as tg:
@@ -144,13 +166,17 @@ class Service:
             except OSError as exc:
                 log.error("cannot listen", listen=settings.service.listen, error=exc.strerror)
                 raise SystemExit(f"nova-async: cannot listen on {settings.service.listen}: {exc.strerror}")
-            await asyncio.gather(*(role.ready.wait() for role in roles))
+            for role in roles:  # one by one: all must be ready, and the status names the laggard
+                if not role.ready.is_set():
+                    notifier.status(f"listening at {settings.base_url}; waiting for role {role.name}")
+                    await role.ready.wait()
             if settings.image.demo_guest:
                 await register_demo_guest(deps.pool, roles)
             login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
                      "user admin, project admin, password " + (
                          "from --admin-password" if settings.identity.admin_password
                          else f"in {settings.state_path / 'admin-password'}"))
+            notifier.ready(f"ready at {settings.base_url}, roles {','.join(r.name for r in roles)}")
             log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url,
                      identity=f"{settings.base_url}/v3", login=login, auth=settings.identity.auth,
                      roles=",".join(r.name for r in roles),
@@ -158,6 +184,7 @@ class Service:
             await self.stop_requested.wait()
 
             deadline = time.monotonic() + settings.service.shutdown_timeout
+            notifier.stopping("stopping: no new requests; draining work in flight")
             log.info("shutting down: stopping intake")
             await runner.cleanup()
             await drain(roles, tasks, deadline)
@@ -171,12 +198,28 @@ class Service:
 
 
 def serve(settings: Settings) -> int:
+    # Read before anything starts a child process (see systemd.Notifier.from_environ).
+    notifier = systemd.Notifier.from_environ()
+
     async def main() -> None:
         service = Service(settings)
+        service.notifier = notifier
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, service.request_stop)
-        await service.run()
+        notifier.status("starting: database and migrations")
+        # The watchdog is fed from the first moment to the last (a slow database start or a
+        # long drain is not a hang), by a task of this loop: a hung loop stops feeding it.
+        watchdog = asyncio.create_task(notifier.watchdog(), name="systemd:watchdog")
+        try:
+            await service.run()
+        finally:
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        notifier.close()
     return 0

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import structlog
 
 from nova_async.bus import messages
 from nova_async.bus.base import Bus, Handler, dispatch, unwrap
 from nova_async.bus.messages import Message, Notification
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
@@ -37,19 +38,32 @@ class MemoryBus(Bus):
     def depth(self, topic: str) -> int:
         return self._queue(topic).qsize()
 
+    def _put(self, topic: str, item: _Item) -> None:
+        queue = self._queue(topic)
+        queue.put_nowait(item)
+        metrics.set_queue_depth(topic, queue.qsize())
+
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
                    timeout: float = 60.0) -> Message | None:
         reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._queue(topic).put_nowait((messages.encode(msg, context), reply))
+        started = time.perf_counter()
+        self._put(topic, (messages.encode(msg, context), reply))
+        outcome = "error"
         try:
             data = await asyncio.wait_for(reply, timeout)
+            answer = unwrap(data)
+            outcome = "ok"
+            return answer
         except TimeoutError:
+            outcome = "timeout"
             raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
                                     f"within {timeout:g} s") from None
-        return unwrap(data)
+        finally:
+            metrics.observe_rpc(topic, time.perf_counter() - started, message=type(msg).__name__,
+                                outcome=outcome)
 
     async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
-        self._queue(topic).put_nowait((messages.encode(msg, context), None))
+        self._put(topic, (messages.encode(msg, context), None))
 
     async def publish(self, note: Notification) -> None:
         for q in self._listeners:
@@ -85,6 +99,7 @@ class MemoryBus(Bus):
                         slots.release()
                         break
                     data, reply = getter.result()
+                    metrics.set_queue_depth(topic, queue.qsize())
                     tg.create_task(self._handle(topic, data, reply, handler, slots),
                                    name=f"bus:{topic}:handler")
         finally:

@@ -1,31 +1,79 @@
-"""structlog set-up: context variables first, JSON when not on a TTY."""
+"""structlog set-up: context variables first, JSON when not on a TTY or under systemd.
+
+Every line carries what the context bound: `role` (per role task), `request_id` (per HTTP
+request and per bus message), `instance_uuid` (per instance worker). Lines from the
+standard library's loggers (aiohttp, asyncio) go through the same renderer, so a JSON
+stream stays JSON for `jq`.
+
+Under systemd, stderr is the journal's stream socket and $JOURNAL_STREAM names it
+(`device:inode`). Then each line starts with a syslog priority, `<6>{…}`, which journald
+strips and stores as the entry's priority: `journalctl -p warning` works and `-o cat` still
+prints plain JSON."""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from collections.abc import Mapping
+from typing import IO, Any
 
 import structlog
 
+# syslog priorities, by structlog method name
+PRIORITY = {"debug": 7, "info": 6, "msg": 6, "warning": 4, "warn": 4, "error": 3, "exception": 3,
+            "critical": 2, "fatal": 2}
+
+
+def is_journal(stream: IO[Any], environ: Mapping[str, str] | None = None) -> bool:
+    """True when `stream` is the journal stream systemd connected this process to."""
+    dev, _, ino = (os.environ if environ is None else environ).get("JOURNAL_STREAM", "").partition(":")
+    if not (dev.isdigit() and ino.isdigit()):
+        return False
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino) == (int(dev), int(ino))
+
+
+def choose_format(fmt: str, stream: IO[Any], environ: Mapping[str, str] | None = None) -> str:
+    if fmt != "auto":
+        return fmt
+    if is_journal(stream, environ):
+        return "json"
+    return "console" if stream.isatty() else "json"
+
+
+def _syslog_priority(_: Any, method: str, line: str) -> str:
+    return f"<{PRIORITY.get(method, 6)}>{line}"
+
 
 def configure(fmt: str = "auto", level: int = logging.INFO) -> None:
-    if fmt == "auto":
-        fmt = "console" if sys.stderr.isatty() else "json"
-    renderer = (structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console"
-                else structlog.processors.JSONRenderer())
+    stream = sys.stderr
+    fmt = choose_format(fmt, stream)
+    renderer: Any = (structlog.dev.ConsoleRenderer(colors=stream.isatty()) if fmt == "console"
+                     else structlog.processors.JSONRenderer())
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    tail: list[Any] = [renderer] + ([_syslog_priority] if is_journal(stream) else [])
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
+        processors=[*shared, structlog.processors.format_exc_info, *tail],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info, *tail]))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
 
 
 def get(name: str) -> structlog.stdlib.BoundLogger:

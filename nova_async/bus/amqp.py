@@ -1,0 +1,408 @@
+"""The RabbitMQ transport (aio-pika), for roles split across processes and hosts.
+
+Layout on the broker, all names prefixed `nova-async.`:
+- one durable queue per topic (`nova-async.conductor`, `nova-async.compute.edge-2`, …),
+  shared by every consumer of that topic; senders declare it too, so a cast to a host
+  that has not started yet waits in its queue instead of being dropped;
+- one exclusive reply queue per process for the answers to its calls, matched to the
+  waiting caller by correlation id;
+- a fanout exchange `nova-async.notifications`: `publish` sends there, each process binds
+  one exclusive queue to it and hands what arrives to its `listen()` blocks, and anything
+  else (an auditing consumer, say) may bind its own.
+
+Delivery: casts are persistent and confirmed by the broker; a publish that fails while the
+connection is down is retried once `connect_robust` has reconnected, until a deadline, so a
+broker restart loses no cast. A cast is acknowledged only after its handler returns, so a
+consumer that dies mid-way has it redelivered to another (handlers are idempotent). A call
+is acknowledged when it is received: its caller is waiting and decides what a lost answer
+means, and running a claim twice behind its back would be worse. Retries can duplicate a
+message; each carries a message id, and a consumer does not handle again an id it is
+handling or has just handled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+
+import aio_pika
+import aiormq
+import structlog
+from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, AbstractRobustConnection
+from yarl import URL
+
+from nova_async.bus import messages
+from nova_async.bus.base import Bus, Handler, dispatch, unwrap
+from nova_async.bus.memory import _first
+from nova_async.bus.messages import Message, Notification
+from nova_async.common import errors, metrics
+from nova_async.common.context import RequestContext
+
+log = structlog.get_logger("bus")
+
+PREFIX = "nova-async."
+NOTIFICATIONS = PREFIX + "notifications"
+RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
+CONFIRM_TIMEOUT = 10.0      # one publish attempt waits this long for the broker's confirm
+REPLY_WINDOW = 30.0         # an answer keeps being retried this long while its caller reconnects
+NOTIFY_WINDOW = 5.0         # a notification is best effort: dropped after this long
+RECENT_IDS = 10_000         # message ids a consumer remembers having handled
+
+# What aio-pika raises when the connection or a channel goes away under an operation
+# (AMQP errors, OSErrors, and RuntimeErrors such as ChannelInvalidStateError).
+_LOST = aio_pika.exceptions.CONNECTION_EXCEPTIONS
+
+
+def queue_name(topic: str) -> str:
+    return PREFIX + topic
+
+
+def redacted(url: str) -> str:
+    """The broker URL without its password, for logs and errors."""
+    parsed = URL(url)
+    return str(parsed.with_password("***")) if parsed.password else url
+
+
+class AmqpBus(Bus):
+    """`async with AmqpBus("amqp://user:pass@host:5672/vhost") as bus:` connects, and closes on exit."""
+
+    def __init__(self, url: str, *, publish_timeout: float = 60.0,
+                 reconnect_interval: float = RECONNECT_INTERVAL) -> None:
+        self.url = url
+        self.publish_timeout = publish_timeout
+        self._reconnect_interval = reconnect_interval
+        self._connection: AbstractRobustConnection | None = None
+        self._publisher: AbstractRobustChannel | None = None
+        self._notifications: aio_pika.abc.AbstractExchange | None = None
+        self._reply_queue = f"{PREFIX}reply.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        self._pending: dict[str, asyncio.Future[bytes]] = {}
+        self._declared: set[str] = set()
+        self._listeners: list[asyncio.Queue[Notification]] = []
+        self._closing = asyncio.Event()
+        self._up = True
+
+    async def __aenter__(self) -> AmqpBus:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        try:
+            self._connection = await aio_pika.connect_robust(
+                self.url, reconnect_interval=self._reconnect_interval,
+                client_properties={"connection_name": f"nova-async {socket.gethostname()} pid {os.getpid()}"})
+        except (aiormq.exceptions.AMQPError, OSError) as exc:
+            raise errors.Unavailable(f"cannot reach RabbitMQ at {redacted(self.url)}: {exc}") from None
+        # aiormq and aio-pika log every failed reconnection attempt (once a second while the
+        # broker is away); ours say once when it went away and once when it came back.
+        logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
+        logging.getLogger("aio_pika.robust_connection").setLevel(logging.ERROR)
+        self._connection.close_callbacks.add(self._on_connection_lost)
+        self._connection.reconnect_callbacks.add(self._on_reconnected)
+        try:
+            await self._open_channels(self._connection)
+        except BaseException:
+            await self.close()
+            raise
+        log.info("connected to RabbitMQ", url=redacted(self.url))
+
+    async def _open_channels(self, connection: AbstractRobustConnection) -> None:
+        # Unroutable publishes raise (PublishError) instead of vanishing: see _send.
+        self._publisher = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        self._notifications = await self._publisher.declare_exchange(
+            NOTIFICATIONS, aio_pika.ExchangeType.FANOUT, durable=True)
+        intake = await connection.channel(publisher_confirms=False)
+        replies = await intake.declare_queue(self._reply_queue, exclusive=True, auto_delete=True)
+        await replies.consume(self._on_reply, no_ack=True)
+        notes = await intake.declare_queue(f"{self._reply_queue}.notifications", exclusive=True,
+                                           auto_delete=True)
+        await notes.bind(NOTIFICATIONS)
+        await notes.consume(self._on_notification, no_ack=True)
+
+    def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
+        # Called again for each failed attempt to reconnect: said once per outage.
+        if self._up and not self._closing.is_set():
+            self._up = False
+            log.warning("lost the connection to RabbitMQ; reconnecting", url=redacted(self.url),
+                        error=repr(exc))
+
+    def _on_reconnected(self, _connection: object) -> None:
+        self._up = True
+        log.info("reconnected to RabbitMQ", url=redacted(self.url))
+
+    async def close(self) -> None:
+        self._closing.set()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(errors.Unavailable("the bus closed before an answer came"))
+        if self._connection is not None:
+            await self._connection.close()
+
+    # -- sending
+
+    async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   timeout: float = 60.0) -> Message | None:
+        correlation_id = uuid.uuid4().hex
+        reply = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = reply
+        message = aio_pika.Message(
+            messages.encode(msg, context), content_type="application/json", message_id=uuid.uuid4().hex,
+            correlation_id=correlation_id, reply_to=self._reply_queue,
+            # Persistent so that a broker restart does not lose it, yet it expires with the
+            # caller's patience: nobody should act on a question nobody waits for any more.
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT, expiration=timeout)
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            async with asyncio.timeout(timeout):
+                await self._send(topic, message, deadline=asyncio.get_running_loop().time() + timeout)
+                data = await reply
+            answer = unwrap(data)
+            outcome = "ok"
+            return answer
+        except TimeoutError:
+            outcome = "timeout"
+            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
+                                    f"within {timeout:g} s") from None
+        finally:
+            self._pending.pop(correlation_id, None)
+            metrics.observe_rpc(topic, time.perf_counter() - started, message=type(msg).__name__,
+                                outcome=outcome)
+
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
+        message = aio_pika.Message(messages.encode(msg, context), content_type="application/json",
+                                   message_id=uuid.uuid4().hex, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+        await self._send(topic, message, deadline=asyncio.get_running_loop().time() + self.publish_timeout)
+
+    async def publish(self, note: Notification) -> None:
+        exchange = self._notifications
+        assert exchange is not None
+        message = aio_pika.Message(messages.encode(note, None), content_type="application/json",
+                                   message_id=uuid.uuid4().hex)
+        try:
+            await self._retrying(lambda: exchange.publish(message, "", mandatory=False, timeout=CONFIRM_TIMEOUT),
+                                 deadline=asyncio.get_running_loop().time() + NOTIFY_WINDOW)
+        except errors.Unavailable as exc:
+            log.warning("notification dropped", event_type=note.event_type, error=exc.message)
+
+    async def _send(self, topic: str, message: aio_pika.Message, *, deadline: float) -> None:
+        """Publish to `topic`'s queue (declaring it first) and wait for the broker's confirm."""
+        assert self._publisher is not None
+        publisher = self._publisher
+        name = queue_name(topic)
+
+        async def attempt() -> None:
+            if name not in self._declared:
+                # Not restored on reconnect (robust=False): the queue is durable, and if the
+                # broker lost it anyway the publish comes back unroutable and we declare again.
+                await publisher.declare_queue(name, durable=True, robust=False, timeout=CONFIRM_TIMEOUT)
+                self._declared.add(name)
+            try:
+                await publisher.default_exchange.publish(message, name, timeout=CONFIRM_TIMEOUT)
+            except aio_pika.exceptions.PublishError:
+                self._declared.discard(name)
+                raise
+
+        await self._retrying(attempt, deadline=deadline, unroutable_retries=True)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[object]], *, deadline: float,
+                        unroutable_retries: bool = False) -> None:
+        """Run `attempt` until it succeeds or `deadline` passes, waiting out reconnections."""
+        assert self._publisher is not None
+        loop = asyncio.get_running_loop()
+        pause = 0.05
+        while True:
+            try:
+                await attempt()
+                return
+            except (aio_pika.exceptions.PublishError, aio_pika.exceptions.DeliveryError) as exc:
+                if not unroutable_retries:
+                    raise errors.Unavailable(f"the broker refused the message: {exc!r}") from None
+                failure: BaseException = exc
+            except _LOST as exc:
+                failure = exc
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self._closing.is_set():
+                raise errors.Unavailable(f"RabbitMQ at {redacted(self.url)} did not take a message: "
+                                         f"{failure!r}") from None
+            log.warning("publish failed; retrying when the broker is back", error=repr(failure),
+                        retry_in=round(pause, 2))
+            # There is nothing to wait on that says a lost connection has been noticed, so pause
+            # first (the connection may still look up), then wait for the channel to be restored.
+            await asyncio.sleep(min(pause, remaining))
+            pause = min(pause * 2, 1.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._publisher.ready(), max(0.0, deadline - loop.time()))
+
+    # -- receiving
+
+    async def _on_reply(self, message: AbstractIncomingMessage) -> None:
+        future = self._pending.get(message.correlation_id or "")
+        if future is not None and not future.done():
+            future.set_result(message.body)
+
+    async def _on_notification(self, message: AbstractIncomingMessage) -> None:
+        if not self._listeners:
+            return
+        try:
+            note, _, _ = messages.decode(message.body)
+        except Exception as exc:
+            log.warning("undecodable notification dropped", error=str(exc))
+            return
+        if isinstance(note, Notification):
+            for q in self._listeners:
+                q.put_nowait(note)
+
+    @contextlib.contextmanager
+    def listen(self) -> Iterator[asyncio.Queue[Notification]]:
+        """Receive every notification any process publishes while the block runs."""
+        q: asyncio.Queue[Notification] = asyncio.Queue()
+        self._listeners.append(q)
+        try:
+            yield q
+        finally:
+            self._listeners.remove(q)
+
+    def stop_intake(self) -> None:
+        self._closing.set()
+
+    async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
+                      until: asyncio.Event | None = None) -> None:
+        assert self._connection is not None
+        stops = [self._closing] + ([until] if until is not None else [])
+        if any(e.is_set() for e in stops):
+            return
+        channel = await self._connection.channel(publisher_confirms=False)
+        try:
+            # The broker hands this consumer at most `concurrency` unacknowledged messages.
+            await channel.set_qos(prefetch_count=concurrency)
+            queue = await channel.declare_queue(queue_name(topic), durable=True)
+            arrived: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
+            tag = await queue.consume(arrived.put)
+            seen = _Seen()
+            stopped = asyncio.create_task(_first(stops), name=f"bus:{topic}:closing")
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    while True:
+                        getter = asyncio.ensure_future(arrived.get())
+                        done, _ = await asyncio.wait({getter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                        if getter not in done:
+                            getter.cancel()
+                            break
+                        tg.create_task(self._handle(topic, getter.result(), handler, seen),
+                                       name=f"bus:{topic}:handler")
+                    with contextlib.suppress(*_LOST):
+                        await queue.cancel(tag)
+                    # Delivered but not started: back to the queue for another consumer.
+                    while not arrived.empty():
+                        await _settle(arrived.get_nowait().nack(requeue=True))
+            finally:
+                stopped.cancel()
+                await asyncio.gather(stopped, return_exceptions=True)
+        finally:
+            with contextlib.suppress(*_LOST):
+                await channel.close()
+
+    async def _handle(self, topic: str, message: AbstractIncomingMessage, handler: Handler,
+                      seen: _Seen) -> None:
+        try:
+            await self._handle_one(topic, message, handler, seen)
+        except Exception:
+            # Handler errors are answered by dispatch(); what is left is the broker going away
+            # past every retry. The consumer carries on: the broker redelivers an unacknowledged
+            # cast, and a caller whose answer was lost times out.
+            log.exception("message not settled", topic=topic, message_id=message.message_id)
+
+    async def _handle_one(self, topic: str, message: AbstractIncomingMessage, handler: Handler,
+                          seen: _Seen) -> None:
+        message_id = message.message_id or ""
+        if message.reply_to:
+            await _settle(message.ack())
+            if not seen.begin(message_id):
+                return
+            try:
+                answer = await dispatch(message.body, handler, topic)
+            finally:
+                seen.end(message_id)
+            await self._answer(message.reply_to, message.correlation_id or "", answer, topic)
+            return
+        earlier = seen.running(message_id)
+        if earlier is not None:
+            # The same cast again (a redelivery after a reconnect, or a publish retried) while
+            # it is still being handled here: settle this copy once the first one is done.
+            await earlier.wait()
+        if not seen.begin(message_id):
+            await _settle(message.ack())
+            return
+        try:
+            answer = await dispatch(message.body, handler, topic)
+        finally:
+            seen.end(message_id)
+        if not await _settle(message.ack()):
+            log.info("cast handled but not acknowledged (connection lost); its redelivery will be "
+                     "recognised", topic=topic, message_id=message_id)
+        _, error = messages.decode_reply(answer)
+        if error is not None:
+            # A cast has nobody to tell; its failure is logged where it happened.
+            log.warning("cast failed", topic=topic, error=error.message, code=error.code)
+
+    async def _answer(self, reply_to: str, correlation_id: str, answer: bytes, topic: str) -> None:
+        assert self._publisher is not None
+        publisher = self._publisher
+        message = aio_pika.Message(answer, content_type="application/json", correlation_id=correlation_id)
+        try:
+            # Returned as unroutable while the caller is still re-declaring its reply queue
+            # after a broker restart: retried for a while.
+            await self._retrying(lambda: publisher.default_exchange.publish(message, reply_to,
+                                                                            timeout=CONFIRM_TIMEOUT),
+                                 deadline=asyncio.get_running_loop().time() + REPLY_WINDOW,
+                                 unroutable_retries=True)
+        except errors.Unavailable as exc:
+            log.warning("answer to a call lost; the caller will time out", topic=topic, error=exc.message)
+
+
+class _Seen:
+    """Message ids one consumer is handling, and those it handled lately."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, asyncio.Event] = {}
+        self._recent: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def running(self, message_id: str) -> asyncio.Event | None:
+        return self._running.get(message_id)
+
+    def begin(self, message_id: str) -> bool:
+        """False when this id is being handled or was handled lately: do not handle it again."""
+        if not message_id:
+            return True
+        if message_id in self._running or message_id in self._recent:
+            return False
+        self._running[message_id] = asyncio.Event()
+        return True
+
+    def end(self, message_id: str) -> None:
+        if not message_id:
+            return
+        self._running.pop(message_id).set()
+        self._recent[message_id] = None
+        if len(self._recent) > RECENT_IDS:
+            self._recent.popitem(last=False)
+
+
+async def _settle(outcome: Awaitable[None]) -> bool:
+    """Ack or nack; False when the channel it came on is gone (the broker redelivers it)."""
+    try:
+        await outcome
+        return True
+    except _LOST:
+        return False
+

@@ -1,0 +1,85 @@
+"""Prometheus metrics: what an operator graphs and alerts on, served at /metrics.
+
+Every metric object lives here, behind small functions named for what happened
+(`observe_rpc`, `build_finished`, …), so any transport or role records the same series
+with one call and never touches prometheus_client itself. Labels are bounded and carry no
+project data: API and role names, status codes, message types, bus topics (a compute
+host's topic names that host), outcomes — never project ids, instance uuids, user names
+or paths.
+
+The registry is our own, not prometheus_client's global one, so /metrics shows exactly
+these series plus the process's own (memory, CPU, open files)."""
+
+from __future__ import annotations
+
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
+                               ProcessCollector, generate_latest)
+
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+_HTTP = Histogram(
+    "nova_async_http_request_duration_seconds",
+    "Time to answer one HTTP request, by the API (role) that served it and the status it got",
+    ["api", "method", "status"], registry=REGISTRY)
+_BUILDS = Counter(
+    "nova_async_builds",
+    "Instance builds that ended: active, error (the instance is ERROR), or rescheduled "
+    "(handed to an alternate host)",
+    ["outcome"], registry=REGISTRY)
+_DECISIONS = Counter(
+    "nova_async_scheduling_decisions",
+    "Scheduling requests decided: placed (every instance got a claimed host), no_valid_host, "
+    "or failed (an error other than no valid host)",
+    ["result"], registry=REGISTRY)
+_DECISION_SECONDS = Histogram(
+    "nova_async_scheduling_decision_duration_seconds",
+    "Time to decide one scheduling request, placement claims included",
+    ["result"], registry=REGISTRY)
+_QUEUE_DEPTH = Gauge(
+    "nova_async_bus_queue_depth",
+    "Messages waiting on a bus topic that no consumer has taken yet",
+    ["topic"], registry=REGISTRY)
+_RPC = Histogram(
+    "nova_async_bus_rpc_duration_seconds",
+    "Round trip of one bus call (send, handle, answer), by topic, message type and outcome "
+    "(ok, error: the receiver raised, timeout: no answer)",
+    ["topic", "message", "outcome"], registry=REGISTRY)
+
+BUILD_OUTCOMES = ("active", "error", "rescheduled")
+DECISION_RESULTS = ("placed", "no_valid_host", "failed")
+# Known label values start at zero, so a rate() works from the first scrape.
+for _outcome in BUILD_OUTCOMES:
+    _BUILDS.labels(_outcome)
+for _result in DECISION_RESULTS:
+    _DECISIONS.labels(_result)
+
+
+def observe_request(api: str, method: str, status: int, seconds: float) -> None:
+    _HTTP.labels(api, method, str(status)).observe(seconds)
+
+
+def build_finished(outcome: str) -> None:
+    """A build attempt ended: `outcome` is one of BUILD_OUTCOMES."""
+    _BUILDS.labels(outcome).inc()
+
+
+def scheduling_decided(result: str, seconds: float) -> None:
+    """`result`: one of DECISION_RESULTS."""
+    _DECISIONS.labels(result).inc()
+    _DECISION_SECONDS.labels(result).observe(seconds)
+
+
+def set_queue_depth(topic: str, depth: int) -> None:
+    _QUEUE_DEPTH.labels(topic).set(depth)
+
+
+def observe_rpc(topic: str, seconds: float, *, message: str = "", outcome: str = "ok") -> None:
+    _RPC.labels(topic, message, outcome).observe(seconds)
+
+
+def render() -> bytes:
+    """The exposition text for a scrape."""
+    return generate_latest(REGISTRY)

@@ -1,0 +1,103 @@
+"""What an operator watches, read from a real `nova-async serve` (libvirt's test driver):
+the /metrics scrape after a server is built and another one is refused, and the JSON log
+lines with the request id, role and instance uuid bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import aiohttp
+
+from tests.e2e.conftest import serve
+
+V = "/compute/v2.1"
+
+
+async def ok(resp: aiohttp.ClientResponse, status: int):
+    assert resp.status == status, f"{resp.method} {resp.url}: {resp.status} {await resp.text()}"
+    return await resp.json() if resp.content_type == "application/json" else None
+
+
+async def boot(s: aiohttp.ClientSession, url: str, headers: dict, name: str, flavor: str, image: str,
+               net: str) -> dict:
+    body = {"server": {"name": name, "imageRef": image, "flavorRef": flavor, "networks": [{"uuid": net}]}}
+    created = await ok(await s.post(f"{url}{V}/servers", json=body, headers=headers), 202)
+    server_id = created["server"]["id"]
+    async with asyncio.timeout(60):
+        while True:
+            server = (await ok(await s.get(f"{url}{V}/servers/{server_id}", headers=headers), 200))["server"]
+            if server["status"] in ("ACTIVE", "ERROR"):
+                return server
+            await asyncio.sleep(0.05)
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The value of the series `name` whose labels include `labels`."""
+    for line in text.splitlines():
+        found = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if found and all(f'{k}="{v}"' in (found.group(1) or "") for k, v in labels.items()):
+            return float(found.group(2))
+    raise AssertionError(f"no {name} {labels} in /metrics:\n{text}")
+
+
+async def test_metrics_and_json_logs_of_a_served_process(database, work_dir):
+    async with serve(work_dir / "metrics", "--database", database, "--libvirt-uri", "test:///default") as served:
+        url = served.url
+        async with aiohttp.ClientSession() as s:
+            headers = {"X-Auth-Token": await served.token(s)}
+            small = (await ok(await s.post(f"{url}{V}/flavors", headers=headers, json={"flavor": {
+                "name": "m1.metrics", "ram": 256, "vcpus": 1, "disk": 1}}), 200))["flavor"]["id"]
+            huge = (await ok(await s.post(f"{url}{V}/flavors", headers=headers, json={"flavor": {
+                "name": "m1.huge", "ram": 256, "vcpus": 1, "disk": 1000000}}), 200))["flavor"]["id"]
+            image = await ok(await s.post(f"{url}/image/v2/images", headers=headers, json={
+                "name": "metrics-image", "disk_format": "raw", "container_format": "bare"}), 201)
+            await ok(await s.put(f"{url}/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
+                                 headers={**headers, "Content-Type": "application/octet-stream"}), 204)
+            net = (await ok(await s.post(f"{url}/network/v2.0/networks", headers=headers,
+                                         json={"network": {"name": "metrics-net"}}), 201))["network"]["id"]
+            await ok(await s.post(f"{url}/network/v2.0/subnets", headers=headers, json={"subnet": {
+                "network_id": net, "cidr": "10.9.0.0/24", "ip_version": 4}}), 201)
+
+            built = await boot(s, url, headers, "metrics-vm", small, image["id"], net)
+            assert built["status"] == "ACTIVE", built.get("fault")
+            refused = await boot(s, url, headers, "metrics-toobig", huge, image["id"], net)
+            assert refused["status"] == "ERROR"
+
+            async with s.get(f"{url}/metrics") as r:  # no token: a scraper has none
+                assert r.status == 200
+                assert r.headers["Content-Type"].startswith("text/plain")
+                text = await r.text()
+
+    # Request latency by API and status; builds by outcome; scheduling decisions;
+    # bus depth and RPC latency; the process itself.
+    assert sample(text, "nova_async_http_request_duration_seconds_count", api="api", method="POST",
+                  status="202") >= 2
+    assert sample(text, "nova_async_http_request_duration_seconds_count", api="identity", status="201") >= 1
+    assert sample(text, "nova_async_builds_total", outcome="active") == 1
+    assert sample(text, "nova_async_builds_total", outcome="error") == 1
+    assert sample(text, "nova_async_scheduling_decisions_total", result="placed") == 1
+    assert sample(text, "nova_async_scheduling_decisions_total", result="no_valid_host") == 1
+    assert sample(text, "nova_async_scheduling_decision_duration_seconds_count", result="placed") == 1
+    assert sample(text, "nova_async_bus_queue_depth", topic="conductor") == 0
+    assert sample(text, "nova_async_bus_rpc_duration_seconds_count", topic="scheduler",
+                  message="SelectDestinations", outcome="ok") == 1
+    assert sample(text, "nova_async_bus_rpc_duration_seconds_count", topic="scheduler",
+                  message="SelectDestinations", outcome="error") == 1
+    assert sample(text, "process_resident_memory_bytes") > 0
+    # Nothing that belongs to a project: no ids, names or paths.
+    for private in (built["id"], refused["id"], built["tenant_id"], "metrics-vm", "metrics-image",
+                    image["id"], net, "/servers"):
+        assert private not in text, private
+
+    # JSON lines with the context bound: the canonical request line, a compute line.
+    lines = [json.loads(line) for line in served.log if line.startswith("{")]
+    assert len(lines) > 0.9 * len(served.log), "log lines that are not JSON:\n" + "\n".join(
+        line for line in served.log if not line.startswith("{"))
+    booted = [e for e in lines if e["event"] == "request" and e.get("method") == "POST"
+              and e.get("path") == f"{V}/servers" and e.get("status") == 202]
+    assert booted and all(e["request_id"].startswith("req-") and e["role"] == "api" for e in booted)
+    active = [e for e in lines if e["event"] == "instance active"]
+    assert [(e["instance_uuid"], e["role"]) for e in active] == [(built["id"], "compute")]
+    assert active[0]["request_id"] in {e["request_id"] for e in booted}

@@ -1,0 +1,171 @@
+"""Roles split over processes, as on several hosts: one control process and three compute
+processes (libvirt's test driver, hosts edge-1..3) sharing one PostgreSQL and one RabbitMQ.
+
+Servers spread over all three hosts; a compute process that dies is shown down within
+`service_down_time` (heartbeats every `report_interval`) and gets no new servers; RabbitMQ
+restarted in the middle of a batch leaves no server in BUILD."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections import Counter
+
+import aiohttp
+import pytest
+
+from tests.e2e.conftest import serve
+from tests.rabbitmq import Broker, available
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
+
+V = "/compute/v2.1"
+HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin", "OpenStack-API-Version": "compute 2.96"}
+CONTROL_ROLES = "identity,image,network,placement,api,conductor,scheduler"
+REPORT_INTERVAL = 1
+SERVICE_DOWN_TIME = 5
+WAIT = 300  # bound on every wait below; the test asserts outcomes, never speed
+
+
+class Api:
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session, self.url = session, url
+
+    async def call(self, method: str, path: str, status: int, *, headers: dict | None = None, **kw):
+        async with self.session.request(method, self.url + path, headers={**HEADERS, **(headers or {})},
+                                        **kw) as resp:
+            body = await resp.text()
+            assert resp.status == status, f"{method} {path}: {resp.status} {body}"
+            return await resp.json() if body else None
+
+    async def boot(self, base: dict, name: str) -> str:
+        return (await self.call("POST", V + "/servers", 202, json={"server": {**base, "name": name}}))["server"]["id"]
+
+    async def settled(self, ids: list[str]) -> dict[str, dict]:
+        """Wait until none of `ids` is in BUILD; return each server's detail."""
+        wanted = set(ids)
+        async with asyncio.timeout(WAIT):
+            while True:
+                servers = (await self.call("GET", V + "/servers/detail", 200))["servers"]
+                found = {s["id"]: s for s in servers if s["id"] in wanted}
+                if len(found) == len(wanted) and all(s["status"] != "BUILD" for s in found.values()):
+                    return found
+                await asyncio.sleep(0.5)
+
+    async def services(self) -> dict[str, str]:
+        listed = (await self.call("GET", V + "/os-services?binary=nova-compute", 200))["services"]
+        return {s["host"]: s["state"] for s in listed}
+
+
+@pytest.fixture(scope="module")
+async def rabbitmq(work_dir):
+    broker = Broker(work_dir / "rabbitmq-split")
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
+async def prepare(api: Api) -> dict:
+    await api.call("PUT", V + "/os-quota-sets/admin", 200,
+                   json={"quota_set": {"instances": -1, "cores": -1, "ram": -1}})
+    flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+        "name": "split", "ram": 64, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
+    image = (await api.call("POST", "/image/v2/images", 201, json={
+        "name": "split", "disk_format": "raw", "container_format": "bare"}))["id"]
+    await api.call("PUT", f"/image/v2/images/{image}/file", 204, data=b"\0" * 65536,
+                   headers={"Content-Type": "application/octet-stream"})
+    net = (await api.call("POST", "/network/v2.0/networks", 201,
+                          json={"network": {"name": "split"}}))["network"]["id"]
+    await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+        "network_id": net, "cidr": "10.20.0.0/16", "ip_version": 4}})
+    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}
+
+
+def print_logs(processes: dict) -> None:
+    """On failure: what each process said last (pytest shows it with the failure)."""
+    for name, served in processes.items():
+        print(f"--- {name} (exit code {served.proc.returncode}) ---")
+        print("\n".join(served.log[-80:]))
+
+
+def host_of(server: dict) -> str:
+    return server["OS-EXT-SRV-ATTR:host"]
+
+
+async def test_control_and_three_compute_processes_over_rabbitmq(rabbitmq, database, work_dir):
+    config = work_dir / "split.toml"
+    config.write_text(f"[compute]\nreport_interval = {REPORT_INTERVAL}\n"
+                      f"[scheduler]\nservice_down_time = {SERVICE_DOWN_TIME}\n")
+    common = ("--transport", rabbitmq.url, "--database", database, "--auth", "noauth", "--config", str(config))
+    async with contextlib.AsyncExitStack() as stack:
+        control = await stack.enter_async_context(
+            serve(work_dir / "split-control", "--roles", CONTROL_ROLES, *common))
+        computes = {}
+        for i in (1, 2, 3):  # each its own machine: its own state dir and libvirt test driver
+            computes[f"edge-{i}"] = await stack.enter_async_context(
+                serve(work_dir / f"split-edge-{i}", "--roles", "compute", "--host", f"edge-{i}",
+                      "--libvirt-uri", "test:///default", *common))
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        api = Api(session, control.url)
+        stack.push(lambda *exc: print_logs({"control": control, **computes}) if exc[0] else None)
+        assert await api.services() == {"edge-1": "up", "edge-2": "up", "edge-3": "up"}
+        base = await prepare(api)
+
+        # 30 servers, requested at once, spread over the three compute processes.
+        first = await asyncio.gather(*(api.boot(base, f"split-{i}") for i in range(30)))
+        servers = await api.settled(first)
+        assert [s["status"] for s in servers.values()] == ["ACTIVE"] * 30, servers
+        spread = Counter(host_of(s) for s in servers.values())
+        assert set(spread) == {"edge-1", "edge-2", "edge-3"}, spread
+
+        # A compute process dies: shown down once its heartbeats stop, and given nothing new.
+        computes["edge-3"].proc.send_signal(signal.SIGKILL)
+        await computes["edge-3"].proc.wait()
+        async with asyncio.timeout(WAIT):
+            while (await api.services()).get("edge-3") != "down":
+                await asyncio.sleep(REPORT_INTERVAL / 2)
+        assert await api.services() == {"edge-1": "up", "edge-2": "up", "edge-3": "down"}
+        after = await asyncio.gather(*(api.boot(base, f"after-{i}") for i in range(9)))
+        servers = await api.settled(after)
+        assert [s["status"] for s in servers.values()] == ["ACTIVE"] * 9, servers
+        assert {host_of(s) for s in servers.values()} <= {"edge-1", "edge-2"}
+
+        # RabbitMQ restarts in the middle of a batch: every server still ends ACTIVE, or ERROR
+        # saying why; none stays in BUILD.
+        batch: list[str] = []
+        slots = asyncio.Semaphore(4)  # a steady stream of requests, four at a time
+
+        async def boot_one(i: int) -> None:
+            async with slots:
+                batch.append(await api.boot(base, f"restart-{i}"))
+
+        async def boot_batch() -> None:
+            await asyncio.gather(*(boot_one(i) for i in range(20)))
+
+        booting = asyncio.create_task(boot_batch(), name="e2e:boot-batch")
+        try:
+            async with asyncio.timeout(WAIT):
+                while len(batch) < 6:
+                    await asyncio.sleep(0.05)
+            await rabbitmq.restart()
+            await asyncio.wait_for(booting, WAIT)
+        finally:
+            if not booting.done():
+                booting.cancel()
+                await asyncio.gather(booting, return_exceptions=True)
+        servers = await api.settled(batch)
+        print("after the broker restart:", Counter(s["status"] for s in servers.values()))
+        for server in servers.values():
+            assert server["status"] in ("ACTIVE", "ERROR"), server
+            if server["status"] == "ERROR":
+                assert server.get("fault", {}).get("message"), server
+        assert {host_of(s) for s in servers.values() if s["status"] == "ACTIVE"} <= {"edge-1", "edge-2"}
+        # The control plane kept working through the restart: a server booted afterwards is ACTIVE.
+        last = await api.boot(base, "after-restart")
+        assert (await api.settled([last]))[last]["status"] == "ACTIVE"
+        for name, served in computes.items():
+            if name != "edge-3":
+                assert served.proc.returncode is None, "\n".join(served.log[-40:])

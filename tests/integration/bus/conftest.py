@@ -1,0 +1,27 @@
+"""One real RabbitMQ for the bus's integration tests, started once per run in a temp dir."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rabbitmq import Broker, available
+
+
+@pytest.fixture(scope="session")
+async def rabbitmq(work_dir):
+    why = available()
+    if why:
+        pytest.fail(why)
+    broker = Broker(work_dir / "rabbitmq")
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
+@pytest.fixture
+async def broker(rabbitmq):
+    """The shared broker, running (a restart test may have stopped it half-way)."""
+    await rabbitmq.start()
+    return rabbitmq

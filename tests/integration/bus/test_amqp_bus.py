@@ -1,0 +1,335 @@
+"""The RabbitMQ bus against a real broker: what the in-memory bus promises (typed answers,
+errors across the bus, timeouts, version refusal, draining), plus what only a broker adds:
+several processes on one topic, notifications to every process, nothing lost when the broker
+restarts, and a cast redelivered when the consumer holding it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import uuid
+
+import aio_pika
+import pytest
+
+from nova_async.bus import messages
+from nova_async.bus.amqp import AmqpBus, queue_name
+from nova_async.bus.base import unwrap
+from nova_async.bus.messages import Message, Notification
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+
+WAIT = 60  # bound on anything a test waits for; never an expectation of speed
+
+
+# Message classes register by name: these must not share one with another test module's.
+class Knock(Message, frozen=True, kw_only=True):
+    n: int
+
+
+class Answer(Message, frozen=True, kw_only=True):
+    n: int
+
+
+def fresh_topic(what: str) -> str:
+    return f"test.{what}.{uuid.uuid4().hex[:8]}"
+
+
+@contextlib.asynccontextmanager
+async def consuming(bus: AmqpBus, topic: str, handler, **kw):
+    """Consume `topic` for the block, then stop and drain like the service does."""
+    until = asyncio.Event()
+    task = asyncio.create_task(bus.consume(topic, handler, until=until, **kw), name=f"test:{topic}")
+    try:
+        await _consumer_attached(bus, topic)
+        yield task
+    finally:
+        until.set()
+        await asyncio.wait_for(task, WAIT)
+
+
+async def _consumer_attached(bus: AmqpBus, topic: str) -> None:
+    """Wait until the broker counts a consumer on the topic's queue (consume() declares it)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            channel = await bus._connection.channel()
+            try:
+                queue = await channel.declare_queue(queue_name(topic), passive=True)
+                if queue.declaration_result.consumer_count:
+                    return
+            except aio_pika.exceptions.ChannelNotFoundEntity:
+                pass
+            finally:
+                await channel.close()
+            await asyncio.sleep(0.02)
+
+
+async def wait_for_count(items, count: int) -> None:
+    async with asyncio.timeout(WAIT):
+        while len(items) < count:
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def bus(broker):
+    async with AmqpBus(broker.url) as b:
+        yield b
+
+
+@pytest.fixture
+async def other_bus(broker):
+    """A second connection: another process, as far as the broker can tell."""
+    async with AmqpBus(broker.url) as b:
+        yield b
+
+
+async def test_call_returns_the_typed_answer_and_carries_context(bus, other_bus):
+    topic, seen = fresh_topic("call"), []
+
+    async def handler(msg, ctx):
+        seen.append(ctx)
+        return Answer(n=msg.n + 1)
+
+    async with consuming(other_bus, topic, handler):
+        ctx = RequestContext(user_id="u", project_id="p", request_id="req-1")
+        assert await bus.call(topic, Knock(n=1), context=ctx) == Answer(n=2)
+        answers = await asyncio.gather(*(bus.call(topic, Knock(n=i)) for i in range(20)))
+    assert answers == [Answer(n=i + 1) for i in range(20)]
+    assert seen[0] == ctx
+
+
+async def test_errors_cross_the_bus_as_their_own_class(bus, other_bus):
+    topic = fresh_topic("errors")
+
+    async def handler(msg, ctx):
+        if msg.n == 1:
+            raise errors.NotFound("no such thing", code="thing.missing")
+        raise RuntimeError("boom")
+
+    async with consuming(other_bus, topic, handler):
+        with pytest.raises(errors.NotFound) as info:
+            await bus.call(topic, Knock(n=1))
+        assert info.value.message == "no such thing" and info.value.code == "thing.missing"
+        with pytest.raises(errors.NovaAsyncError) as info:
+            await bus.call(topic, Knock(n=2))
+        assert "boom" in info.value.message and info.value.status == 500
+
+
+async def test_call_without_consumer_times_out_and_the_question_expires(bus, other_bus):
+    topic, handled = fresh_topic("nobody"), []
+    with pytest.raises(errors.BusTimeout, match=f"no answer from {topic} to Knock within 0.2 s"):
+        await bus.call(topic, Knock(n=1), timeout=0.2)
+
+    async def handler(msg, ctx):
+        handled.append(msg.n)
+        return Answer(n=0)
+
+    # A consumer that starts later never acts on the question nobody waits for any more
+    # (it expired in its queue when its caller stopped waiting; give the broker a moment).
+    await asyncio.sleep(0.3)
+    async with consuming(other_bus, topic, handler):
+        assert await bus.call(topic, Knock(n=2)) == Answer(n=0)
+    assert handled == [2]
+
+
+async def test_a_major_version_the_receiver_does_not_speak_is_answered_with_a_clear_error(broker, bus):
+    topic = fresh_topic("version")
+
+    async def handler(msg, ctx):
+        return Answer(n=0)
+
+    # What a newer process would send: the same message at version 2.0, on a connection of its own.
+    newer = messages.encode(Knock(n=1), None).replace(b'"version":"1.0"', b'"version":"2.0"')
+    async with consuming(bus, topic, handler):
+        async with await aio_pika.connect(broker.url) as connection:
+            channel = await connection.channel()
+            replies = await channel.declare_queue(exclusive=True)
+            await channel.default_exchange.publish(
+                aio_pika.Message(newer, reply_to=replies.name, correlation_id="c1"), queue_name(topic))
+            async with asyncio.timeout(WAIT):
+                async with replies.iterator() as it:
+                    async for answer in it:
+                        await answer.ack()
+                        break
+    assert answer.correlation_id == "c1"
+    with pytest.raises(errors.InvalidInput, match=r"Knock version 2.0 cannot be handled here \(this side speaks 1.0\)"):
+        unwrap(answer.body)
+
+
+async def test_casts_sent_before_any_consumer_wait_in_their_queue(bus, other_bus):
+    topic, got = fresh_topic("cast"), []
+    for i in range(10):
+        await bus.cast(topic, Knock(n=i))
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        await wait_for_count(got, 10)
+    assert sorted(got) == list(range(10))
+
+
+async def test_consumers_of_one_topic_share_its_messages(broker, bus, other_bus):
+    topic, got = fresh_topic("shared"), []
+
+    def handler_for(name):
+        async def handler(msg, ctx):
+            await asyncio.sleep(0.01)
+            got.append((name, msg.n))
+        return handler
+
+    async with AmqpBus(broker.url) as sender:
+        async with consuming(bus, topic, handler_for("a"), concurrency=2), \
+                consuming(other_bus, topic, handler_for("b"), concurrency=2):
+            for i in range(40):
+                await sender.cast(topic, Knock(n=i))
+            await wait_for_count(got, 40)
+    assert sorted(n for _, n in got) == list(range(40))  # each exactly once
+    assert {name for name, _ in got} == {"a", "b"}
+
+
+async def test_notifications_reach_every_process_that_listens(broker, bus, other_bus):
+    async with AmqpBus(broker.url) as publisher:
+        with bus.listen() as here, other_bus.listen() as there:
+            note = Notification(event_type="instance.create.end", payload={"instance_uuid": "x"})
+            await publisher.publish(note)
+            async with asyncio.timeout(WAIT):
+                assert await here.get() == note
+                assert await there.get() == note
+
+
+async def test_stop_intake_waits_for_messages_in_flight_and_leaves_the_rest_queued(bus, other_bus):
+    topic = fresh_topic("drain")
+    started, release, finished = asyncio.Event(), asyncio.Event(), []
+
+    async def slow(msg, ctx):
+        started.set()
+        await release.wait()
+        finished.append(msg.n)
+
+    until = asyncio.Event()
+    task = asyncio.create_task(bus.consume(topic, slow, concurrency=1, until=until), name="test:drain")
+    await _consumer_attached(bus, topic)
+    for i in range(3):
+        await other_bus.cast(topic, Knock(n=i))
+    await asyncio.wait_for(started.wait(), WAIT)
+    until.set()
+    await asyncio.sleep(0.05)
+    assert not task.done()  # still handling message 0
+    release.set()
+    await asyncio.wait_for(task, WAIT)
+    assert finished == [0]
+
+    rest = []
+
+    async def quick(msg, ctx):
+        rest.append(msg.n)
+
+    async with consuming(other_bus, topic, quick):
+        await wait_for_count(rest, 2)
+    assert sorted(rest) == [1, 2]
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["clean-stop", "crash"])
+async def test_a_broker_restart_in_the_middle_of_casts_loses_none(broker, kill):
+    topic, got = fresh_topic("restart"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with AmqpBus(broker.url) as sender, AmqpBus(broker.url) as receiver:
+        async with consuming(receiver, topic, handler, concurrency=8):
+            sent = []
+
+            async def send_all():
+                for i in range(300):
+                    await sender.cast(topic, Knock(n=i))
+                    sent.append(i)
+
+            sending = asyncio.create_task(send_all(), name="test:send")
+            await wait_for_count(sent, 100)
+            await broker.restart(kill=kill)  # casts go on being sent meanwhile, and fail, and retry
+            await asyncio.wait_for(sending, WAIT)
+            await _consumer_attached(receiver, topic)  # the consumer came back by itself
+            await wait_for_count(set(got), 300)
+    assert set(got) == set(range(300))
+
+
+async def test_a_call_made_while_the_broker_is_down_is_answered_once_it_is_back(broker):
+    topic = fresh_topic("call-restart")
+
+    async def handler(msg, ctx):
+        return Answer(n=msg.n)
+
+    async with AmqpBus(broker.url) as caller, AmqpBus(broker.url) as server:
+        async with consuming(server, topic, handler):
+            await broker.stop()
+            asking = asyncio.create_task(caller.call(topic, Knock(n=5), timeout=5 * WAIT), name="test:ask")
+            await asyncio.sleep(0.2)
+            assert not asking.done()
+            await broker.start()
+            assert await asyncio.wait_for(asking, WAIT) == Answer(n=5)
+
+
+CONSUMER_THAT_DIES = """
+import asyncio, sys
+from nova_async.bus.amqp import AmqpBus
+from nova_async.bus.messages import Message
+
+class Knock(Message, frozen=True, kw_only=True):
+    n: int
+
+async def main(url, topic):
+    async with AmqpBus(url) as bus:
+        async def handler(msg, ctx):
+            print("handling", msg.n, flush=True)
+            await asyncio.Event().wait()
+        await bus.consume(topic, handler)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_a_cast_held_by_a_consumer_that_dies_is_redelivered_to_another(broker, bus, other_bus):
+    topic, got = fresh_topic("redeliver"), []
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CONSUMER_THAT_DIES, broker.url, topic,
+                                                stdout=asyncio.subprocess.PIPE)
+    try:
+        await _consumer_attached(bus, topic)
+        await bus.cast(topic, Knock(n=42))
+        async with asyncio.timeout(WAIT):
+            async for line in proc.stdout:  # its log lines come first
+                if line.startswith(b"handling"):
+                    break
+        assert line.decode().strip() == "handling 42"
+    finally:
+        proc.kill()
+        await proc.wait()
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        await wait_for_count(got, 1)
+    assert got == [42]
+
+
+async def test_a_cast_sent_twice_under_one_message_id_is_handled_once(broker, bus):
+    """What a publish retried after a lost confirm produces: the same message again."""
+    topic, got = fresh_topic("duplicate"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    body = messages.encode(Knock(n=1), None)
+    async with consuming(bus, topic, handler):
+        async with await aio_pika.connect(broker.url) as connection:
+            channel = await connection.channel()
+            for n in (1, 1, 2):  # the third is another message, to know when the first two are done
+                await channel.default_exchange.publish(
+                    aio_pika.Message(body if n == 1 else messages.encode(Knock(n=2), None),
+                                     message_id=f"m-{n}", delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                    queue_name(topic))
+        await wait_for_count(got, 2)
+    assert sorted(got) == [1, 2]
