@@ -15,7 +15,7 @@ ARGS ?=
 DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
         python3-dev python3-venv genisoimage jq curl \
         qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu dnsmasq-base iptables \
-        tini busybox-static cpio
+        tini busybox-static cpio rabbitmq-server novnc
 
 .PHONY: run test deps venv host-setup guest-image bench clean help
 
@@ -64,6 +64,42 @@ test: venv host-setup
 bench: venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
 	$(BIN)/python bench/guest_boot.py
+
+# Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
+# $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all
+# under another root for packaging (then no Debian packages are installed and systemd is not
+# told); a staged virtualenv keeps its staged paths, so run it from there or rebuild it.
+PREFIX ?= /opt/nova-async
+UNITDIR ?= /etc/systemd/system
+CONFDIR ?= /etc/nova-async
+UNITS := nova-async.service nova-async-control.service nova-async-compute@.service
+.PHONY: install
+
+install:
+	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory deps; fi
+	$(PYTHON) -m venv $(DESTDIR)$(PREFIX)/.venv
+	@# Built from a copy, so the checkout gets no build/ directory; sql/ is not package
+	@# data, so it goes where nova_async looks for it when installed (nova_async/sql).
+	@set -e; src=$$(mktemp -d); trap 'rm -rf "$$src"' EXIT; \
+	tar --exclude=__pycache__ -cf - pyproject.toml README.md nova_async | tar -xf - -C "$$src"; \
+	$(DESTDIR)$(PREFIX)/.venv/bin/pip install -q "$$src"; \
+	pkg=$$($(DESTDIR)$(PREFIX)/.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nova_async; \
+	rm -rf "$$pkg/sql"; cp -r sql "$$pkg/sql"
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/README.md
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR)
+	@for unit in $(UNITS); do \
+	    sed -e 's|/opt/nova-async|$(PREFIX)|g' -e 's|/etc/nova-async|$(CONFDIR)|g' systemd/$$unit \
+	        > $(DESTDIR)$(UNITDIR)/$$unit && chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit; \
+	    echo "installed $(DESTDIR)$(UNITDIR)/$$unit"; done
+	@if [ -e $(DESTDIR)$(CONFDIR)/nova-async.toml ]; then \
+	    echo "kept $(DESTDIR)$(CONFDIR)/nova-async.toml"; \
+	else install -m 0640 systemd/nova-async.toml $(DESTDIR)$(CONFDIR)/nova-async.toml && \
+	    echo "installed $(DESTDIR)$(CONFDIR)/nova-async.toml"; fi
+	@# What `make run` does first, for the installed service: the demo guest it registers.
+	@if [ -z "$(DESTDIR)" ]; then $(PREFIX)/.venv/bin/nova-async guest-image \
+	    || echo "make install: no demo guest (see above); the service starts without it"; fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+	    echo "next: systemctl enable --now nova-async"; fi
 
 clean:
 	rm -rf $(VENV) *.egg-info

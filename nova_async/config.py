@@ -45,6 +45,9 @@ class ServiceSettings:
     database: str = _doc("PostgreSQL DSN; empty runs a private cluster in the state dir", "",
                          flag="--database")
     roles: tuple[str, ...] = _doc("roles this process runs (comma-separated)", ALL_ROLES, flag="--roles")
+    transport: str = _doc("the bus between roles: memory (inside this process) or amqp://USER:PASS@HOST:PORT/"
+                          "VHOST (RabbitMQ, for roles split over processes and hosts)", "memory",
+                          flag="--transport")
     shutdown_timeout: float = _doc("seconds to drain in-flight work on SIGTERM before cancelling", 30.0)
     log_format: str = _doc("log output: auto (console on a TTY, else JSON), json or console", "auto")
 
@@ -76,6 +79,8 @@ class ComputeSettings:
     ram_allocation_ratio: float = _doc("MEMORY_MB overcommit reported to placement", 1.0)
     disk_allocation_ratio: float = _doc("DISK_GB overcommit reported to placement", 1.0)
     reserved_host_memory_mb: int = _doc("memory kept for the host itself", 512)
+    report_interval: float = _doc("seconds between heartbeats that keep this process's compute services up "
+                                  "(keep it well under scheduler.service_down_time)", 10.0)
     resource_refresh_interval: float = _doc("seconds between re-reading the host's CPUs, memory and "
                                             "disk into placement", 60.0)
     shutdown_timeout: float = _doc("seconds a stopping guest gets to power off on ACPI before it is "
@@ -85,6 +90,13 @@ class ComputeSettings:
     sync_power_state_interval: float = _doc("seconds between comparing every guest's power state with "
                                             "the database (lifecycle events report changes at once; "
                                             "this catches what they miss)", 600.0)
+    allow_resize_to_same_host: bool = _doc("a resize may stay on the server's own host (Nova's option, "
+                                           "False there; True here because a single lab box has no "
+                                           "other host to go to)", True)
+    resize_confirm_window: float = _doc("seconds a resized server waits in VERIFY_RESIZE before it is "
+                                        "confirmed automatically; 0 never (Nova's default: the user "
+                                        "confirms or reverts, and a late confirm would otherwise fail)",
+                                        0.0)
 
 
 @dataclass(frozen=True)
@@ -230,5 +242,10 @@ def validate(settings: Settings) -> None:
         raise ConfigError("--auth must be keystone or noauth")
     if settings.compute.virt_type not in ("auto", "kvm", "qemu"):
         raise ConfigError("compute.virt_type must be auto, kvm or qemu")
+    transport = settings.service.transport
+    if transport != "memory" and not transport.startswith(("amqp://", "amqps://")):
+        raise ConfigError(f"--transport must be memory or an amqp:// URL, got {transport!r}")
+    if settings.compute.report_interval <= 0:
+        raise ConfigError("compute.report_interval must be > 0")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")

@@ -20,6 +20,8 @@ from nova_async.api import (
     servers,
     versions,
 )
+from nova_async.api import console_proxy, diagnostics, remote_consoles
+from nova_async.api import os_migrations
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import web as w
 
@@ -48,6 +50,7 @@ def build(state: ApiState) -> web.Application:
         web.delete(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
 
         web.get(V + "/os-services", os_services.list_services),
+        web.get(V + "/os-migrations", os_migrations.list_migrations),
         web.put(V + "/os-services/{service_id}", os_services.update_service),
         web.get(V + "/os-availability-zone", availability_zones.list_zones),
         web.get(V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),
@@ -93,6 +96,12 @@ def build(state: ApiState) -> web.Application:
         web.put(V + "/servers/{server_id}/tags/{tag}", server_meta.add_tag),
         web.delete(V + "/servers/{server_id}/tags/{tag}", server_meta.delete_tag),
         web.post(V + "/servers/{server_id}/action", server_actions.create_server_action),
+        web.post(V + "/servers/{server_id}/remote-consoles", remote_consoles.create_remote_console),
+        web.get(V + "/servers/{server_id}/diagnostics", diagnostics.show_diagnostics),
+        # The console proxy (WebSockets, token in the query) and the noVNC client's files.
+        web.get(remote_consoles.SERIAL_PATH, console_proxy.serial_console),
+        web.get(remote_consoles.VNC_PATH, console_proxy.vnc_console),
+        web.get("/console/novnc/{path:.*}", console_proxy.novnc_file),
         web.get(V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
         web.get(V + "/servers/{server_id}/os-instance-actions/{request_id}",
                 instance_actions.show_instance_action),

@@ -29,7 +29,8 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.api import keypairs, quotas, server_views
+from nova_async.api import keypairs, microversion, quotas, server_resize, server_views
+from nova_async.api import remote_consoles
 from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
@@ -73,6 +74,7 @@ ActionHandler = Callable[[ApiState, RequestContext, str, Any], Awaitable[web.Res
 class Action:
     schema: jsonschema.protocols.Validator   # of the whole body, {"<name>": …}
     handle: ActionHandler                    # (state, ctx, instance uuid, the body's value)
+    versioned: bool = False                  # handle also takes the request's microversion
 
 
 def _body(name: str, value: dict[str, Any]) -> jsonschema.protocols.Validator:
@@ -237,6 +239,14 @@ ACTIONS: dict[str, Action] = {
         "properties": {"length": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$",
                                   "minimum": -1}},
     }), _console_output),
+    "resize": Action(_body("resize", server_resize.RESIZE_SCHEMA), server_resize.resize),
+    "confirmResize": Action(_body("confirmResize", _NULL), server_resize.confirm_resize),
+    "revertResize": Action(_body("revertResize", _NULL), server_resize.revert_resize),
+    "createImage": Action(_body("createImage", server_resize.CREATE_IMAGE_SCHEMA), server_resize.create_image,
+                          versioned=True),
+    # Remote consoles before 2.6: the type in the body names the protocol.
+    **{name: Action(_body(name, schema), remote_consoles.legacy_console, versioned=True)
+       for name, schema in remote_consoles.LEGACY_ACTIONS.items()},
 }
 
 
@@ -253,4 +263,7 @@ async def create_server_action(request: web.Request) -> web.Response:
     uuid = w.parse_uuid(server_id)
     if uuid is None:
         raise errors.NotFound(f"Instance {server_id} could not be found.")
+    if action.versioned:
+        return await action.handle(request.app[STATE], w.context(request), uuid, body[name],
+                                   microversion.of(request))  # type: ignore[call-arg]
     return await action.handle(request.app[STATE], w.context(request), uuid, body[name])

@@ -29,8 +29,11 @@ STATUS_FILTER = {status: [vm for vm, s in _VM_STATES.items() if s == status] for
 def status(vm_state: str, task_state: str | None) -> str:
     if vm_state == "active" and task_state in _ACTIVE_TASKS:
         return _ACTIVE_TASKS[task_state]
-    if vm_state == "stopped" and task_state in ("resize_prep", "resize_migrating", "resize_finish"):
+    if vm_state == "stopped" and task_state in ("resize_prep", "resize_migrating", "resize_migrated",
+                                                "resize_finish"):
         return "RESIZE"
+    if vm_state == "resized" and task_state == "resize_reverting":
+        return "REVERT_RESIZE"
     if vm_state in ("stopped", "error") and task_state in ("rebuilding", "rebuild_block_device_mapping",
                                                           "rebuild_spawning"):
         return "REBUILD"

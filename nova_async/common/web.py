@@ -2,7 +2,8 @@
 
 - `error_middleware`: the ONE place errors become HTTP responses, each API rendering them in
   its own fault format (Nova's `{"itemNotFound": …}`, Placement's `{"errors": […]}`, …).
-- `request_middleware`: request ids, the canonical access-log line, authentication.
+- `request_middleware`: request ids, the canonical access-log line, request metrics.
+- `show_metrics`: /metrics, Prometheus' text format, no token needed (nothing per project).
 - `read_json`: body parsing and JSON-schema validation with messages that name the field.
 """
 
@@ -18,7 +19,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 from nova_async.common.tokens import TokenCodec, context_from_token
 
@@ -59,11 +60,19 @@ AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 CONTEXT_KEY = web.RequestKey("context", RequestContext)
 REQUEST_ID = web.RequestKey("request_id", str)
 FAULT_RENDERER = web.AppKey("fault_renderer", object)
+# The role that serves a mounted sub-application: names its requests in logs and metrics.
+API_NAME = web.AppKey("api_name", str)
 
 
 def public(handler: Handler) -> Handler:
     """Mark a handler as reachable without a token (version documents, token issue)."""
     handler.public = True  # type: ignore[attr-defined]
+    return handler
+
+
+def readers_too(handler: Handler) -> Handler:
+    """Mark a write any authenticated user may make about themselves (their own password)."""
+    handler.readers_too = True  # type: ignore[attr-defined]
     return handler
 
 
@@ -111,11 +120,21 @@ def error_middleware(render: FaultRenderer) -> Any:
     return middleware
 
 
+# Keystone's default roles: only admin and member change things; a reader (or any other
+# role alone) may look but not touch, in every API on this port.
+WRITE_ROLES = frozenset({"admin", "member"})
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not getattr(handler, "public", False):
-        request[CONTEXT_KEY] = request.config_dict[AUTHENTICATOR].authenticate(
-            request, request[REQUEST_ID])
+        ctx = request.config_dict[AUTHENTICATOR].authenticate(request, request[REQUEST_ID])
+        request[CONTEXT_KEY] = ctx
+        if (request.method not in READ_METHODS and not WRITE_ROLES.intersection(ctx.roles)
+                and not getattr(handler, "readers_too", False)):
+            raise errors.Forbidden(f"Policy does not allow {request.method} {request.path} to be "
+                                   f"performed: role(s) {', '.join(ctx.roles) or 'none'} may only read.")
     return await handler(request)
 
 
@@ -123,7 +142,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 async def request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     request_id = f"req-{uuid.uuid4()}"
     request[REQUEST_ID] = request_id
-    structlog.contextvars.bind_contextvars(request_id=request_id)
+    api = request.match_info.apps[-1].get(API_NAME, "root") if request.match_info.apps else "root"
+    structlog.contextvars.bind_contextvars(request_id=request_id, role=api)
     started = time.perf_counter()
     status = 500
     try:
@@ -135,9 +155,15 @@ async def request_middleware(request: web.Request, handler: Handler) -> web.Stre
         status = exc.status
         raise
     finally:
+        seconds = time.perf_counter() - started
         log.info("request", method=request.method, path=request.path_qs, status=status,
-                 ms=round((time.perf_counter() - started) * 1000, 1))
-        structlog.contextvars.unbind_contextvars("request_id")
+                 ms=round(seconds * 1000, 1))
+        metrics.observe_request(api, request.method, status, seconds)
+        structlog.contextvars.unbind_contextvars("request_id", "role")
+
+
+async def show_metrics(request: web.Request) -> web.Response:
+    return web.Response(body=metrics.render(), headers={"Content-Type": metrics.CONTENT_TYPE})
 
 
 def api_app(render: FaultRenderer) -> web.Application:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import asyncpg
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.compute import disks
 from nova_async.compute.config_drive import DriveContent, Nic
 from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
@@ -158,6 +158,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         await _fail(host, instance_uuid, request_id, exc)
         return
     log.info("instance active")
+    metrics.build_finished("active")
     await host.pool.execute(CQ.build_succeeded, host.node_uuid)
     await instances.finish_action(host.pool, instance_uuid, request_id)
     await host.notify("instance.create.end", instance_uuid, state="active")
@@ -220,13 +221,13 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
                                       "the instance has no image.")
         image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
         base = await host.images.fetch(image)
-        boot = await _boot_files(host, image.properties, row["project_id"]) if host.real_guests else BootFiles()
+        boot = await boot_files(host, image.properties, row["project_id"]) if host.real_guests else BootFiles()
         disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
                                         ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
         return disk_list, boot
 
 
-async def _boot_files(host: Host, properties: dict[str, str], project_id: str) -> BootFiles:
+async def boot_files(host: Host, properties: dict[str, str], project_id: str) -> BootFiles:
     """The kernel and ramdisk an image names, fetched into the image cache like any image."""
     kernel_id, ramdisk_id = properties.get("kernel_id"), properties.get("ramdisk_id")
     if not kernel_id:
@@ -322,6 +323,7 @@ async def _reschedule(host: Host, instance_uuid: str, request_id: str, exc: Exce
         return False
     log.warning("build failed; rescheduling on an alternate host", reason=reason,
                 alternates=[a.host for a in alternates])
+    metrics.build_finished("rescheduled")
     await host.conductor.reschedule(RescheduleInstance(instance_uuid=instance_uuid, failed_host=host.name,
                                                        reason=reason, alternates=alternates),
                                     RequestContext(user_id="", project_id="", request_id=request_id))
@@ -343,6 +345,7 @@ async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception)
         await instances.set_error(host.pool, instance_uuid, reason, host=host.name,
                                   code=exc.status if isinstance(exc, errors.NovaAsyncError) else 500,
                                   details=details)
+        metrics.build_finished("error")
     # The record first: whoever hears the notification may read it at once.
     await instances.finish_action(host.pool, instance_uuid, request_id, None)
     await host.notify("instance.create.error", instance_uuid, reason=reason)

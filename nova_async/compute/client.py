@@ -36,6 +36,16 @@ class ComputeClient:
     async def rebuild(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
         await self.bus.cast(topic(host), m.RebuildInstance(instance_uuid=instance_uuid), context=context)
 
+    async def resize_step(self, host: str, instance_uuid: str, migration_uuid: str, step: m.ResizeStepName,
+                          context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.ResizeStep(instance_uuid=instance_uuid, migration_uuid=migration_uuid,
+                                                      step=step), context=context)
+
+    async def snapshot(self, host: str, instance_uuid: str, image_id: str,
+                       context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.SnapshotInstance(instance_uuid=instance_uuid, image_id=image_id),
+                            context=context)
+
     async def console_output(self, host: str, instance_uuid: str, lines: int | None = None,
                              context: RequestContext | None = None) -> str:
         """The tail of the guest's serial console, read on the host that runs it."""
@@ -43,3 +53,19 @@ class ComputeClient:
                                     context=context, timeout=CONSOLE_TIMEOUT)
         assert isinstance(reply, m.ConsoleOutput)
         return reply.output
+
+    async def console_endpoint(self, host: str, instance_uuid: str, kind: m.ConsoleKind,
+                               context: RequestContext | None = None) -> m.ConsoleEndpoint:
+        """Where the console proxy connects to the running guest's `kind` console."""
+        reply = await self.bus.call(topic(host), m.GetConsoleEndpoint(instance_uuid=instance_uuid, kind=kind),
+                                    context=context, timeout=CONSOLE_TIMEOUT)
+        assert isinstance(reply, m.ConsoleEndpoint)
+        return reply
+
+    async def diagnostics(self, host: str, instance_uuid: str,
+                          context: RequestContext | None = None) -> m.Diagnostics:
+        """The running guest's statistics, read from its hypervisor."""
+        reply = await self.bus.call(topic(host), m.GetDiagnostics(instance_uuid=instance_uuid),
+                                    context=context, timeout=CONSOLE_TIMEOUT)
+        assert isinstance(reply, m.Diagnostics)
+        return reply

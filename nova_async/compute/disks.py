@@ -8,6 +8,8 @@ Layout under `<state_dir>/instances/`:
               disk.swap   blank qcow2 of swap MiB, when the flavor has one
               disk.config the config drive (ISO 9660), for real guests
               console.log what the guest printed on its serial console (virtlogd writes it)
+              resize-orig/ the disks as they were before a resize, until confirm or revert
+              snapshot-<image_id>.qcow2  a createImage copy, until it is uploaded
 
 Everything an instance has lives in its directory, so removing the directory is the whole
 clean-up, after a delete and after a failed build alike.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import grp
+import json
 import os
 import pwd
 import re
@@ -175,3 +178,115 @@ def unreachable_by_qemu(path: Path, user: str = QEMU_USER) -> str | None:
                     f"{stat.filemode(st.st_mode)}. Let it through (chmod o+x {directory}) or choose a "
                     "--state-dir it can reach.")
     return None
+
+
+# Resize. The disks are grown in place, so a revert needs what they were: before anything
+# changes, the instance's disk files are copied into RESIZE_BACKUP (a copy of a qcow2
+# overlay is only the guest's own writes; the base image is shared and never changes). The
+# copy is made under a temporary name and renamed, so a backup that exists is complete;
+# its manifest lists the files the instance had, so a revert knows which new ones to drop.
+# A confirm removes the backup; a revert moves the files back.
+RESIZE_BACKUP = "resize-orig"
+_RESIZABLE = ("disk", "disk.eph0", "disk.swap")
+_MANIFEST = "manifest"
+
+
+def instance_disks(instances_root: Path, instance_uuid: str, *, config_drive: bool) -> list[Disk]:
+    """The disks the instance has now, in the order and with the targets a build gives them."""
+    path = instance_dir(instances_root, instance_uuid)
+    found = [Disk(path=str(path / "disk"), target="vda")]
+    if (path / "disk.eph0").exists():
+        found.append(Disk(path=str(path / "disk.eph0"), target="vdb"))
+    if (path / "disk.swap").exists():
+        found.append(Disk(path=str(path / "disk.swap"), target=f"vd{'c' if len(found) > 1 else 'b'}"))
+    if config_drive and (path / CONFIG_DRIVE).exists():
+        found.append(Disk(path=str(path / CONFIG_DRIVE), target="hdc", format="raw", device="cdrom"))
+    return found
+
+
+def _backup_now(path: Path) -> None:
+    target = path / RESIZE_BACKUP
+    if target.is_dir():
+        return  # complete: made by an earlier attempt of this resize
+    tmp = path / f".{RESIZE_BACKUP}{PART_SUFFIX}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    present = [name for name in _RESIZABLE if (path / name).exists()]
+    for name in present:
+        shutil.copy2(path / name, tmp / name)
+    (tmp / _MANIFEST).write_text("\n".join(present) + "\n")
+    os.replace(tmp, target)
+
+
+async def backup_for_resize(instances_root: Path, instance_uuid: str) -> None:
+    path = instance_dir(instances_root, instance_uuid)
+    if not (path / "disk").exists():
+        raise errors.NovaAsyncError(f"the instance's root disk {path / 'disk'} is missing")
+    await asyncio.to_thread(_backup_now, path)
+
+
+async def resize_disks(instances_root: Path, instance_uuid: str, *, root_gb: int, ephemeral_gb: int,
+                       swap_mb: int) -> None:
+    """Make the disks what the new flavor says: the root disk and ephemeral disk grow (a
+    disk never shrinks: the API refuses a smaller root disk), swap is made afresh. Running
+    it twice does the same as once."""
+    path = instance_dir(instances_root, instance_uuid)
+    root = path / "disk"
+    if root_gb and await _virtual_size(root) < root_gb * GiB:
+        await qemu_img("resize", "-q", str(root), f"{root_gb}G")
+    eph = path / "disk.eph0"
+    if ephemeral_gb:
+        if not eph.exists():
+            await qemu_img("create", "-q", "-f", "qcow2", str(eph), f"{ephemeral_gb}G")
+        elif await _virtual_size(eph) < ephemeral_gb * GiB:
+            await qemu_img("resize", "-q", str(eph), f"{ephemeral_gb}G")
+    else:
+        eph.unlink(missing_ok=True)
+    swap = path / "disk.swap"
+    swap.unlink(missing_ok=True)
+    if swap_mb:
+        await qemu_img("create", "-q", "-f", "qcow2", str(swap), f"{swap_mb}M")
+
+
+async def _virtual_size(path: Path) -> int:
+    done = await process.run("qemu-img", "info", "-U", "--output=json", str(path), timeout=60)
+    if done.returncode != 0:
+        raise errors.NovaAsyncError(f"qemu-img info {path} failed: {done.output.strip()[-500:]}")
+    return int(json.loads(done.output)["virtual-size"])
+
+
+def _restore_now(path: Path) -> None:
+    backup = path / RESIZE_BACKUP
+    if not backup.is_dir():
+        return  # restored already
+    kept = set((backup / _MANIFEST).read_text().split())
+    for name in _RESIZABLE:
+        if name not in kept:
+            (path / name).unlink(missing_ok=True)   # made by the resize
+        elif (backup / name).exists():
+            os.replace(backup / name, path / name)  # not yet moved back
+    shutil.rmtree(backup)
+
+
+async def restore_after_revert(instances_root: Path, instance_uuid: str) -> None:
+    """The disks as they were before the resize (idempotent, safe to redo after a crash)."""
+    await asyncio.to_thread(_restore_now, instance_dir(instances_root, instance_uuid))
+
+
+async def drop_resize_backup(instances_root: Path, instance_uuid: str) -> None:
+    backup = instance_dir(instances_root, instance_uuid) / RESIZE_BACKUP
+    await asyncio.to_thread(shutil.rmtree, backup, ignore_errors=True)
+
+
+async def snapshot_root(instances_root: Path, instance_uuid: str, target: Path) -> None:
+    """The root disk, overlay and base together, as one standalone qcow2 at `target`.
+
+    `-U` reads the image although QEMU holds it open: the caller makes sure the guest is not
+    writing (it is paused or off), which is what makes the copy consistent."""
+    root = instance_dir(instances_root, instance_uuid) / "disk"
+    tmp = target.with_name(f".{target.name}{PART_SUFFIX}")
+    try:
+        await qemu_img("convert", "-q", "-U", "-f", "qcow2", "-O", "qcow2", str(root), str(tmp))
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

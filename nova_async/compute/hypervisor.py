@@ -144,6 +144,15 @@ class Hypervisor:
             await self._quietly(dom.undefine)
             raise
 
+    async def define(self, xml: str) -> None:
+        """Define (or redefine) the domain without booting it: a stopped server's guest."""
+        await self._libvirt("define the domain", self.conn.defineXML, xml)
+
+    async def xml_of(self, name: str) -> str:
+        """The domain's definition as libvirt holds it (what a resize changed, say)."""
+        dom = await self._domain(name)
+        return await self._libvirt("read the domain's XML", dom.XMLDesc, 0)
+
     async def remove(self, name: str) -> bool:
         """Power off and undefine domain `name`; False when there was no such domain."""
         try:
@@ -316,3 +325,9 @@ class Hypervisor:
             await self._call(fn)
         except libvirt.libvirtError as exc:
             log.warning("libvirt clean-up step failed", error=str(exc))
+
+    async def inspect(self, name: str, doing: str, read: Callable[[libvirt.virDomain], T]) -> T:
+        """`read(domain)` run where blocking libvirt calls belong: several reads of one guest
+        (its live XML, its statistics) in one trip. GuestGone when there is no such domain."""
+        dom = await self._domain(name)
+        return await self._libvirt(doing, read, dom)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+import msgspec
+
 from nova_async.bus.messages import Message
 from nova_async.scheduler.messages import Destination
 
@@ -70,6 +72,32 @@ class RebuildInstance(Message, frozen=True, kw_only=True):
     instance_uuid: str
 
 
+class ResizeStepName(enum.StrEnum):
+    """The steps of a resize, each run on the host named (as Nova splits them)."""
+
+    RESIZE = "resize"              # source: stop the guest, keep the old disks, grow them
+    FINISH = "finish"              # destination: the guest with the new flavor
+    CONFIRM = "confirm"            # source: forget the old flavor, its disks and allocation
+    REVERT = "revert"              # destination: remove the resized guest
+    FINISH_REVERT = "finish_revert"  # source: the old disks, flavor and allocation back
+
+
+class ResizeStep(Message, frozen=True, kw_only=True):
+    """One step of the resize recorded as migration `migration_uuid`."""
+
+    instance_uuid: str
+    migration_uuid: str
+    step: ResizeStepName
+
+
+class SnapshotInstance(Message, frozen=True, kw_only=True):
+    """createImage: write the instance's root disk into image `image_id` (queued, made by the
+    API, which set task_state 'image_snapshot')."""
+
+    instance_uuid: str
+    image_id: str
+
+
 class GetConsoleOutput(Message, frozen=True, kw_only=True):
     """What the guest printed on its serial console, the last `lines` lines of it (None:
     all that is kept). A call: answered with ConsoleOutput."""
@@ -80,3 +108,75 @@ class GetConsoleOutput(Message, frozen=True, kw_only=True):
 
 class ConsoleOutput(Message, frozen=True, kw_only=True):
     output: str
+
+
+class ConsoleKind(enum.StrEnum):
+    """A guest console the console proxy can relay: its serial port, or its VNC screen."""
+
+    SERIAL = "serial"
+    VNC = "vnc"
+
+
+class GetConsoleEndpoint(Message, frozen=True, kw_only=True):
+    """Where the console proxy can reach the running guest's `kind` console on the host. A
+    call: answered with ConsoleEndpoint."""
+
+    instance_uuid: str
+    kind: ConsoleKind
+
+
+class ConsoleEndpoint(Message, frozen=True, kw_only=True):
+    """A unix socket (`path`) or a TCP address (`host`, `port`) on the compute host."""
+
+    path: str = ""
+    host: str = ""
+    port: int = 0
+
+
+class GetDiagnostics(Message, frozen=True, kw_only=True):
+    """The running guest's hypervisor statistics. A call: answered with Diagnostics."""
+
+    instance_uuid: str
+
+
+class CpuStats(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    time: int                      # nanoseconds of host CPU the vCPU used
+    utilisation: int | None = None
+
+
+class NicStats(msgspec.Struct, frozen=True, kw_only=True):
+    device: str                    # the tap on the host (the legacy view's key)
+    mac_address: str
+    rx_octets: int = 0
+    rx_packets: int = 0
+    rx_errors: int = 0
+    rx_drop: int = 0
+    tx_octets: int = 0
+    tx_packets: int = 0
+    tx_errors: int = 0
+    tx_drop: int = 0
+
+
+class DiskStats(msgspec.Struct, frozen=True, kw_only=True):
+    device: str                    # the guest's target device (vda, hda…)
+    read_bytes: int = 0
+    read_requests: int = 0
+    write_bytes: int = 0
+    write_requests: int = 0
+    errors_count: int = 0
+
+
+class Diagnostics(Message, frozen=True, kw_only=True):
+    state: str                     # Nova's power state name: running, paused, shutdown…
+    driver: str
+    hypervisor: str
+    hypervisor_os: str
+    uptime: int | None             # seconds since the guest's QEMU process started
+    config_drive: bool
+    memory_max_kib: int
+    memory_used_kib: int
+    memory_stats: dict[str, int] = {}   # libvirt's balloon statistics, by its names
+    cpus: list[CpuStats] = []
+    nics: list[NicStats] = []
+    disks: list[DiskStats] = []

@@ -14,7 +14,15 @@ Run before a host takes any new work:
   fail it: its placement claim still stands, its ports come back the same, its disks and
   domain are remade, and the user gets the server they asked for instead of an ERROR they
   did nothing to cause. If the rebuild fails, the usual failure path cleans up and sets
-  ERROR with the reason.
+  ERROR with the reason;
+- a resize step this host was doing is done again (each starts from the task_state the
+  last one left, see resize.py): resize_migrating/resize_migrated redo the source's part,
+  resize_finish the destination's, resize_reverting the revert, and a confirm under way is
+  confirmed. A resize the conductor had not yet handed to a host is the conductor's to
+  resume. Nothing is left behind: the old disks stay aside until a confirm or revert, and
+  the migration keeps the old allocation until then;
+- a snapshot (createImage) a restart interrupted is abandoned: its image is deleted and the
+  server given back (snapshot.py).
 """
 
 from __future__ import annotations
@@ -35,12 +43,15 @@ from nova_async.compute.messages import (
     PowerAction,
     PowerOp,
     RebootType,
+    ResizeStep,
+    ResizeStepName,
 )
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.recovery")
 Q = queries("compute")
 AQ = queries("actions")
+MQ = queries("migrations")
 
 # Which operation left each task_state behind.
 _BY_TASK_STATE = {
@@ -52,9 +63,10 @@ _BY_TASK_STATE = {
 @dataclass(frozen=True)
 class Unfinished:
     instance_uuid: str
-    kind: str            # "build", "terminate" or "power"
+    kind: str            # "build", "terminate", "power" or "resize"
     request_id: str
     power: PowerAction | None = None
+    resize: ResizeStep | None = None
 
 
 def _uuid_name(name: str) -> str | None:
@@ -123,4 +135,22 @@ async def interrupted_power_actions(host: Host) -> list[Unfinished]:
         request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
         work.append(Unfinished(instance_uuid, "power", request_id,
                                PowerAction(instance_uuid=instance_uuid, action=op, reboot_type=kind)))
+    return work
+
+
+# task_state → the resize step that redoes it (confirming is the migration's status)
+_RESIZE_STEPS = {"resize_migrating": ResizeStepName.RESIZE, "resize_migrated": ResizeStepName.RESIZE,
+                 "resize_finish": ResizeStepName.FINISH, "resize_reverting": ResizeStepName.REVERT,
+                 "confirming": ResizeStepName.CONFIRM}
+
+
+async def interrupted_resizes(host: Host) -> list[Unfinished]:
+    """Resize steps a restart interrupted on this host, as the messages that asked for them."""
+    work = []
+    for row in await host.pool.fetch(MQ.unfinished_resizes, host.name):
+        instance_uuid = str(row["uuid"])
+        step = ResizeStep(instance_uuid=instance_uuid, migration_uuid=str(row["migration_uuid"]),
+                          step=_RESIZE_STEPS[row["task_state"]])
+        work.append(Unfinished(instance_uuid, "resize", row["request_id"] or f"req-{uuidlib.uuid4()}",
+                               resize=step))
     return work

@@ -2,7 +2,7 @@
 and the heartbeat that keeps the service "up" for the scheduler and the API.
 
 Nova's compute does this in `init_host` plus the resource tracker's periodic update; here
-it is one call at start and one UPDATE every `HEARTBEAT_SECONDS`."""
+it is one call at start and one UPDATE every `compute.report_interval` seconds."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ Q = queries("compute")
 
 BINARY = "nova-compute"
 TOPIC = "compute"
-HEARTBEAT_SECONDS = 10.0
 GiB = 1024 ** 3
 
 

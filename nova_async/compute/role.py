@@ -2,9 +2,11 @@
 
 Per host, in order: open its libvirt connection → register (service, compute node,
 placement provider) → reconcile with the database (recovery.py) → then take work from
-`compute.<host>`, refresh inventories, and keep power states true to the
-guests (lifecycle.py: on libvirt's events, and periodically). The role is ready once every
-host has reconciled; from then one heartbeat every 10 s keeps all its hosts' services up.
+`compute.<host>`, refresh inventories, keep power states true to the guests
+(lifecycle.py: on libvirt's events, and periodically), and — when
+compute.resize_confirm_window is set — confirm resizes left waiting longer than that.
+The role is ready once every host has reconciled; from then one heartbeat every
+`report_interval` keeps all its hosts' services up.
 
 Work for one instance is serialised by `InstanceWorkers`; different instances build in
 parallel. Reading a guest's console changes nothing, so it is answered at once, outside
@@ -30,10 +32,13 @@ import structlog
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.compute import events, lifecycle, recovery, registration
+from nova_async.compute import events, lifecycle, recovery, registration, resize, snapshot
 from nova_async.compute.build import build_and_run, rebuild
 from nova_async.compute.client import topic
 from nova_async.compute.console import console_output
+from nova_async.compute.console import console_endpoint
+from nova_async.compute.diagnostics import diagnostics
+from nova_async.compute.messages import GetConsoleEndpoint, GetDiagnostics
 from nova_async.compute.disks import ImageCache, unreachable_by_qemu
 from nova_async.compute.domain_xml import canonical_uuid
 from nova_async.compute.host import GuestTimeouts, Host
@@ -43,6 +48,8 @@ from nova_async.compute.messages import (
     GetConsoleOutput,
     PowerAction,
     RebuildInstance,
+    ResizeStep,
+    SnapshotInstance,
     TerminateInstance,
 )
 from nova_async.compute.power import change_power
@@ -60,10 +67,12 @@ RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes/power actions redone at 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str              # "build", "terminate", "power", "rebuild", or "sync" (lifecycle.sync)
+    kind: str              # "build", "terminate", "power", "rebuild", "resize", "snapshot", or "sync"
     request_id: str
     power: PowerAction | None = None
     alternates: tuple[Destination, ...] = ()   # a build's other hosts, for a reschedule
+    resize: ResizeStep | None = None
+    image_id: str = ""     # a snapshot's
 
 
 class ComputeRole(Role):
@@ -128,6 +137,8 @@ class ComputeRole(Role):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
                 tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
+                if self.settings.compute.resize_confirm_window > 0:
+                    tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")
                 # Returns once the role is told to stop; the workers then finish their jobs.
                 intake = functools.partial(self._on_message, host, workers)
                 tg.create_task(self.serve(topic(host.name), intake),
@@ -135,7 +146,7 @@ class ComputeRole(Role):
         log.info("compute host stopped")
 
     async def _heartbeat(self) -> None:
-        while not await self.sleep_unless_stopping(registration.HEARTBEAT_SECONDS):
+        while not await self.sleep_unless_stopping(self.settings.compute.report_interval):
             await registration.heartbeat([h for h in self.hosts.values() if h.service_id])
 
     async def _refresh(self, host: Host) -> None:
@@ -155,6 +166,18 @@ class ComputeRole(Role):
             if await self.sleep_unless_stopping(interval):
                 return
 
+    async def _confirm_resizes(self, host: Host, workers: InstanceWorkers[Job]) -> None:
+        """Confirm resizes left in VERIFY_RESIZE longer than resize_confirm_window (Nova's
+        _poll_unconfirmed_resizes), as if their owner had."""
+        window = self.settings.compute.resize_confirm_window
+        while not await self.sleep_unless_stopping(max(0.5, min(window / 2, 60.0))):
+            try:
+                for step, request_id in await resize.due_for_confirm(host, window):
+                    if not workers.closed:
+                        workers.submit(step.instance_uuid, Job("resize", request_id, resize=step))
+            except Exception:
+                log.exception("confirming resizes failed; trying again next time")
+
     @staticmethod
     def _sync_soon(workers: InstanceWorkers[Job], instance_uuid: str) -> None:
         """Queue a power-state sync behind whatever the instance is doing."""
@@ -163,12 +186,15 @@ class ComputeRole(Role):
 
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
-        work = await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
+        await snapshot.abandon_interrupted(host)
+        work = (await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
+                + await recovery.interrupted_resizes(host))
         if not work:
             return
         log.info("resuming interrupted work", builds=sum(w.kind == "build" for w in work),
                  deletes=sum(w.kind == "terminate" for w in work),
-                 power_actions=sum(w.kind == "power" for w in work))
+                 power_actions=sum(w.kind == "power" for w in work),
+                 resizes=sum(w.kind == "resize" for w in work))
         slots = asyncio.Semaphore(RECOVERY_CONCURRENCY)
 
         async def redo(item: recovery.Unfinished) -> None:
@@ -176,7 +202,7 @@ class ComputeRole(Role):
                 with structlog.contextvars.bound_contextvars(instance_uuid=item.instance_uuid):
                     try:
                         await self._handle(host, item.instance_uuid,
-                                           Job(item.kind, item.request_id, item.power))
+                                           Job(item.kind, item.request_id, item.power, resize=item.resize))
                     except Exception:
                         log.exception("recovery of an instance failed")
 
@@ -191,7 +217,10 @@ class ComputeRole(Role):
             instance_uuid = canonical_uuid(msg.instance_uuid)
             with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
                 return await console_output(host, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
-        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction, RebuildInstance)):
+        if isinstance(msg, (GetConsoleEndpoint, GetDiagnostics)):
+            return await self._inspect(host, msg)
+        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction, RebuildInstance, ResizeStep,
+                                SnapshotInstance)):
             raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
         instance_uuid = canonical_uuid(msg.instance_uuid)
         request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
@@ -201,6 +230,10 @@ class ComputeRole(Role):
             job = Job("build", request_id, alternates=tuple(msg.alternates))
         elif isinstance(msg, RebuildInstance):
             job = Job("rebuild", request_id)
+        elif isinstance(msg, ResizeStep):
+            job = Job("resize", request_id, resize=msgspec.structs.replace(msg, instance_uuid=instance_uuid))
+        elif isinstance(msg, SnapshotInstance):
+            job = Job("snapshot", request_id, image_id=msg.image_id)
         else:
             job = Job("terminate", request_id)
         workers.submit(instance_uuid, job)
@@ -218,5 +251,21 @@ class ComputeRole(Role):
                 await lifecycle.sync(host, instance_uuid)
             elif job.kind == "rebuild":
                 await rebuild(host, instance_uuid, job.request_id)
+            elif job.kind == "resize":
+                assert job.resize is not None
+                await resize.run_step(host, job.resize, job.request_id)
+            elif job.kind == "snapshot":
+                await snapshot.snapshot(host, instance_uuid, job.image_id, job.request_id)
             else:
                 await terminate(host, instance_uuid, job.request_id)
+
+    @staticmethod
+    async def _inspect(host: Host, msg: GetConsoleEndpoint | GetDiagnostics) -> Message:
+        """Reads of a running guest (where its consoles listen, its statistics): answered at
+        once, outside the instance's queue, like the console log."""
+        instance_uuid = canonical_uuid(msg.instance_uuid)
+        msg = msgspec.structs.replace(msg, instance_uuid=instance_uuid)
+        with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
+            if isinstance(msg, GetConsoleEndpoint):
+                return await console_endpoint(host, msg)
+            return await diagnostics(host, msg)

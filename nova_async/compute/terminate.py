@@ -33,6 +33,7 @@ async def teardown(host: Host, instance_uuid: str, *, keep_allocations: bool = F
     ]
     if not keep_allocations:
         steps.append(("allocations", lambda: host.placement.delete_allocations(instance_uuid)))
+        steps.append(("allocations", lambda: _delete_migration_allocations(host, instance_uuid)))
     if host.real_guests:
         steps.append(("bridges", lambda: _remove_unused_bridges(host, instance_uuid)))
     problems = []
@@ -43,6 +44,12 @@ async def teardown(host: Host, instance_uuid: str, *, keep_allocations: bool = F
             log.warning("clean-up step failed", step=what, error=describe(exc))
             problems.append(f"{what}: {describe(exc)}")
     return problems
+
+
+async def _delete_migration_allocations(host: Host, instance_uuid: str) -> None:
+    """A resize not yet confirmed holds the old flavor under its migration's uuid (resize.py)."""
+    for row in await host.pool.fetch(queries("migrations").migration_consumers, instance_uuid):
+        await host.placement.delete_allocations(str(row["uuid"]))
 
 
 async def _remove_unused_bridges(host: Host, instance_uuid: str) -> None:

@@ -18,3 +18,7 @@ class ConductorClient:
 
     async def reschedule(self, msg: m.RescheduleInstance, context: RequestContext) -> None:
         await self.bus.cast(TOPIC, msg, context=context)
+
+    async def resize(self, instance_uuid: str, migration_uuid: str, context: RequestContext) -> None:
+        await self.bus.cast(TOPIC, m.ResizeInstance(instance_uuid=instance_uuid, migration_uuid=migration_uuid),
+                            context=context)

@@ -20,3 +20,11 @@ class RescheduleInstance(Message, frozen=True, kw_only=True):
     failed_host: str
     reason: str
     alternates: list[Destination]
+
+
+class ResizeInstance(Message, frozen=True, kw_only=True):
+    """Find a host for the instance's new flavor (migration `migration_uuid` holds old and new;
+    the API set task_state 'resize_prep') and hand the resize to its current host."""
+
+    instance_uuid: str
+    migration_uuid: str

@@ -6,18 +6,20 @@ A build that fails on its host comes back as `reschedule_instance`: its claim mo
 first alternate the scheduler offered that takes it (one atomic replace in placement), and
 the build is cast there; with none left the instance is ERROR, saying where it was tried.
 A delete that arrives while an instance is still being scheduled is finished here.
-At start it resumes boot requests a previous run accepted but never scheduled."""
+A resize (`resize_instance`) is scheduled here too, see resize.py.
+At start it resumes boot requests and resizes a previous run accepted but never scheduled."""
 
 from __future__ import annotations
 
 import msgspec
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
-from nova_async.conductor.messages import RescheduleInstance, ScheduleAndBuildInstances
+from nova_async.conductor.messages import RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances
+from nova_async.conductor.resize import Resizer
 from nova_async.db import instances
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
@@ -39,12 +41,20 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
+        self.resizer = Resizer(self.pool, self.placement, self.scheduler, self.compute,
+                               self.settings.compute.allow_resize_to_same_host)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
-                         RescheduleInstance: self.reschedule_instance}
+                         RescheduleInstance: self.reschedule_instance,
+                         ResizeInstance: self.resizer.resize}
+        # Instances this process is scheduling now. Over RabbitMQ a boot request can arrive
+        # twice (redelivered after a crash, and recast by _resume_unscheduled on restart):
+        # the second copy must not claim and place the same instance again.
+        self._scheduling: set[str] = set()
 
     async def run(self) -> None:
         self.ready.set()
         await self._resume_unscheduled()
+        await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
         await self.serve(TOPIC, self.dispatch)
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
@@ -52,11 +62,19 @@ class ConductorRole(Role):
         for row in await self.pool.fetch(Q.get_many, msg.instance_uuids):
             if row["task_state"] == "deleting":
                 await self._finish_delete(str(row["uuid"]))
-            elif row["vm_state"] == "building" and row["host"] is None:
+            elif row["vm_state"] == "building" and row["host"] is None and str(row["uuid"]) not in self._scheduling:
                 rows.append(row)
         if not rows:
             return None
         uuids = [str(r["uuid"]) for r in rows]
+        self._scheduling.update(uuids)
+        try:
+            await self._schedule_and_build(rows, uuids, ctx)
+        finally:
+            self._scheduling.difference_update(uuids)
+        return None
+
+    async def _schedule_and_build(self, rows: list, uuids: list[str], ctx: RequestContext) -> None:
         spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
         try:
@@ -72,6 +90,7 @@ class ConductorRole(Role):
             log.warning("scheduling failed", instances=uuids, reason=message)
             for uuid in uuids:
                 await instances.set_error(self.pool, uuid, message, code=500)
+                metrics.build_finished("error")
                 await instances.finish_action(self.pool, uuid, request_id)
             return None
         for selection in selections:
@@ -86,15 +105,26 @@ class ConductorRole(Role):
 
     async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
+        # One instance per message (its own task): every line below is about it.
+        structlog.contextvars.bind_contextvars(instance_uuid=uuid)
         row = await self.pool.fetchrow(Q.get, uuid)
         if row is None:
             return None
         if row["task_state"] == "deleting":
             await self._finish_delete(uuid)
             return None
-        if row["vm_state"] != "building" or row["host"] is not None:
+        if row["vm_state"] != "building" or row["host"] is not None or uuid in self._scheduling:
             log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
             return None
+        self._scheduling.add(uuid)
+        try:
+            await self._reschedule(msg, row, ctx)
+        finally:
+            self._scheduling.discard(uuid)
+        return None
+
+    async def _reschedule(self, msg: RescheduleInstance, row, ctx: RequestContext) -> None:
+        uuid = msg.instance_uuid
         spec = msgspec.convert(row["request_spec"], RequestSpec)
         tried = [msg.failed_host]
         async with instances.event(self.pool, uuid, ctx.request_id, "conductor_reschedule_instance"):
@@ -117,6 +147,7 @@ class ConductorRole(Role):
                    f"No alternate host could take it (tried: {', '.join(tried)}).")
         log.warning("reschedule found no host", instance_uuid=uuid, reason=message)
         await instances.set_error(self.pool, uuid, message, code=500)
+        metrics.build_finished("error")
         await instances.finish_action(self.pool, uuid, ctx.request_id)
         return None
 

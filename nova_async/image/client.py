@@ -17,3 +17,17 @@ class ImageClient:
                                                       is_admin=is_admin))
         assert isinstance(reply, m.ImageInfo)
         return reply
+
+    async def create(self, msg: m.CreateImage) -> m.ImageInfo:
+        reply = await self.bus.call(TOPIC, msg)
+        assert isinstance(reply, m.ImageInfo)
+        return reply
+
+    async def upload_file(self, image_id: str, path: str) -> m.ImageInfo:
+        # A long upload of a big disk: allow it the time a copy of gigabytes takes.
+        reply = await self.bus.call(TOPIC, m.UploadImageFile(image_id=image_id, path=path), timeout=1800)
+        assert isinstance(reply, m.ImageInfo)
+        return reply
+
+    async def delete(self, image_id: str) -> None:
+        await self.bus.call(TOPIC, m.DeleteImage(image_id=image_id))

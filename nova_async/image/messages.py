@@ -25,3 +25,30 @@ class ImageInfo(Message, frozen=True, kw_only=True):
     properties: dict[str, str]
     # Where the bits are, for a compute host on this machine; empty until uploaded.
     path: str = ""
+
+
+class CreateImage(Message, frozen=True, kw_only=True):
+    """A new, queued image owned by `project_id` (a server snapshot: compute fills it)."""
+
+    name: str
+    project_id: str
+    disk_format: str = "qcow2"
+    container_format: str = "bare"
+    visibility: str = "private"
+    min_disk: int = 0
+    min_ram: int = 0
+    properties: dict[str, str] = {}
+
+
+class UploadImageFile(Message, frozen=True, kw_only=True):
+    """Store the file at `path` (on this machine) as the queued image's data; answered with
+    the image, now active."""
+
+    image_id: str
+    path: str
+
+
+class DeleteImage(Message, frozen=True, kw_only=True):
+    """Delete the image (a snapshot that failed); nothing happens when it is already gone."""
+
+    image_id: str

@@ -1,11 +1,16 @@
 """The image role: the Glance v2 API on /image, and image look-ups for other roles on the
-bus (compute asks where an image's bits are; the API asks whether a project may boot it)."""
+bus (compute asks where an image's bits are; the API asks whether a project may boot it;
+a server snapshot is made, filled from a file compute wrote, or deleted when it failed)."""
 
 from __future__ import annotations
 
 
+import asyncio
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
+from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.image import http, store, views
 from nova_async.image import messages as m
@@ -24,6 +29,9 @@ class ImageRole(Role):
         self.files = ImageFiles(self.settings.state_path / "images")
         self.handlers = {
             m.GetImage: self._get_image,
+            m.CreateImage: self._create_image,
+            m.UploadImageFile: self._upload_file,
+            m.DeleteImage: self._delete_image,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -35,10 +43,35 @@ class ImageRole(Role):
         # Before the first request: an upload a restart interrupted can never finish.
         await store.reset_interrupted_uploads(self.pool, self.files)
 
-
-
     async def _get_image(self, msg: m.GetImage, ctx: RequestContext) -> m.ImageInfo:
         caller = RequestContext(user_id="", project_id=msg.project_id,
                                 roles=("admin",) if msg.is_admin else ())
         row = await store.get(self.pool, caller, msg.image_id)
         return views.image_info(row, store.file_path(row, self.files))
+
+    # Server snapshots (createImage): the API makes the image, compute uploads the file it
+    # wrote on this machine, and deletes the image when the snapshot fails.
+    _SYSTEM = RequestContext(user_id="", project_id="", roles=("admin",))
+
+    async def _create_image(self, msg: m.CreateImage, ctx: RequestContext) -> m.ImageInfo:
+        core = {"name": msg.name, "disk_format": msg.disk_format, "container_format": msg.container_format,
+                "visibility": msg.visibility, "min_disk": msg.min_disk, "min_ram": msg.min_ram,
+                "owner": msg.project_id}
+        row = await store.create(self.pool, self._SYSTEM, core, dict(msg.properties))
+        return views.image_info(row, "")
+
+    async def _upload_file(self, msg: m.UploadImageFile, ctx: RequestContext) -> m.ImageInfo:
+        row = await store.upload(self.pool, self._SYSTEM, msg.image_id, _read_file(msg.path), self.files)
+        return views.image_info(row, store.file_path(row, self.files))
+
+    async def _delete_image(self, msg: m.DeleteImage, ctx: RequestContext) -> None:
+        try:
+            await store.delete(self.pool, self._SYSTEM, msg.image_id, self.files)
+        except errors.NotFound:
+            pass
+
+
+async def _read_file(path: str, chunk: int = 4 * 1024 * 1024) -> AsyncIterator[bytes]:
+    with open(path, "rb") as fh:
+        while data := await asyncio.to_thread(fh.read, chunk):
+            yield data

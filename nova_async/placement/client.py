@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nova_async.bus import Bus
+from nova_async.common import errors
 from nova_async.placement import messages as m
 
 TOPIC = "placement"
@@ -31,6 +32,31 @@ class PlacementClient:
                                                    user_id=user_id))
         assert isinstance(reply, m.ClaimResult)
         return reply
+
+    async def claim_many(self, claims: list[m.ConsumerClaim]) -> m.ClaimResult:
+        """Replace several consumers' allocations in one transaction, or none of them."""
+        reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims))
+        assert isinstance(reply, m.ClaimResult)
+        return reply
+
+    async def move_allocations(self, source: str, target: str, project_id: str, user_id: str, *,
+                               source_type: str | None = None, target_type: str | None = None) -> bool:
+        """Give `source`'s allocations to `target` (replacing target's), atomically; False when
+        `source` holds none (moved already). A resize moves an instance's to its migration and,
+        on a revert, back. Raises Conflict when placement refuses."""
+        held = await self.allocations(source)
+        if not held:
+            return False
+        # source's go first, so target's new ones are checked without them counted twice
+        moved = await self.claim_many([
+            m.ConsumerClaim(consumer_uuid=source, allocations={}, project_id=project_id, user_id=user_id,
+                            consumer_type=source_type),
+            m.ConsumerClaim(consumer_uuid=target, allocations=held, project_id=project_id, user_id=user_id,
+                            consumer_type=target_type)])
+        if not moved.ok:
+            raise errors.Conflict(f"placement refused to move the allocations of {source} to {target}: "
+                                  f"{moved.reason}")
+        return True
 
     async def delete_allocations(self, consumer_uuid: str) -> None:
         await self.bus.call(TOPIC, m.DeleteAllocations(consumer_uuid=consumer_uuid))

@@ -70,3 +70,20 @@ class GetAllocations(Message, frozen=True, kw_only=True):
 class Allocations(Message, frozen=True, kw_only=True):
     # provider uuid -> resource class -> amount
     allocations: dict[str, dict[str, int]]
+
+
+class ConsumerClaim(Message, frozen=True, kw_only=True):
+    """One consumer's wanted allocations: provider uuid -> class -> amount; empty removes them."""
+
+    consumer_uuid: str
+    allocations: dict[str, dict[str, int]]
+    project_id: str
+    user_id: str
+    consumer_type: str | None = None   # INSTANCE, MIGRATION (placement 1.38)
+
+
+class ClaimMany(Message, frozen=True, kw_only=True):
+    """Several consumers' allocations replaced at once, or none (a resize moves an instance's
+    allocation to its migration this way). Answered with a ClaimResult."""
+
+    claims: list[ConsumerClaim]

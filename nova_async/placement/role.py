@@ -40,6 +40,7 @@ class PlacementRole(Role):
             m.Claim: self._claim,
             m.DeleteAllocations: self._delete_allocations,
             m.GetAllocations: self._get_allocations,
+            m.ClaimMany: self._claim_many,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -77,6 +78,16 @@ class PlacementRole(Role):
         except (allocations.ClaimRefused, allocations.UnknownProvider) as exc:
             log.info("claim refused", consumer=msg.consumer_uuid, provider=msg.provider_uuid,
                      reason=exc.message)
+            return m.ClaimResult(ok=False, reason=exc.message)
+        return m.ClaimResult(ok=True)
+
+    async def _claim_many(self, msg: m.ClaimMany, ctx: RequestContext) -> m.ClaimResult:
+        writes = [allocations.ConsumerWrite(c.consumer_uuid, c.allocations, c.project_id, c.user_id,
+                                            c.consumer_type) for c in msg.claims]
+        try:
+            await allocations.replace_many(self.pool, writes)
+        except (allocations.ClaimRefused, allocations.UnknownProvider) as exc:
+            log.info("claim refused", consumers=[c.consumer_uuid for c in msg.claims], reason=exc.message)
             return m.ClaimResult(ok=False, reason=exc.message)
         return m.ClaimResult(ok=True)
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from nova_async.bus.messages import Message
 
 
@@ -30,6 +34,14 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     extra_specs: dict[str, str] = {}   # the flavor's
     image_properties: dict[str, str] = {}
     group: GroupPolicy | None = None
+
+    def for_flavor(self, flavor: dict[str, Any]) -> RequestSpec:
+        """The same request with another flavor (a resize); `flavor` as instances.flavor keeps it."""
+        return msgspec.structs.replace(
+            self, flavor_id=str(flavor["id"]), vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"],
+            root_gb=flavor["root_gb"], ephemeral_gb=flavor.get("ephemeral_gb") or 0,
+            swap_mb=flavor.get("swap") or 0,
+            extra_specs={str(k): str(v) for k, v in (flavor.get("extra_specs") or {}).items()})
 
     def resources(self) -> dict[str, int]:
         wanted = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,

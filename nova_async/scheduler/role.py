@@ -5,8 +5,9 @@ capacity and Nova's tables the truth about hosts, and both are read fresh for ev
 
 from __future__ import annotations
 
+import time
 
-
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 from nova_async.db import instances
 from nova_async.placement.client import PlacementClient
@@ -30,7 +31,15 @@ class SchedulerRole(Role):
 
     async def _select_destinations(self, msg: m.SelectDestinations, ctx: RequestContext) -> m.Selections:
         # Filtering, weighing and the placement claims, as one recorded step per instance.
-        async with instances.events(self.pool, msg.instance_uuids, ctx.request_id,
-                                    "scheduler_select_destinations_and_claim"):
-            selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
+        started, result = time.perf_counter(), "failed"
+        try:
+            async with instances.events(self.pool, msg.instance_uuids, ctx.request_id,
+                                        "scheduler_select_destinations_and_claim"):
+                selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
+            result = "placed"
+        except errors.NoValidHost:
+            result = "no_valid_host"
+            raise
+        finally:
+            metrics.scheduling_decided(result, time.perf_counter() - started)
         return m.Selections(selections=selections)

@@ -63,13 +63,13 @@ def remove_guests_under(state_dir: Path, uri: str = "qemu:///system") -> list[st
 
 
 @contextlib.asynccontextmanager
-async def serve(state_dir: Path, *args: str, ready_timeout: float = 120):
+async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None):
     port = free_port()
     argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
             "--state-dir", str(state_dir), "--admin-password", PASSWORD, *args]
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.STDOUT,
-                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     log: list[str] = []
     ready = asyncio.Event()
 

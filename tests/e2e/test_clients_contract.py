@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -52,6 +51,10 @@ wait_for vm1 SHUTOFF
 openstack server start vm1
 wait_for vm1 ACTIVE
 openstack console log show vm1
+openstack console url show vm1
+openstack console url show --serial vm1
+openstack server rebuild --image cirros --wait vm1
+openstack server show --diagnostics vm1
 openstack server create --flavor m1.contract --image cirros --network net1 --min 2 --max 2 --wait multi
 openstack server list -f value -c Name
 openstack server group create --policy anti-affinity g1
@@ -127,6 +130,7 @@ async def test_every_clients_md_command_works(database, work_dir):
     names = re.findall(r"^(multi-\d|vm1)$", osc, re.M)
     assert sorted(names[:3]) == ["multi-1", "multi-2", "vm1"] and names[3:] == []
     for expected in (r"\| status +\| ACTIVE", r"\| policy +\| anti-affinity", r"nova-compute",
-                     r"\| instances +\| +\d+ \|", r"\| VCPU=1 +\|", r"\| HARD_REBOOT|\| ACTIVE"):
+                     r"\| instances +\| +\d+ \|", r"\| VCPU=1 +\|", r"\| url +\| http://\S+/vnc_lite\.html",
+                     r"\| url +\| ws://\S+/console/serial\?token="):
         assert re.search(expected, osc), (expected, osc)
     assert re.search(r"\| vm2 +\| ACTIVE", nova), nova

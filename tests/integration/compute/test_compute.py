@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from nova_async.common.context import RequestContext
-from nova_async.compute import registration
 from nova_async.compute.client import ComputeClient
 from nova_async.compute.domain_xml import NS, domain_name
 from nova_async.image.messages import GetImage
@@ -185,9 +184,8 @@ async def test_failed_terminate_sets_error_and_can_be_retried(pool, tmp_path):
         assert (await pool.fetchrow("SELECT deleted_at FROM instances WHERE uuid = $1", uuid))["deleted_at"]
 
 
-async def test_heartbeat_keeps_the_service_up(pool, tmp_path, monkeypatch):
-    monkeypatch.setattr(registration, "HEARTBEAT_SECONDS", 0.05)
-    async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 1}) as h:
+async def test_heartbeat_keeps_the_service_up(pool, tmp_path):
+    async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 1, "report_interval": 0.05}) as h:
         first = await pool.fetchval("SELECT last_seen_up FROM services WHERE host = 'sim-1'")
         await h.roles["compute"].sleep_unless_stopping(0.3)
         later = await pool.fetchval("SELECT last_seen_up FROM services WHERE host = 'sim-1'")

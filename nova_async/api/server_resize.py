@@ -1,0 +1,200 @@
+"""Server actions that change what a server is made of: `resize` (with `confirmResize` and
+`revertResize`) and `createImage`.
+
+`resize` checks the new flavor (it exists, differs, has no smaller root or ephemeral disk —
+disks only grow, as with Nova's libvirt driver — and the project's quota takes the
+growth), then in one transaction claims the server (task_state resize_prep, from ACTIVE or
+SHUTOFF), records the migration with the old and new flavor, and starts the action; the
+conductor takes it from there (conductor/resize.py). The server then waits in
+VERIFY_RESIZE: `confirmResize` (204) keeps the new flavor, `revertResize` (202) goes back.
+Of a confirm and a revert racing, exactly one wins the migration's row.
+
+`createImage` makes the image first (queued, private, with Nova's snapshot properties and
+the base image's kernel/ramdisk so the snapshot boots like the original), then claims the
+server (task_state image_snapshot) and asks its host to fill the image; 202 with the
+image's id (2.45+) or a Location header naming it."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+from aiohttp import web
+
+from nova_async.api import flavor_store, quotas
+from nova_async.api.microversion import Version
+from nova_async.api.state import ApiState
+from nova_async.common import errors
+from nova_async.common import web as w
+from nova_async.common.context import RequestContext
+from nova_async.compute.messages import ResizeStepName
+from nova_async.db import instances
+from nova_async.db.queries import queries
+from nova_async.image.messages import CreateImage
+
+IQ = queries("instances")
+MQ = queries("migrations")
+
+RESIZE_SCHEMA = {
+    "type": "object", "required": ["flavorRef"], "additionalProperties": False,
+    "properties": {"flavorRef": {"type": ["string", "integer"], "minLength": 1},
+                   "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]}}}
+CREATE_IMAGE_SCHEMA = {
+    "type": "object", "required": ["name"], "additionalProperties": False,
+    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00-\\x1f]*$"},
+                   "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255},
+                                "propertyNames": {"minLength": 1, "maxLength": 255}}}}
+
+# Base-image properties a snapshot does not inherit: they describe the upload, not the disk.
+_NOT_INHERITED = ("owner_specified.", "os_hash", "image_type", "instance_uuid", "base_image_ref", "image_location",
+                  "user_id", "owner_id", "owner_project_name", "owner_user_name")
+
+
+async def _server(state: ApiState, ctx: RequestContext, uuid: str):
+    row = await state.pool.fetchrow(IQ.get, uuid)
+    if row is None or not ctx.can_see(row["project_id"]):
+        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {uuid} is locked.")
+    return row
+
+
+def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
+    if row is None:
+        return errors.NotFound(f"Instance {uuid} could not be found.")
+    if row["task_state"] is not None:
+        return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
+    return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
+
+
+async def _new_flavor(state: ApiState, ref: Any, old: dict[str, Any]) -> dict[str, Any]:
+    flavor_id = str(ref).rsplit("/", 1)[-1]
+    try:
+        flavor = await flavor_store.get(state.pool, flavor_id)
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Unable to find flavor {flavor_id}.") from None
+    if flavor["disabled"]:
+        raise errors.InvalidInput(f"Flavor {flavor_id} is disabled.")
+    if flavor["id"] == old["id"]:
+        raise errors.InvalidInput("When resizing, instances must change flavor!")
+    if flavor["root_gb"] < old["root_gb"]:
+        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {flavor['name']} has "
+                                  f"a {flavor['root_gb']} GiB root disk, the server {old['root_gb']} GiB.")
+    if flavor["ephemeral_gb"] < (old.get("ephemeral_gb") or 0):
+        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {flavor['name']} has "
+                                  f"a {flavor['ephemeral_gb']} GiB ephemeral disk, the server "
+                                  f"{old['ephemeral_gb']} GiB.")
+    return {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
+            "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
+            "ephemeral_gb": flavor["ephemeral_gb"], "swap": flavor["swap"], "extra_specs": flavor["extra_specs"]}
+
+
+async def _check_quota(state: ApiState, project_id: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """An upsize needs room in the project's cores and ram quota for what it adds."""
+    growth = {"cores": new["vcpus"] - old["vcpus"], "ram": new["memory_mb"] - old["memory_mb"]}
+    if all(v <= 0 for v in growth.values()):
+        return
+    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
+    used = await quotas.usage(state.pool, project_id)
+    quotas.how_many_fit(limit, used, {k: max(0, v) for k, v in growth.items()}, 1, 1)
+
+
+async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
+    row = await _server(state, ctx, uuid)
+    new = await _new_flavor(state, value["flavorRef"], row["flavor"])
+    await _check_quota(state, row["project_id"], row["flavor"], new)
+    migration_uuid = str(uuidlib.uuid4())
+    async with state.pool.acquire() as conn, conn.transaction():
+        claimed = await conn.fetchrow(MQ.begin_resize, uuid)
+        if claimed is None:
+            raise _refusal(await conn.fetchrow(IQ.get, uuid), "resize", uuid)
+        await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],
+                           claimed["flavor"], new, claimed["request_spec"], claimed["vm_state"],
+                           claimed["project_id"], claimed["user_id"])
+        await instances.start_action(conn, uuid, ctx.request_id, "resize", ctx.project_id, ctx.user_id)
+    try:
+        await state.conductor.resize(uuid, migration_uuid, ctx)
+    except Exception:
+        await state.pool.execute(MQ.set_migration_status, migration_uuid, "error", ["pre-migrating"])
+        await state.pool.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        raise
+    return web.Response(status=202)
+
+
+async def _finished_migration(state: ApiState, ctx: RequestContext, uuid: str, action: str, query: str):
+    """Claim the server's finished resize for a confirm or a revert (409 when it is not in
+    VERIFY_RESIZE, 400 when it is but no resize waits, as Nova answers)."""
+    row = await _server(state, ctx, uuid)
+    async with state.pool.acquire() as conn, conn.transaction():
+        migration = await conn.fetchrow(query, uuid)
+        if migration is None:
+            current = await conn.fetchrow(IQ.get, uuid)
+            if current is not None and current["vm_state"] == "resized" and current["task_state"] is None:
+                raise errors.InvalidInput("Instance has not been resized.")
+            raise _refusal(current, action, uuid)
+        if action == "revertResize" and await conn.fetchrow(MQ.begin_revert_instance, uuid) is None:
+            raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+        await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
+    return row, migration
+
+
+async def confirm_resize(state: ApiState, ctx: RequestContext, uuid: str, _value: None) -> web.Response:
+    _row, migration = await _finished_migration(state, ctx, uuid, "confirmResize", MQ.begin_confirm)
+    await state.compute.resize_step(migration["source_compute"], uuid, str(migration["uuid"]),
+                                    ResizeStepName.CONFIRM, ctx)
+    return web.Response(status=204)
+
+
+async def revert_resize(state: ApiState, ctx: RequestContext, uuid: str, _value: None) -> web.Response:
+    _row, migration = await _finished_migration(state, ctx, uuid, "revertResize", MQ.begin_revert_migration)
+    await state.compute.resize_step(migration["dest_compute"], uuid, str(migration["uuid"]),
+                                    ResizeStepName.REVERT, ctx)
+    return web.Response(status=202)
+
+
+async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                       version: Version) -> web.Response:
+    row = await _server(state, ctx, uuid)
+    if row["task_state"] is not None or row["vm_state"] not in ("active", "stopped", "paused", "suspended"):
+        raise _refusal(row, "createImage", uuid)
+    if "metadata" in value:
+        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
+                              value["metadata"])
+    properties: dict[str, str] = {}
+    min_disk = min_ram = 0
+    if row["image_ref"]:
+        try:
+            base = await state.images.get(row["image_ref"], row["project_id"], is_admin=True)
+        except errors.NotFound:
+            base = None  # deleted since the boot: nothing to inherit
+        if base is not None:
+            properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
+            min_disk, min_ram = base.min_disk, base.min_ram
+    properties.update(value.get("metadata") or {})
+    properties.update({"image_type": "snapshot", "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
+                       "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
+    image = await state.images.create(CreateImage(
+        name=value["name"], project_id=row["project_id"], properties=properties,
+        min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
+    try:
+        async with state.pool.acquire() as conn, conn.transaction():
+            claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)
+            if claimed is None:
+                raise _refusal(await conn.fetchrow(IQ.get, uuid), "createImage", uuid)
+            await conn.execute(MQ.insert_snapshot, image.id, uuid, ctx.request_id)
+            await instances.start_action(conn, uuid, ctx.request_id, "createImage", ctx.project_id, ctx.user_id)
+    except BaseException:
+        await state.images.delete(image.id)
+        raise
+    try:
+        await state.compute.snapshot(claimed["host"], uuid, image.id, ctx)
+    except Exception:
+        await state.pool.execute(MQ.release_resize, uuid, ["image_snapshot"])
+        await state.pool.execute(MQ.delete_snapshot, image.id)
+        await state.images.delete(image.id)
+        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        raise
+    if version >= (2, 45):
+        return w.dump({"image_id": image.id}, status=202)
+    return web.Response(status=202, headers={"Location": f"{state.base_url}/image/v2/images/{image.id}"})

@@ -1,0 +1,120 @@
+"""The conductor's part of a resize: a host for the new flavor, with the old one kept.
+
+As Nova does it: first the instance's allocation (the old flavor) moves to the migration's
+uuid in placement, in one transaction, so the old resources stay held for a revert; then
+the scheduler picks a host for the new flavor and claims it for the instance. The
+migration records the destination and the resize goes to the instance's current host,
+which does the rest (compute/resize.py). Same host or not is the scheduler's choice,
+unless `compute.allow_resize_to_same_host` is off: then the current host is excluded the
+way a `different_host` hint would exclude it.
+
+When no host takes the new flavor the allocation moves back to the instance, the server
+stays as it was (ACTIVE or SHUTOFF, no task) and the action records why, as in Nova.
+Server group policies are not checked again on a resize.
+
+Every step can run again: a restart that interrupts it finds the instance still in
+`resize_prep` with its migration `pre-migrating`, and `resume` sends it through again."""
+
+from __future__ import annotations
+
+import traceback
+
+import msgspec
+import structlog
+
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.compute.client import ComputeClient
+from nova_async.compute.messages import ResizeStepName
+from nova_async.conductor.messages import ResizeInstance
+from nova_async.db import instances
+from nova_async.db.queries import queries
+from nova_async.placement.client import PlacementClient
+from nova_async.scheduler.client import SchedulerClient
+from nova_async.scheduler.messages import RequestSpec
+
+log = structlog.get_logger("conductor.resize")
+IQ = queries("instances")
+MQ = queries("migrations")
+
+
+def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: bool) -> RequestSpec:
+    spec = msgspec.convert(old_spec, RequestSpec).for_flavor(flavor)
+    hints = dict(spec.scheduler_hints)
+    if not same_host:
+        hints["different_host"] = [*hints.get("different_host", []), instance_uuid]
+    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints)
+
+
+async def hold_old_allocation(placement: PlacementClient, instance_uuid: str, migration_uuid: str,
+                              project_id: str, user_id: str) -> None:
+    """Move the instance's allocation to the migration (done already: nothing to do)."""
+    if await placement.allocations(migration_uuid):
+        return
+    if not await placement.move_allocations(instance_uuid, migration_uuid, project_id, user_id,
+                                            source_type="INSTANCE", target_type="MIGRATION"):
+        raise errors.Conflict(f"Instance {instance_uuid} holds no resources in placement to resize from.")
+
+
+async def give_back_allocation(placement: PlacementClient, instance_uuid: str, migration_uuid: str,
+                               project_id: str, user_id: str) -> None:
+    """The migration's allocation (the old flavor) back to the instance, replacing whatever
+    the instance holds (its new flavor's claim); nothing to do when it was given back."""
+    await placement.move_allocations(migration_uuid, instance_uuid, project_id, user_id,
+                                     source_type="MIGRATION", target_type="INSTANCE")
+
+
+class Resizer:
+    def __init__(self, pool, placement: PlacementClient, scheduler: SchedulerClient, compute: ComputeClient,
+                 same_host: bool) -> None:
+        self.pool = pool
+        self.placement = placement
+        self.scheduler = scheduler
+        self.compute = compute
+        self.same_host = same_host
+
+    async def resize(self, msg: ResizeInstance, ctx: RequestContext) -> None:
+        uuid, mig_uuid = msg.instance_uuid, msg.migration_uuid
+        row = await self.pool.fetchrow(IQ.get, uuid)
+        migration = await self.pool.fetchrow(MQ.get_migration, mig_uuid)
+        if row is None or migration is None or row["task_state"] != "resize_prep" \
+                or migration["status"] != "pre-migrating":
+            log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
+                     migration_status=migration and migration["status"])
+            return
+        project_id, user_id = row["project_id"], row["user_id"]
+        try:
+            async with instances.event(self.pool, uuid, ctx.request_id, "conductor_migrate_server"):
+                await hold_old_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
+                spec = resize_spec(row["request_spec"], migration["new_flavor"], uuid, same_host=self.same_host)
+                try:
+                    [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
+                except BaseException:
+                    await give_back_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
+                    raise
+        except Exception as exc:
+            await self._refuse(uuid, mig_uuid, ctx.request_id, exc)
+            return
+        chosen = selection.chosen
+        await self.pool.execute(MQ.set_migration_dest, mig_uuid, chosen.host, chosen.node)
+        log.info("resize scheduled", instance_uuid=uuid, source=row["host"], dest=chosen.host)
+        await self.compute.resize_step(row["host"], uuid, mig_uuid, ResizeStepName.RESIZE, ctx)
+
+    async def _refuse(self, uuid: str, mig_uuid: str, request_id: str, exc: Exception) -> None:
+        reason = exc.message if isinstance(exc, errors.NovaAsyncError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, errors.NovaAsyncError):
+            log.error("resize failed unexpectedly", instance_uuid=uuid, exc_info=exc)
+        log.warning("resize refused", instance_uuid=uuid, reason=reason)
+        code = exc.status if isinstance(exc, errors.NovaAsyncError) else 500
+        await self.pool.execute(IQ.add_fault, uuid, code, f"Resize failed: {reason}"[:1000],
+                                "".join(traceback.format_exception(exc))[:10000], None)
+        await self.pool.execute(MQ.set_migration_status, mig_uuid, "error", ["pre-migrating"])
+        await self.pool.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await instances.finish_action(self.pool, uuid, request_id, "Error")
+
+    async def resume(self, cast) -> None:
+        """Resizes a restart caught before a compute host had them: send them through again."""
+        for r in await self.pool.fetch(MQ.unscheduled_resizes):
+            ctx = RequestContext(user_id=r["user_id"], project_id=r["project_id"], request_id=r["request_id"] or "")
+            log.info("resuming an interrupted resize", instance_uuid=str(r["uuid"]))
+            await cast(ResizeInstance(instance_uuid=str(r["uuid"]), migration_uuid=str(r["migration_uuid"])), ctx)
