@@ -63,6 +63,7 @@ test: venv host-setup
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
 bench: venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
+	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in

@@ -3,8 +3,11 @@
 Starts `nova-async serve --simulate-hosts H --auth noauth` with a private database in a
 temporary state dir, boots N servers concurrently, and prints POST→202 and POST→ACTIVE
 percentiles, boots per second and the service's peak RSS, beside Nova's published figure.
+With `--transport both` (the default) it does so twice in the same run, once on the
+in-memory bus and once with every message going through RabbitMQ (its own broker, all state
+in a temporary dir), and prints the ratios.
 
-    .venv/bin/python bench/boot_rate.py [--servers 200] [--hosts 20]
+    .venv/bin/python bench/boot_rate.py [--servers 200] [--hosts 20] [--transport both|memory|amqp]
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.rabbitmq, when run as a script
 
 NOVA_FAKE_DRIVER_MEDIAN_S = 6.2  # Rally, fake driver, 50 concurrent requests (published)
 HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin",
@@ -40,13 +46,13 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def start(state: str, hosts: int) -> tuple[asyncio.subprocess.Process, str]:
+async def start(state: str, hosts: int, transport: str = "memory") -> tuple[asyncio.subprocess.Process, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
-        "--auth", "noauth", "--simulate-hosts", str(hosts),
+        "--auth", "noauth", "--simulate-hosts", str(hosts), "--transport", transport,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert proc.stdout is not None
     async for line in proc.stdout:
@@ -103,39 +109,73 @@ async def watch(s: aiohttp.ClientSession, url: str, count: int, done: dict[str, 
         await asyncio.sleep(0.05)
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--servers", type=int, default=200)
-    parser.add_argument("--hosts", type=int, default=20)
-    args = parser.parse_args()
+async def run_once(servers: int, hosts: int, transport: str) -> dict[str, float]:
     state = tempfile.mkdtemp(prefix="nova-async-bench-")
     os.chmod(state, 0o755)
-    proc, url = await start(state, args.hosts)
+    proc, url = await start(state, hosts, transport)
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
             base = await prepare(s, url)
             t0 = time.perf_counter()
             done: dict[str, tuple[float, str]] = {}
-            watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
-            posted = await asyncio.gather(*(boot_one(s, url, base, i) for i in range(args.servers)))
+            watcher = asyncio.create_task(watch(s, url, servers, done), name="watch")
+            posted = await asyncio.gather(*(boot_one(s, url, base, i) for i in range(servers)))
             await asyncio.wait_for(watcher, 600)
             wall = time.perf_counter() - t0
         accepted = [p[2] for p in posted]
         active = [done[sid][0] - start for sid, start, _ in posted if done[sid][1] == "ACTIVE"]
-        errors = args.servers - len(active)
-        print(f"servers={args.servers} hosts={args.hosts} errors={errors}")
-        print(f"POST->202    p50 {statistics.median(accepted) * 1000:8.1f} ms   p95 {pct(accepted, .95) * 1000:8.1f} ms")
-        if active:
-            p50 = statistics.median(active)
-            print(f"POST->ACTIVE p50 {p50 * 1000:8.1f} ms   p95 {pct(active, .95) * 1000:8.1f} ms")
-            print(f"boots/s      {len(active) / wall:8.1f}")
-            print(f"peak RSS     {peak_rss_mb(proc.pid):8.1f} MiB")
-            print(f"reference: Nova (fake driver, 50 concurrent) median boot-to-ACTIVE "
-                  f"{NOVA_FAKE_DRIVER_MEDIAN_S} s; ours {p50:.2f} s (ratio {NOVA_FAKE_DRIVER_MEDIAN_S / p50:.1f}x)")
+        nan = float("nan")
+        return {"errors": servers - len(active),
+                "accept_p50": statistics.median(accepted), "accept_p95": pct(accepted, .95),
+                "active_p50": statistics.median(active) if active else nan,
+                "active_p95": pct(active, .95) if active else nan,
+                "boots_s": len(active) / wall, "rss_mb": peak_rss_mb(proc.pid)}
     finally:
         proc.send_signal(signal.SIGTERM)
         await proc.wait()
         shutil.rmtree(state, ignore_errors=True)
+
+
+async def with_broker(servers: int, hosts: int) -> dict[str, float]:
+    from tests.rabbitmq import Broker
+
+    base = Path(tempfile.mkdtemp(prefix="nova-async-bench-rabbitmq-"))
+    broker = Broker(base)
+    try:
+        print("starting RabbitMQ …", file=sys.stderr)
+        await broker.start()
+        return await run_once(servers, hosts, broker.url)
+    finally:
+        await broker.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+ROWS = [("POST->202 p50 (ms)", "accept_p50", 1000), ("POST->202 p95 (ms)", "accept_p95", 1000),
+        ("POST->ACTIVE p50 (ms)", "active_p50", 1000), ("POST->ACTIVE p95 (ms)", "active_p95", 1000),
+        ("boots/s", "boots_s", 1), ("peak RSS (MiB)", "rss_mb", 1), ("errors", "errors", 1)]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=200)
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--transport", choices=("both", "memory", "amqp"), default="both")
+    args = parser.parse_args()
+    results = {}
+    if args.transport in ("both", "memory"):
+        results["memory"] = await run_once(args.servers, args.hosts, "memory")
+    if args.transport in ("both", "amqp"):
+        results["rabbitmq"] = await with_broker(args.servers, args.hosts)
+    print(f"servers={args.servers} hosts={args.hosts}")
+    print(f"{'':24}" + "".join(f"{name:>12}" for name in results) + ("       ratio" if len(results) == 2 else ""))
+    for label, key, scale in ROWS:
+        values = [r[key] * scale for r in results.values()]
+        ratio = f"{values[1] / values[0]:11.2f}x" if len(values) == 2 and values[0] else ""
+        print(f"{label:24}" + "".join(f"{v:12.1f}" for v in values) + ratio)
+    for name, r in results.items():
+        p50 = r["active_p50"]
+        print(f"reference: Nova (fake driver, 50 concurrent) median boot-to-ACTIVE {NOVA_FAKE_DRIVER_MEDIAN_S} s; "
+              f"ours on {name} {p50:.2f} s (ratio {NOVA_FAKE_DRIVER_MEDIAN_S / p50:.1f}x)")
 
 
 if __name__ == "__main__":

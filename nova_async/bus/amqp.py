@@ -30,7 +30,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import aio_pika
 import aiormq
@@ -39,8 +39,7 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, Abstrac
 from yarl import URL
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, unwrap
-from nova_async.bus.memory import _first
+from nova_async.bus.base import Bus, Handler, dispatch, first_set, unwrap
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -75,6 +74,7 @@ class AmqpBus(Bus):
 
     def __init__(self, url: str, *, publish_timeout: float = 60.0,
                  reconnect_interval: float = RECONNECT_INTERVAL) -> None:
+        super().__init__()
         self.url = url
         self.publish_timeout = publish_timeout
         self._reconnect_interval = reconnect_interval
@@ -84,8 +84,6 @@ class AmqpBus(Bus):
         self._reply_queue = f"{PREFIX}reply.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._declared: set[str] = set()
-        self._listeners: list[asyncio.Queue[Notification]] = []
-        self._closing = asyncio.Event()
         self._up = True
 
     async def __aenter__(self) -> AmqpBus:
@@ -259,26 +257,12 @@ class AmqpBus(Bus):
             log.warning("undecodable notification dropped", error=str(exc))
             return
         if isinstance(note, Notification):
-            for q in self._listeners:
-                q.put_nowait(note)
-
-    @contextlib.contextmanager
-    def listen(self) -> Iterator[asyncio.Queue[Notification]]:
-        """Receive every notification any process publishes while the block runs."""
-        q: asyncio.Queue[Notification] = asyncio.Queue()
-        self._listeners.append(q)
-        try:
-            yield q
-        finally:
-            self._listeners.remove(q)
-
-    def stop_intake(self) -> None:
-        self._closing.set()
+            self._deliver(note)
 
     async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
                       until: asyncio.Event | None = None) -> None:
         assert self._connection is not None
-        stops = [self._closing] + ([until] if until is not None else [])
+        stops = self._stops(until)
         if any(e.is_set() for e in stops):
             return
         channel = await self._connection.channel(publisher_confirms=False)
@@ -289,7 +273,7 @@ class AmqpBus(Bus):
             arrived: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
             tag = await queue.consume(arrived.put)
             seen = _Seen()
-            stopped = asyncio.create_task(_first(stops), name=f"bus:{topic}:closing")
+            stopped = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
             try:
                 async with asyncio.TaskGroup() as tg:
                     while True:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 
@@ -20,6 +21,34 @@ Handler = Callable[[Message, RequestContext | None], Awaitable[Message | None]]
 
 
 class Bus(abc.ABC):
+    """A transport. What every transport shares lives here: the notification listeners of
+    this process and the event that stops intake."""
+
+    def __init__(self) -> None:
+        self._listeners: list[asyncio.Queue[Notification]] = []
+        self._closing = asyncio.Event()
+
+    @contextlib.contextmanager
+    def listen(self) -> Iterator[asyncio.Queue[Notification]]:
+        """Receive every notification that reaches this process while the block runs."""
+        q: asyncio.Queue[Notification] = asyncio.Queue()
+        self._listeners.append(q)
+        try:
+            yield q
+        finally:
+            self._listeners.remove(q)
+
+    def _deliver(self, note: Notification) -> None:
+        for q in self._listeners:
+            q.put_nowait(note)
+
+    def stop_intake(self) -> None:
+        """Stop taking new messages; consumers finish what they hold and return."""
+        self._closing.set()
+
+    def _stops(self, until: asyncio.Event | None) -> list[asyncio.Event]:
+        return [self._closing] + ([until] if until is not None else [])
+
     @abc.abstractmethod
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
                    timeout: float = 60.0) -> Message | None:
@@ -38,10 +67,6 @@ class Bus(abc.ABC):
                       until: asyncio.Event | None = None) -> None:
         """Handle messages on `topic` until `until` is set (or all intake stops), then wait
         for the messages in flight."""
-
-    @abc.abstractmethod
-    def stop_intake(self) -> None:
-        """Stop taking new messages; consumers finish what they hold and return."""
 
 
 async def dispatch(data: bytes, handler: Handler, topic: str) -> bytes:
@@ -72,3 +97,14 @@ def unwrap(data: bytes) -> Message | None:
     if error is not None:
         raise errors.rebuild(error.kind, error.message, error.code)
     return answer
+
+
+async def first_set(events: list[asyncio.Event]) -> None:
+    """Return as soon as any of `events` is set."""
+    waiters = [asyncio.create_task(e.wait(), name="bus:stop-wait") for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)

@@ -6,13 +6,12 @@ here works over a broker, and nothing shares mutable state across roles by accid
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import structlog
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, unwrap
+from nova_async.bus.base import Bus, Handler, dispatch, first_set, unwrap
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -24,11 +23,8 @@ _Item = tuple[bytes, asyncio.Future[bytes] | None]
 
 class MemoryBus(Bus):
     def __init__(self) -> None:
+        super().__init__()
         self._queues: dict[str, asyncio.Queue[_Item]] = {}
-        self._listeners: list[asyncio.Queue[Notification]] = []
-        self._intake_open = asyncio.Event()
-        self._intake_open.set()
-        self._closing = asyncio.Event()
 
     def _queue(self, topic: str) -> asyncio.Queue[_Item]:
         if topic not in self._queues:
@@ -66,28 +62,14 @@ class MemoryBus(Bus):
         self._put(topic, (messages.encode(msg, context), None))
 
     async def publish(self, note: Notification) -> None:
-        for q in self._listeners:
-            q.put_nowait(note)
-
-    @contextlib.contextmanager
-    def listen(self):
-        """Receive every notification published while the block runs."""
-        q: asyncio.Queue[Notification] = asyncio.Queue()
-        self._listeners.append(q)
-        try:
-            yield q
-        finally:
-            self._listeners.remove(q)
-
-    def stop_intake(self) -> None:
-        self._closing.set()
+        self._deliver(note)
 
     async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
                       until: asyncio.Event | None = None) -> None:
         queue = self._queue(topic)
         slots = asyncio.Semaphore(concurrency)
-        stops = [self._closing] + ([until] if until is not None else [])
-        closing = asyncio.create_task(_first(stops), name=f"bus:{topic}:closing")
+        stops = self._stops(until)
+        closing = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
         try:
             async with asyncio.TaskGroup() as tg:
                 while not any(e.is_set() for e in stops):
@@ -121,13 +103,3 @@ class MemoryBus(Bus):
         finally:
             slots.release()
 
-
-async def _first(events: list[asyncio.Event]) -> None:
-    """Return as soon as any of `events` is set."""
-    waiters = [asyncio.create_task(e.wait(), name="bus:stop-wait") for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
