@@ -48,6 +48,7 @@ log = structlog.get_logger("bus")
 
 PREFIX = "nova-async."
 NOTIFICATIONS = PREFIX + "notifications"
+DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
 CONFIRM_TIMEOUT = 10.0      # one publish attempt waits this long for the broker's confirm
 REPLY_WINDOW = 30.0         # an answer keeps being retried this long while its caller reconnects
@@ -276,6 +277,7 @@ class AmqpBus(Bus):
             stopped = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
             try:
                 async with asyncio.TaskGroup() as tg:
+                    depth = tg.create_task(_watch_depth(channel, topic, arrived), name=f"bus:{topic}:depth")
                     while True:
                         getter = asyncio.ensure_future(arrived.get())
                         done, _ = await asyncio.wait({getter, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -284,6 +286,7 @@ class AmqpBus(Bus):
                             break
                         tg.create_task(self._handle(topic, getter.result(), handler, seen),
                                        name=f"bus:{topic}:handler")
+                    depth.cancel()
                     with contextlib.suppress(*_LOST):
                         await queue.cancel(tag)
                     # Delivered but not started: back to the queue for another consumer.
@@ -352,6 +355,19 @@ class AmqpBus(Bus):
                                  unroutable_retries=True)
         except errors.Unavailable as exc:
             log.warning("answer to a call lost; the caller will time out", topic=topic, error=exc.message)
+
+
+async def _watch_depth(channel: AbstractRobustChannel, topic: str,
+                       arrived: asyncio.Queue[AbstractIncomingMessage]) -> None:
+    """The queue-depth gauge: what waits at the broker plus what this consumer holds unstarted.
+    The broker tells only in answer to a declare, so it is sampled (robust=False: the channel
+    already restores this queue after a reconnect; a passive declare would answer from cache)."""
+    while True:
+        with contextlib.suppress(*_LOST):
+            queue = await channel.declare_queue(queue_name(topic), durable=True, robust=False)
+            waiting = queue.declaration_result.message_count or 0
+            metrics.set_queue_depth(topic, waiting + arrived.qsize())
+        await asyncio.sleep(DEPTH_INTERVAL)
 
 
 class _Seen:

@@ -333,3 +333,26 @@ async def test_a_cast_sent_twice_under_one_message_id_is_handled_once(broker, bu
                     queue_name(topic))
         await wait_for_count(got, 2)
     assert sorted(got) == [1, 2]
+
+
+
+async def test_queue_depth_gauge_counts_what_waits_at_the_broker(bus, other_bus, monkeypatch):
+    from nova_async.bus import amqp
+    from nova_async.common import metrics
+
+    monkeypatch.setattr(amqp, "DEPTH_INTERVAL", 0.05)
+    topic, release = fresh_topic("depth"), asyncio.Event()
+    for i in range(5):
+        await bus.cast(topic, Knock(n=i))
+
+    async def held(msg, ctx):
+        await release.wait()
+
+    gauge = f'nova_async_bus_queue_depth{{topic="{topic}"}} 4.0'.encode()
+    async with consuming(other_bus, topic, held, concurrency=1):
+        try:   # one message held by the handler, four waiting at the broker
+            async with asyncio.timeout(WAIT):
+                while gauge not in metrics.render():
+                    await asyncio.sleep(0.05)
+        finally:
+            release.set()
