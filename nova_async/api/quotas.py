@@ -40,9 +40,25 @@ async def limits(db: asyncpg.Pool | asyncpg.Connection, defaults: QuotaSettings,
 
 async def usage(db: asyncpg.Pool | asyncpg.Connection, project_id: str) -> dict[str, int]:
     """What the project uses of each counted resource (key pairs and server groups: none yet)."""
-    row = await db.fetchrow(Q.instance_usage, project_id)
+    return usage_of(await db.fetchrow(Q.instance_usage, project_id))
+
+
+async def limits_and_usage(conn: asyncpg.Connection, defaults: QuotaSettings,
+                           project_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """`limits` and `usage` in one round trip (a boot asks for both under the project's lock)."""
+    row = await conn.fetchrow(Q.limits_and_usage, project_id)
+    found = dict(zip(row["resources"], row["hard_limits"]))
+    return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}, usage_of(row)
+
+
+def usage_of(row: asyncpg.Record) -> dict[str, int]:
     counted = {"instances": row["instances"], "cores": row["cores"], "ram": row["ram"]}
     return {res: int(counted.get(res, 0)) for res in RESOURCES}
+
+
+def plus(used: dict[str, int], each: dict[str, int], count: int) -> dict[str, int]:
+    """Usage after `count` more of `each`."""
+    return {res: n + each.get(res, 0) * count for res, n in used.items()}
 
 
 def how_many_fit(limit: dict[str, int], used: dict[str, int], each: dict[str, int],

@@ -19,7 +19,6 @@ from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
-from nova_async.db import instances
 from nova_async.db.queries import queries
 from nova_async.image.messages import ImageInfo
 from nova_async.network.messages import RequestedNetwork
@@ -138,28 +137,26 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     async with state.pool.acquire() as conn, conn.transaction():
         # Quota: as many as fit, down to min_count, decided and written under the project's lock.
         await quotas.lock_project(conn, ctx.project_id)
-        limit = await quotas.limits(conn, state.settings.quota, ctx.project_id)
+        limit, used = await quotas.limits_and_usage(conn, state.settings.quota, ctx.project_id)
         quotas.check_metadata(limit, server.get("metadata", {}))
-        count = quotas.how_many_fit(limit, await quotas.usage(conn, ctx.project_id), each,
-                                    min_count, max_count)
+        count = quotas.how_many_fit(limit, used, each, min_count, max_count)
         uuids = [str(uuid.uuid4()) for _ in range(count)]
         group = await server_groups.join(conn, ctx, hints, uuids, limit)
         if group is not None:
             spec = msgspec.structs.replace(spec, group=group)
             _check_policy_clash(group.policy, placement_hints)
-        for index, instance_uuid in enumerate(uuids):
-            name = server["name"] if count == 1 else f"{server['name']}-{index + 1}"
-            await conn.execute(
-                Q.insert, instance_uuid, name, _hostname(name), ctx.project_id, ctx.user_id, reservation_id,
-                index, flavor_copy, image.id, msgspec.to_builtins(spec), nets, server.get("key_name"),
-                user_data, server.get("metadata", {}), server.get("availability_zone"),
-                "True" if server.get("config_drive") in (True, "true", "True") else "",
-                server.get("accessIPv4"), server.get("accessIPv6"), key_data,
-                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
-                server.get("description") if version >= (2, 19) else None)
-            await instances.start_action(conn, instance_uuid, ctx.request_id, "create", ctx.project_id,
-                                         ctx.user_id)
-        quotas.check_within(limit, await quotas.usage(conn, ctx.project_id))  # the recount
+        names = [server["name"]] if count == 1 else [f"{server['name']}-{i + 1}" for i in range(count)]
+        # The rows, their actions and the recount in one statement (the recount sees what others
+        # committed meanwhile, then counts ours on top).
+        recounted = await conn.fetchrow(
+            Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
+            ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
+            server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
+            "True" if server.get("config_drive") in (True, "true", "True") else "",
+            server.get("accessIPv4"), server.get("accessIPv6"), key_data,
+            list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
+            server.get("description") if version >= (2, 19) else None, ctx.request_id)
+        quotas.check_within(limit, quotas.plus(quotas.usage_of(recounted), each, count))
     await state.conductor.schedule_and_build(uuids, ctx)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))

@@ -159,8 +159,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     log.info("instance active")
     metrics.build_finished("active")
-    await host.pool.execute(CQ.build_succeeded, host.node_uuid)
-    await instances.finish_action(host.pool, instance_uuid, request_id)
+    await host.pool.execute(CQ.build_succeeded, host.node_uuid, instance_uuid, request_id)
     await host.notify("instance.create.end", instance_uuid, state="active")
 
 

@@ -3,6 +3,7 @@
 Layout under `<state_dir>/instances/`:
 
     _base/<image_id>      the image as a raw file, copied once per image
+    _base/overlays/       one freshly created qcow2 per (backing file, size): new disks are copies
     <instance_uuid>/disk  qcow2 overlay of the base, grown to the flavor's root_gb
               disk.eph0   blank qcow2 of ephemeral_gb, when the flavor has one
               disk.swap   blank qcow2 of swap MiB, when the flavor has one
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import grp
+import hashlib
 import json
 import os
 import pwd
@@ -42,6 +44,7 @@ from nova_async.image.messages import ImageInfo
 log = structlog.get_logger("compute.disks")
 
 BASE_DIR = "_base"
+TEMPLATE_DIR = "overlays"   # under BASE_DIR: see _new_qcow2
 CONFIG_DRIVE = "disk.config"
 CONSOLE_LOG = "console.log"
 PART_SUFFIX = ".part"
@@ -97,9 +100,10 @@ class ImageCache:
 
     def sweep_partial(self) -> None:
         """Remove copies a crash interrupted (only at start-up, when no copy is running)."""
-        if self.base_dir.is_dir():
-            for stale in self.base_dir.glob(f".*{PART_SUFFIX}"):
-                stale.unlink(missing_ok=True)
+        for directory in (self.base_dir, self.base_dir / TEMPLATE_DIR):
+            if directory.is_dir():
+                for stale in directory.glob(f".*{PART_SUFFIX}"):
+                    stale.unlink(missing_ok=True)
 
 
 def instance_dir(instances_root: Path, instance_uuid: str) -> Path:
@@ -137,17 +141,39 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path, *, root_
     path.mkdir(parents=True)
     root = path / "disk"
     size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
-    await qemu_img("create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base), str(root), *size)
+    await _new_qcow2(instances_root, root, ["-F", "raw", "-b", str(base)], size)
     disks = [Disk(path=str(root), target="vda")]
     if ephemeral_gb:
         eph = path / "disk.eph0"
-        await qemu_img("create", "-q", "-f", "qcow2", str(eph), f"{ephemeral_gb}G")
+        await _new_qcow2(instances_root, eph, [], [f"{ephemeral_gb}G"])
         disks.append(Disk(path=str(eph), target="vdb"))
     if swap_mb:
         swap = path / "disk.swap"
-        await qemu_img("create", "-q", "-f", "qcow2", str(swap), f"{swap_mb}M")
+        await _new_qcow2(instances_root, swap, [], [f"{swap_mb}M"])
         disks.append(Disk(path=str(swap), target=f"vd{'c' if ephemeral_gb else 'b'}"))
     return disks
+
+
+async def _new_qcow2(instances_root: Path, target: Path, options: list[str], size: list[str]) -> None:
+    """`qemu-img create -f qcow2 <options> <target> <size>`, as a copy of the same command's output
+    made once. A fresh overlay (or blank disk) is a header and empty tables, byte for byte the
+    same for the same backing file and size, so copying one is what a new qemu-img would
+    write, without a process per disk: a burst of builds is otherwise mostly forks.
+
+    The template is kept beside the base images, under a name derived from the arguments;
+    it is written under a temporary name and renamed, so a concurrent build or a crash never
+    sees half of one (two builds racing both make it; the rename makes that harmless)."""
+    key = hashlib.sha256("\0".join([*options, "--", *size]).encode()).hexdigest()[:32]
+    template = instances_root / BASE_DIR / TEMPLATE_DIR / f"{key}.qcow2"
+    if not template.exists():
+        template.parent.mkdir(parents=True, exist_ok=True)
+        tmp = template.parent / f".{key}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
+        try:
+            await qemu_img("create", "-q", "-f", "qcow2", *options, str(tmp), *size)
+            os.replace(tmp, template)
+        finally:
+            tmp.unlink(missing_ok=True)
+    await asyncio.to_thread(shutil.copyfile, template, target)
 
 
 QEMU_USER = "libvirt-qemu"   # whom Debian's libvirt runs QEMU as (qemu.conf `user`)

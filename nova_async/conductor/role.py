@@ -99,7 +99,8 @@ class ConductorRole(Role):
             if placed is None:  # deleted while we scheduled: give the claim back
                 await self._finish_delete(uuid)
                 continue
-            log.info("instance scheduled", instance_uuid=uuid, host=chosen.host)
+            # debug: the scheduler's "scheduled" line already names every host of the request
+            log.debug("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
         return None
 

@@ -30,23 +30,25 @@ DEVICE_OWNER = "compute:nova"
 class Target:
     """One NIC to be: a new port on `network` (address from `subnet`), or an existing `port`."""
 
-    network: asyncpg.Record
+    network: asyncpg.Record | dict  # at least id, project_id, shared
     subnet: asyncpg.Record | None = None
     fixed_ip: str | None = None
     port: asyncpg.Record | None = None
 
 
-def _usable(row: asyncpg.Record | None, project_id: str) -> bool:
+def _usable(row: asyncpg.Record | dict | None, project_id: str) -> bool:
     return row is not None and (row["project_id"] == project_id or row["shared"])
 
 
 async def _network_target(conn: asyncpg.Connection, project_id: str, network_id: str,
                           fixed_ip: str | None) -> Target:
     canonical = parse_uuid(network_id)
-    net = await conn.fetchrow(Q.get_network, canonical) if canonical else None
+    rows = await conn.fetch(Q.network_target, canonical) if canonical else []
+    net = {"id": rows[0]["network_uuid"], "project_id": rows[0]["network_project_id"],
+           "shared": rows[0]["network_shared"]} if rows else None
     if not _usable(net, project_id):
         raise networks.not_found(network_id)
-    subnets = await conn.fetch(Q.network_subnets, net["id"])
+    subnets = [r for r in rows if r["id"] is not None]
     if not subnets:
         raise errors.InvalidInput(f"Network {network_id} has no subnet, so an instance on it would "
                                   "get no address; add a subnet first.", code="network_requires_subnet")
@@ -112,9 +114,9 @@ async def validate(pool: asyncpg.Pool, project_id: str, requested: Sequence[m.Re
 async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.lock_device, msg.instance_uuid)
-        if await conn.fetch(Q.device_ports, msg.instance_uuid):
-            await conn.execute(Q.rebind_device_ports, msg.instance_uuid, msg.host)
-            return await vifs(conn, msg.instance_uuid)
+        existing = await conn.fetch(Q.rebind_device_vifs, msg.instance_uuid, msg.host)
+        if existing:
+            return _vifs(existing)
         targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
         locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
         for index, t in enumerate(targets):
@@ -141,7 +143,10 @@ async def deallocate(pool: asyncpg.Pool, instance_uuid: str) -> None:
 
 async def vifs(db: asyncpg.Connection | asyncpg.Pool, instance_uuid: str) -> list[m.Vif]:
     """The instance's ports as compute needs them, in NIC order."""
-    rows = await db.fetch(Q.device_vifs, instance_uuid)
+    return _vifs(await db.fetch(Q.device_vifs, instance_uuid))
+
+
+def _vifs(rows: list[asyncpg.Record]) -> list[m.Vif]:
     ips: dict[str, list[m.IpInfo]] = {}
     for r in rows:
         found = ips.setdefault(str(r["port_id"]), [])

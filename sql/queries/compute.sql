@@ -70,5 +70,10 @@ SELECT EXISTS (
 UPDATE compute_nodes SET failed_builds = failed_builds + 1 WHERE uuid = $1;
 
 -- name: build_succeeded
--- Only writes when there is something to reset: most builds succeed.
-UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0;
+-- Node $1's failed builds reset (only written when there is something to reset: most builds
+-- succeed), and instance $2's action (request $3) finished, in one statement.
+WITH reset AS (
+    UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0
+)
+UPDATE instance_actions SET finish_time = now(), updated_at = now()
+ WHERE instance_uuid = $2 AND request_id = $3;

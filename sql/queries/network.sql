@@ -177,3 +177,65 @@ SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.m
 SELECT (SELECT count(*) FROM networks WHERE project_id = $1) AS network,
        (SELECT count(*) FROM subnets WHERE project_id = $1) AS subnet,
        (SELECT count(*) FROM ports WHERE project_id = $1) AS port;
+
+-- name: network_target
+-- A network an instance asks for, with its subnets in network_subnets' order: one row per
+-- subnet (subnet columns NULL when it has none), none when there is no such network.
+SELECT n.project_id AS network_project_id, n.shared AS network_shared, n.id AS network_uuid, s.*
+  FROM networks n
+  LEFT JOIN subnets s ON s.network_id = n.id
+ WHERE n.id = $1
+ ORDER BY s.ip_version, s.created_at, s.id;
+
+-- name: rebind_device_vifs
+-- The ports an instance already has (a retried or duplicated AllocatePorts), rebound to host
+-- $2, as device_vifs shows them; no rows when it has none yet.
+WITH rebound AS (
+    UPDATE ports SET binding_host = $2, status = 'ACTIVE', updated_at = now()
+     WHERE device_id = $1 AND binding_host <> $2
+)
+SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.mtu,
+       a.ip_address, s.id AS subnet_id, s.cidr, s.gateway_ip, s.ip_version
+  FROM ports p
+  JOIN networks n ON n.id = p.network_id
+  LEFT JOIN ip_allocations a ON a.port_id = p.id
+  LEFT JOIN subnets s ON s.id = a.subnet_id
+ WHERE p.device_id = $1
+ ORDER BY p.device_index, p.created_at, p.id, a.ip_address;
+
+-- name: insert_port_with_ip
+-- insert_port, lowest_free_ip and insert_ip as one statement, for a port with one address
+-- from subnet $14 (whose row lock the caller holds): the lowest free address of the first of
+-- its pools ($15, [{"start", "end"}]) that has one. No row: the subnet is full, and no port
+-- was made; a row whose port columns are NULL: the MAC is taken (pick another).
+WITH pool AS (
+    SELECT (p->>'start')::inet AS first, (p->>'end')::inet AS last, ord
+      FROM jsonb_array_elements($15::jsonb) WITH ORDINALITY AS x(p, ord)
+), free AS (
+    SELECT c.candidate
+      FROM pool
+     CROSS JOIN LATERAL (
+        SELECT candidate FROM (
+            SELECT pool.first AS candidate
+            UNION ALL
+            SELECT ip_address + 1 FROM ip_allocations
+             WHERE subnet_id = $14::uuid AND ip_address >= pool.first AND ip_address < pool.last
+        ) c
+         WHERE NOT EXISTS (SELECT 1 FROM ip_allocations a
+                            WHERE a.subnet_id = $14 AND a.ip_address = c.candidate)
+         ORDER BY candidate
+         LIMIT 1) c
+     ORDER BY pool.ord
+     LIMIT 1
+), port AS (
+    INSERT INTO ports (id, network_id, project_id, name, description, mac_address, device_id,
+                       device_owner, status, admin_state_up, binding_host, auto_created, device_index)
+    SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::text, $6::macaddr, $7::text, $8::text, $9::text,
+           $10::boolean, $11::text, $12::boolean, $13::integer FROM free
+    ON CONFLICT (mac_address) DO NOTHING
+    RETURNING *
+), ip AS (
+    INSERT INTO ip_allocations (subnet_id, ip_address, port_id)
+    SELECT $14::uuid, free.candidate, port.id FROM free, port
+)
+SELECT free.candidate AS address, port.* FROM free LEFT JOIN port ON true;

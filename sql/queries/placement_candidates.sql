@@ -187,7 +187,9 @@ SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used, tr.traits
 -- must be in none of; $9 how many at most (NULL: all); $10 an allocation request's text cut
 -- where the provider's uuid goes (the same for every candidate: only the uuid differs);
 -- $11 traits in summaries (1.17+); $12 tree fields in summaries (1.29+).
--- Each inventory's piece of the summary and its capacity are stored with it (sql/0023).
+-- Each provider's summary text (every class, its traits, and its whole entry as 1.29+ shows it)
+-- is kept ready in provider_summaries (sql/0025); each inventory's own piece and its capacity in inventories
+-- (sql/0023), for the requested-classes-only summaries before 1.27.
 -- `flat` false: the world is not flat, nothing was built, ask the tree search. `unknown`: the
 -- trait names that do not exist (a 400). The JSON is compact, as dump() writes it. Names of
 -- classes and traits are [A-Z0-9_] (CHECK constraints of 0004) and uuids are hex, so none of
@@ -196,10 +198,10 @@ SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used, tr.traits
 -- Candidates come in no particular order (as from OpenStack Placement); with a limit, they
 -- are the first `limit` providers by id.
 -- Two ways to the same rows, of which each request runs one (the other is cut off by its
--- one-time filter): everybody, without filter or limit, in one pass over all inventories
--- (`everyone`); or, with a filter or a limit, provider by provider in id order, the cheap
--- trait and aggregate tests first, inventories looked up only for those that pass, stopping
--- at the limit (`filtered`).
+-- one-time filter): everybody, without filter or limit, in one pass over the summaries and one
+-- over the inventories of the requested classes (`everyone`); or, with a filter or a limit, provider by provider in id
+-- order, the cheap trait and aggregate tests first, inventories looked up only for those that
+-- pass, stopping at the limit (`filtered`).
 WITH world AS (
     SELECT NOT EXISTS (SELECT 1 FROM resource_providers WHERE parent_provider_id IS NOT NULL)
        AND NOT EXISTS (SELECT 1 FROM traits t JOIN provider_traits pt ON pt.trait_id = t.id
@@ -208,23 +210,23 @@ WITH world AS (
 wanted AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
 ),
-everyone_fit AS (
-    SELECT i.resource_provider_id AS id,
-           count(*) FILTER (
-               WHERE i.capacity - i.used >= w.amount
-                 AND w.amount BETWEEN i.min_unit AND i.max_unit
-                 AND w.amount % i.step_size = 0) AS satisfied,
-           string_agg(i.summary, ',') FILTER (WHERE $3::bool OR w.amount IS NOT NULL) AS resources
-      FROM inventories i
-      -- the amount asked of the row's class (NULL: not asked), without a join per row
-      CROSS JOIN LATERAL (SELECT ($2::int[])[array_position($1::text[], i.resource_class)] AS amount) w
+-- everybody: a provider is out when it lacks a requested class or when one of its inventories
+-- of a requested class is too full or has units that do not fit; few are, so this scans the
+-- requested classes' inventories once and keeps only the refusals, instead of grouping them all
+too_full AS (
+    SELECT i.resource_provider_id AS id
+      FROM wanted w JOIN inventories i ON i.resource_class = w.resource_class
      WHERE (SELECT flat FROM world) AND NOT $6::bool AND $9::int IS NULL
-     GROUP BY i.resource_provider_id
+       AND NOT (i.capacity - i.used >= w.amount
+                AND w.amount BETWEEN i.min_unit AND i.max_unit
+                AND w.amount % i.step_size = 0)
 ),
 everyone AS (
-    SELECT f.id, rp.uuid::text AS uuid, f.resources
-      FROM everyone_fit f JOIN resource_providers rp ON rp.id = f.id
-     WHERE f.satisfied = cardinality($1::text[])
+    SELECT s.*
+      FROM provider_summaries s
+     WHERE (SELECT flat FROM world) AND NOT $6::bool AND $9::int IS NULL
+       AND s.classes @> $1::text[]
+       AND s.provider_id NOT IN (SELECT id FROM too_full)
 ),
 with_traits AS (
     SELECT pt.resource_provider_id AS id
@@ -233,69 +235,57 @@ with_traits AS (
      GROUP BY pt.resource_provider_id
     HAVING count(*) = cardinality($4::text[])
 ),
+-- provider_summaries has one row per provider (sql/0025): walked in its stead, it gives the
+-- summary text without a second lookup
 filtered AS (
-    SELECT rp.id, rp.uuid::text AS uuid, fit.resources
-      FROM resource_providers rp
-      CROSS JOIN LATERAL (
-          SELECT count(w.amount) FILTER (
-                     WHERE i.capacity - i.used >= w.amount
-                       AND w.amount BETWEEN i.min_unit AND i.max_unit
-                       AND w.amount % i.step_size = 0) AS satisfied,
-                 string_agg(i.summary, ',') FILTER (WHERE $3::bool OR w.amount IS NOT NULL) AS resources
-            FROM inventories i LEFT JOIN wanted w ON w.resource_class = i.resource_class
-           WHERE i.resource_provider_id = rp.id) fit
+    SELECT s.*
+      FROM provider_summaries s
      WHERE (SELECT flat FROM world) AND ($6::bool OR $9::int IS NOT NULL)
-       AND (cardinality($4::text[]) = 0 OR rp.id IN (SELECT id FROM with_traits))
-       AND (cardinality($5::text[]) = 0 OR rp.id NOT IN (
+       AND (cardinality($4::text[]) = 0 OR s.provider_id IN (SELECT id FROM with_traits))
+       AND (cardinality($5::text[]) = 0 OR s.provider_id NOT IN (
             SELECT pt.resource_provider_id FROM traits t JOIN provider_traits pt ON pt.trait_id = t.id
              WHERE t.name = ANY($5::text[])))
-       AND (cardinality($7::uuid[]) = 0 OR rp.id IN (
+       AND (cardinality($7::uuid[]) = 0 OR s.provider_id IN (
             SELECT pa.resource_provider_id FROM provider_aggregates pa
              WHERE pa.aggregate_uuid = ANY($7::uuid[])))
-       AND (cardinality($8::uuid[]) = 0 OR rp.id NOT IN (
+       AND (cardinality($8::uuid[]) = 0 OR s.provider_id NOT IN (
             SELECT pa.resource_provider_id FROM provider_aggregates pa
              WHERE pa.aggregate_uuid = ANY($8::uuid[])))
-       AND fit.satisfied = cardinality($1::text[])
-     ORDER BY rp.id
+       AND NOT EXISTS (
+           SELECT 1 FROM wanted w
+            WHERE NOT EXISTS (
+                  SELECT 1 FROM inventories i
+                   WHERE i.resource_provider_id = s.provider_id AND i.resource_class = w.resource_class
+                     AND i.capacity - i.used >= w.amount
+                     AND w.amount BETWEEN i.min_unit AND i.max_unit
+                     AND w.amount % i.step_size = 0))
+     ORDER BY s.provider_id
      LIMIT $9
 ),
 chosen AS (
     SELECT * FROM everyone
     UNION ALL
     SELECT * FROM filtered
-),
--- traits in name order, for everybody in one pass or for the few chosen one by one (the same
--- split as above), aggregated from input sorted once, which array_agg keeps (an ORDER BY
--- inside array_agg would sort each provider's few names alone)
-chosen_traits AS (
-    SELECT s.id, array_agg(s.name) AS names
-      FROM (SELECT pt.resource_provider_id AS id, t.name COLLATE "C" AS name
-              FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
-             WHERE $11::bool AND NOT $6::bool AND $9::int IS NULL
-             UNION ALL
-            SELECT c.id, t.name COLLATE "C"
-              FROM chosen c
-              JOIN provider_traits pt ON pt.resource_provider_id = c.id
-              JOIN traits t ON t.id = pt.trait_id
-             WHERE $11::bool AND ($6::bool OR $9::int IS NOT NULL)
-             ORDER BY id, name) s
-     GROUP BY s.id
 )
 SELECT (SELECT flat FROM world) AS flat,
        array(SELECT n FROM unnest($4::text[] || $5::text[]) AS n
               WHERE NOT EXISTS (SELECT 1 FROM traits t WHERE t.name = n)) AS unknown,
        convert_to(
            '{"allocation_requests":['
-           || coalesce(string_agg(array_to_string($10::text[], c.uuid), ','), '')
+           || coalesce(string_agg(array_to_string($10::text[], s.uuid), ','), '')
            || '],"provider_summaries":{'
-           || coalesce(string_agg(
-                  '"' || c.uuid || '":{"resources":{' || c.resources || '}'
-                  || CASE WHEN NOT $11::bool THEN ''
-                          WHEN ct.names IS NULL THEN ',"traits":[]'
-                          ELSE ',"traits":["' || array_to_string(ct.names, '","') || '"]' END
+           || coalesce(string_agg(CASE WHEN $3::bool AND $11::bool AND $12::bool THEN s.flat_entry ELSE
+                  '"' || s.uuid || '":{"resources":{'
+                  || CASE WHEN $3::bool THEN s.resources
+                          ELSE (SELECT string_agg(i.summary, ',' ORDER BY i.resource_class COLLATE "C")
+                                  FROM inventories i
+                                 WHERE i.resource_provider_id = s.provider_id
+                                   AND i.resource_class = ANY($1::text[])) END
+                  || '}'
+                  || CASE WHEN $11::bool THEN s.traits ELSE '' END
                   || CASE WHEN $12::bool
-                          THEN ',"parent_provider_uuid":null,"root_provider_uuid":"' || c.uuid || '"'
+                          THEN ',"parent_provider_uuid":null,"root_provider_uuid":"' || s.uuid || '"'
                           ELSE '' END
-                  || '}', ','), '')
+                  || '}' END, ','), '')
            || '}}', 'UTF8') AS body
-  FROM chosen c LEFT JOIN chosen_traits ct ON ct.id = c.id;
+  FROM chosen s;

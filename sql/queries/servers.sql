@@ -8,6 +8,31 @@ INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reserv
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
         'building', 'scheduling');
 
+-- name: insert_many
+-- A boot request's instances ($1 uuids, $2 names, $3 hostnames, $4 launch indexes; the rest
+-- is the same for all) with their `create` actions (request $22), in one statement. Returns
+-- the project's usage as this statement's snapshot saw it, without the new instances: the
+-- caller adds them (the recount that catches a writer that did not take the quota lock).
+WITH new AS (
+    INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
+                           flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
+                           availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
+                           description, vm_state, task_state)
+    SELECT t.uuid, t.name, t.hostname, $5, $6, $7, t.launch_index, $8::jsonb, $9, $10::jsonb, $11::jsonb,
+           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling'
+      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[]) AS t(uuid, name, hostname, launch_index)
+    RETURNING uuid
+), actions AS (
+    INSERT INTO instance_actions (instance_uuid, request_id, action, project_id, user_id)
+    SELECT uuid, $22, 'create', $5, $6 FROM new
+    ON CONFLICT (instance_uuid, request_id) DO UPDATE SET updated_at = now()
+)
+SELECT count(*) AS instances,
+       coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
+       coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
+  FROM instances
+ WHERE project_id = $5 AND deleted_at IS NULL;
+
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
 -- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging

@@ -170,8 +170,17 @@ async def test_a_locked_server_refuses_its_owner_but_not_an_admin(cloud):
 async def test_two_concurrent_actions_one_wins(cloud):
     h = cloud
     server_id, _ = await boot(h)
-    replies = await asyncio.gather(act(h, server_id, STOP), act(h, server_id, PAUSE),
-                                   act(h, server_id, REBOOT_HARD))
+    # Hold the row so all three requests reach their compare-and-swap together; otherwise a
+    # quick winner could finish before a slow loser even starts, and both would rightly win.
+    async with h.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM instances WHERE uuid = $1 FOR UPDATE", server_id)
+        pending = [asyncio.create_task(act(h, server_id, body), name="test:act")
+                   for body in (STOP, PAUSE, REBOOT_HARD)]
+        async with asyncio.timeout(60):
+            while await h.pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE "
+                                        "datname = current_database() AND wait_event_type = 'Lock'") < 3:
+                await asyncio.sleep(0.01)
+    replies = await asyncio.gather(*pending)
     assert sorted(r.status for r in replies) == [202, 409, 409]
     winner = next(body for body, r in zip((STOP, PAUSE, REBOOT_HARD), replies) if r.status == 202)
     status = {"os-stop": "SHUTOFF", "pause": "PAUSED", "reboot": "ACTIVE"}[next(iter(winner))]
