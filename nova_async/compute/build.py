@@ -57,6 +57,7 @@ T = TypeVar("T")
 # serial console (the one we log) and adds "quiet": under TCG every kernel message on the
 # emulated UART costs boot time. An image's os_command_line replaces it, as in Nova.
 DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet"
+BUILD_EVENT = "compute_build_and_run_instance"
 
 
 class DeleteRaced(errors.Conflict):
@@ -129,9 +130,9 @@ async def _settled(step: Awaitable[T]) -> T | BaseException:
 
 async def build_and_run(host: Host, instance_uuid: str, request_id: str,
                         alternates: list[Destination] | None = None) -> None:
-    try:
-        row = await instances.get(host.pool, instance_uuid)
-    except errors.NotFound:
+    # The row, and the build's event started when the build goes ahead, in one statement.
+    row = await host.pool.fetchrow(IQ.get_for_build, instance_uuid, request_id, BUILD_EVENT, host.name)
+    if row is None:
         log.info("build skipped: the instance is gone")
         return
     if row["task_state"] == "deleting" or row["vm_state"] != "building":
@@ -142,9 +143,10 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     await host.notify("instance.create.start", instance_uuid)
     try:
-        async with instances.event(host.pool, instance_uuid, request_id, "compute_build_and_run_instance",
-                                   host.name):
+        async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name,
+                                   started=row["event_id"]) as step:
             await _build(host, row, request_id)
+            step.recorded = True  # with the rest of the success, below
     except DeleteRaced:
         log.info("instance deleted while building; finishing the delete")
         await terminate(host, instance_uuid, request_id)
@@ -159,11 +161,12 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     log.info("instance active")
     metrics.build_finished("active")
-    await host.pool.execute(CQ.build_succeeded, host.node_uuid, instance_uuid, request_id)
+    await host.pool.execute(CQ.build_succeeded, host.node_uuid, instance_uuid, request_id, step.id)
     await host.notify("instance.create.end", instance_uuid, state="active")
 
 
-async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
+async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None) -> None:
+    """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])
     requested = requested_networks(row["requested_networks"])
@@ -177,7 +180,7 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
     disk_list, boot = blk.result()  # type: ignore[misc]
-    async with instances.event(host.pool, instance_uuid, request_id, "compute_spawn", host.name):
+    async with instances.event(host.pool, instance_uuid, request_id, "compute_spawn", host.name) as spawn:
         console_log = ""
         if host.real_guests:
             disk_list.append(await disks.config_drive(host.instances_root, instance_uuid,
@@ -194,7 +197,8 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
-    if await host.pool.fetchrow(IQ.set_active, instance_uuid) is None:
+        spawn.recorded = True  # with the state, below
+    if await host.pool.fetchrow(IQ.set_active_after, instance_uuid, spawn.id, then) is None:
         raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
 
 
@@ -286,11 +290,12 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
         async with instances.event(host.pool, instance_uuid, request_id, "compute_rebuild_instance", host.name):
             await host.hypervisor.remove(domain_name(instance_uuid))
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
-            await _build(host, row, request_id)
+            # A stopped guest is powered off again without ever showing ACTIVE and idle.
+            await _build(host, row, request_id, then="powering-off" if was_stopped else None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)
                 await instances.set_state(host.pool, instance_uuid, vm_state="stopped", task_state=None,
-                                          power_state=instances.SHUTDOWN, expected_task_state=None)
+                                          power_state=instances.SHUTDOWN, expected_task_state="powering-off")
     except DeleteRaced:
         await terminate(host, instance_uuid, request_id)
         return

@@ -34,6 +34,34 @@ UPDATE instances
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
 RETURNING *;
 
+-- name: set_active_after
+-- set_active, with the Success of the event ($2) whose end made the instance ACTIVE; $3 is
+-- the task_state it is left in (NULL, or 'powering-off' when a rebuild stops it again).
+WITH done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $2
+)
+UPDATE instances
+   SET vm_state = 'active', task_state = $3::text, power_state = 1,
+       launched_at = coalesce(launched_at, now()), updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
+RETURNING *;
+
+-- name: get_for_build
+-- The instance compute is asked to build on host $4, with its build event ($3, of request
+-- $2) started when the build is to go ahead (`event_id`; NULL when it is skipped: not
+-- building, being deleted, or placed on another host).
+WITH i AS (
+    SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL
+), ev AS (
+    INSERT INTO instance_action_events (action_id, event, host)
+    SELECT a.id, $3, $4 FROM instance_actions a, i
+     WHERE a.instance_uuid = $1 AND a.request_id = $2
+       AND i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
+       AND (i.host IS NULL OR i.host = $4)
+    RETURNING id
+)
+SELECT i.*, (SELECT id FROM ev) AS event_id FROM i;
+
 -- name: set_network_info
 UPDATE instances SET network_info = $2, updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL;
