@@ -11,27 +11,39 @@ ARGS ?=
 # What the service needs on the host: PostgreSQL for its private cluster, libvirt and
 # qemu-img for compute, a compiler and headers to build libvirt-python, genisoimage for
 # config drives; QEMU, the libvirt daemon and tini to run real guests (host-setup); and
-# busybox-static for the demo guest's initramfs (its kernel is apt-get downloaded once).
+# busybox-static for the demo guest's initramfs (its kernel is apt-get downloaded once);
+# novnc for the page `openstack console url show` opens.
 DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
         python3-dev python3-venv genisoimage jq curl \
         qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu dnsmasq-base iptables \
-        tini busybox-static cpio rabbitmq-server novnc
+        tini busybox-static cpio novnc
+# Only the tests need a broker on this machine (they start their own, in a temp dir); a split
+# deployment installs rabbitmq-server on the host that runs it.
+TEST_DEBS := rabbitmq-server
 
-.PHONY: run test deps venv host-setup guest-image bench clean help
+.PHONY: run test deps test-deps venv host-setup guest-image bench clean help
 
 help:
 	@echo "make run    install what is missing, build the demo guest, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
 	@echo "make test   install what tests need, then run the whole suite"
 	@echo "make host-setup / make guest-image   start libvirt and probe KVM / build the demo guest"
 
-deps:
-	@missing=$$(for p in $(DEBS); do \
+# $(call apt_install,PACKAGES): apt-get install those of PACKAGES that are missing.
+define apt_install
+	@missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	    echo "Installing Debian packages:" $$missing; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(DEBS))
+
+test-deps: deps
+	$(call apt_install,$(TEST_DEBS))
 
 $(BIN)/nova-async: pyproject.toml | deps
 	$(PYTHON) -m venv $(VENV)
@@ -57,11 +69,11 @@ run: venv host-setup
 	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
 	$(BIN)/nova-async serve $(ARGS)
 
-test: venv host-setup
+test: test-deps venv host-setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
-bench: venv host-setup guest-image
+bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
