@@ -62,18 +62,28 @@ HANG = ("import sys, time; sys.stderr.write('e2e: the event loop thread now slee
 
 # Units of a booting system that reach outside the namespaces (kernel settings, modules,
 # binfmt, the root file system's /tmp) or are of no use here.
-MASKED = """
-systemd-sysctl.service systemd-binfmt.service proc-sys-fs-binfmt_misc.automount
-systemd-modules-load.service kmod-static-nodes.service systemd-tmpfiles-setup.service
-systemd-tmpfiles-setup-dev.service systemd-tmpfiles-clean.timer systemd-sysusers.service
-systemd-firstboot.service systemd-machine-id-commit.service systemd-random-seed.service
-systemd-repart.service systemd-pcrphase.service systemd-pcrphase-sysinit.service
-systemd-update-utmp.service systemd-remount-fs.service systemd-hwdb-update.service
-systemd-journal-catalog-update.service systemd-update-done.service ldconfig.service
-systemd-timesyncd.service systemd-ask-password-console.path systemd-initctl.socket
-systemd-journald-audit.socket dbus.socket dbus.service getty.target console-getty.service
-libvirtd.service
-""".split()
+MASKED = (
+    "systemd-sysctl.service", "systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount",
+    "systemd-modules-load.service", "kmod-static-nodes.service", "systemd-tmpfiles-setup.service",
+    "systemd-tmpfiles-setup-dev.service", "systemd-tmpfiles-clean.timer",
+    "systemd-sysusers.service", "systemd-firstboot.service", "systemd-machine-id-commit.service",
+    "systemd-random-seed.service", "systemd-repart.service", "systemd-pcrphase.service",
+    "systemd-pcrphase-sysinit.service", "systemd-update-utmp.service",
+    "systemd-remount-fs.service", "systemd-hwdb-update.service",
+    "systemd-journal-catalog-update.service", "systemd-update-done.service", "ldconfig.service",
+    "systemd-timesyncd.service", "systemd-ask-password-console.path", "systemd-initctl.socket",
+    "systemd-journald-audit.socket", "dbus.socket", "dbus.service", "getty.target",
+    "console-getty.service", "libvirtd.service",
+)
+
+# linux/capability.h, for the names the unit's CapabilityBoundingSet= uses.
+CAPABILITIES = {
+    "CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3,
+    "CAP_FSETID": 4, "CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8,
+    "CAP_NET_BIND_SERVICE": 10, "CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_IPC_LOCK": 14,
+    "CAP_SYS_PTRACE": 19, "CAP_SYS_ADMIN": 21, "CAP_SYS_NICE": 23, "CAP_SYS_RESOURCE": 24,
+    "CAP_AUDIT_WRITE": 29,
+}
 
 # Runs as the namespaces' first process, then becomes systemd. $1: the test's directory.
 BOOT = r"""
@@ -156,7 +166,8 @@ def why_not_here() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(why_not_here() is not None, reason=str(why_not_here()))
+REASON = why_not_here()
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(REASON is not None, reason=str(REASON))]
 
 
 async def run(*argv: str, timeout: float = 30, check: bool = True) -> str:
@@ -207,6 +218,7 @@ class RealSystemd:
             f'[compute]\nlibvirt_uri = "test:///default"\n')
         (r / "boot.sh").write_text(BOOT)
         (r / "hang.gdb").write_text(GDB)
+        remove_stale_cgroups()
         for cg in self.cgroups:
             cg.mkdir()
 
@@ -217,10 +229,13 @@ class RealSystemd:
         launcher = (f'for f in {procs}; do echo $$ > "$f"; done; '
                     f'exec setpriv --pdeathsig KILL -- unshare --pid --mount --ipc --uts '
                     f'--propagation private --kill-child=SIGKILL /bin/bash {self.root}/boot.sh {self.root}')
-        with open(self.root / "boot.log", "wb") as log:
+        log = os.open(self.root / "boot.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
             self.proc = await asyncio.create_subprocess_exec(
                 "/bin/bash", "-c", launcher, stdin=asyncio.subprocess.DEVNULL, stdout=log,
                 stderr=asyncio.subprocess.STDOUT)
+        finally:
+            os.close(log)
         deadline = time.monotonic() + timeout
         state = ""
         while time.monotonic() < deadline:
@@ -270,12 +285,30 @@ class RealSystemd:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, 9)
         if self.proc is not None:
-            if self.proc.returncode is None:
+            # unshare reaps systemd and exits; killed first, it would leave a zombie to a
+            # PID 1 that may reap orphans slowly or never.
+            try:
+                await asyncio.wait_for(self.proc.wait(), 15)
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
-            await self.proc.wait()
+                await self.proc.wait()
         for cg in self.cgroups:
             await remove_cgroup(cg)
+
+
+def remove_stale_cgroups(age: float = 3600) -> None:
+    """The empty cgroups a run killed with SIGKILL left (its processes died with it)."""
+    for hierarchy in CGROUPS:
+        for top in hierarchy.glob("nova-e2e-*"):
+            if time.time() - top.stat().st_mtime < age:
+                continue  # maybe another run's, just made
+            if any(procs.read_text().strip() for procs in top.rglob("cgroup.procs")):
+                continue
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
+                            reverse=True) + [top]:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
 
 
 async def remove_cgroup(top: Path) -> None:
@@ -305,6 +338,11 @@ async def real_systemd(root: Path):
         yield sd
     finally:
         await sd.close()
+
+
+def own_bounding_set() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("CapBnd:")), 16)
 
 
 async def services_up(url: str) -> dict[str, str]:
@@ -341,6 +379,18 @@ async def test_unit_under_real_systemd_ready_watchdog_journal(work_dir):
         assert (await services_up(url)).get("nova-compute") == "up"
         first_pid = int(ready["MainPID"])
         assert ready["NRestarts"] == "0"
+
+        # The hardening is in force, and the service works under it.
+        status = await sd.inside("cat", f"/proc/{first_pid}/status")
+        assert "NoNewPrivs:\t1" in status, status
+        bounding = next(line for line in (REPO / "systemd" / SERVICE).read_text().splitlines()
+                        if line.startswith("CapabilityBoundingSet="))
+        expected = sum(1 << CAPABILITIES[name] for name in bounding.split("=", 1)[1].split())
+        expected &= own_bounding_set()  # what this machine grants at all (here: no CAP_SYS_RESOURCE)
+        assert f"CapBnd:\t{expected:016x}" in status, (bounding, status)
+        mounts = [line.split() for line in (await sd.inside("cat", f"/proc/{first_pid}/mountinfo")).splitlines()]
+        assert any(m[4] == "/" and m[5].split(",")[0] == "ro" for m in mounts)  # ProtectSystem=strict
+        assert any(m[4] == "/var/lib/nova-async" and m[5].split(",")[0] == "rw" for m in mounts)
 
         # 2. A hung event loop: the watchdog kills it, systemd restarts it, it is ready again.
         out = await sd.inside("gdb", "-q", "-batch", "-p", str(first_pid), "-x", f"{INSIDE}/hang.gdb",
