@@ -4,8 +4,11 @@ Most clouds have flat providers (a compute node is one provider, no children, no
 and most requests are one unnumbered group. Then a candidate is simply a provider with room
 for every requested class, every allocation request has the same shape with only the
 provider's uuid changing, and the whole response body can be built inside PostgreSQL
-(sql/queries/placement_candidates.sql `flat_candidates`) and passed to the client as bytes:
-no rows decoded, no Python objects per provider, one round trip.
+(the function placement_flat_candidates of sql/0026, which placement_candidates.sql
+`flat_candidates` calls) and passed to the client as bytes: no rows decoded, no Python
+objects per provider, one round trip. Each provider's summary is kept ready as text by
+triggers (provider_summaries, sql/0025), so a request without limit mostly concatenates
+stored strings.
 
 Whether the world is flat is decided by the same statement, in the same snapshot; when it is
 not (or the request needs more than this path speaks), `answer` returns None and the caller

@@ -156,3 +156,65 @@ async def test_a_child_sends_requests_to_the_tree_search(world, monkeypatch, poo
     status, body = await ask(h, "resources=VCPU:1", "1.39", names)
     assert status == 200 and len(body["allocation_requests"]) == 3
     assert spy.answered == 0
+
+
+async def _generation(h, headers: dict, rp: str) -> int:
+    resp = await h.http.get(f"/placement/resource_providers/{rp}", headers=headers)
+    return (await resp.json())["generation"]
+
+
+async def test_summaries_follow_every_write(world, monkeypatch):
+    """The fast path reads each provider's summary as kept by triggers (sql/0025); after claims,
+    a released claim, trait, inventory and provider changes it still answers as the tree search
+    does."""
+    h, names = world
+    spy = Spy(monkeypatch)
+    headers = dict(h.admin) | {"OpenStack-API-Version": "placement 1.39"}
+    claim = str(uuid.uuid4())
+    resp = await h.http.put(f"/placement/allocations/{claim}", headers=headers, json={
+        "allocations": {names["p1"]: {"resources": {"VCPU": 3, "MEMORY_MB": 1024}},
+                        names["p3"]: {"resources": {"VCPU": 2}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"})
+    assert resp.status == 204, await resp.text()
+    released = str(uuid.uuid4())
+    resp = await h.http.put(f"/placement/allocations/{released}", headers=headers, json={
+        "allocations": {names["p5"]: {"resources": {"VCPU": 1}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"})
+    assert resp.status == 204, await resp.text()
+    assert (await h.http.delete(f"/placement/allocations/{released}", headers=headers)).status == 204
+    resp = await h.http.put(f"/placement/resource_providers/{names['p3']}/traits", headers=headers, json={
+        "resource_provider_generation": await _generation(h, headers, names["p3"]),
+        "traits": ["CUSTOM_GOLD", "HW_CPU_X86_SSE"]})
+    assert resp.status == 200, await resp.text()
+    resp = await h.http.put(f"/placement/resource_providers/{names['p2']}/inventories", headers=headers, json={
+        "resource_provider_generation": await _generation(h, headers, names["p2"]),
+        "inventories": {"VCPU": {"total": 6}, "DISK_GB": {"total": 50}}})
+    assert resp.status == 200, await resp.text()
+    assert (await h.http.delete(f"/placement/resource_providers/{names['p4']}", headers=headers)).status == 204
+    new = str(uuid.uuid4())
+    resp = await h.http.post("/placement/resource_providers", headers=headers, json={"name": "p6", "uuid": new})
+    assert resp.status == 200, await resp.text()
+    resp = await h.http.put(f"/placement/resource_providers/{new}/inventories", headers=headers, json={
+        "resource_provider_generation": 0, "inventories": {"VCPU": {"total": 1}, "DISK_GB": {"total": 10}}})
+    assert resp.status == 200, await resp.text()
+    asked = 0
+    for query in ("resources=VCPU:1", "resources=VCPU:1,DISK_GB:5", "resources=VCPU:2&required=CUSTOM_GOLD",
+                  "resources=DISK_GB:1&limit=5"):
+        for version in ("1.26", "1.39"):
+            spy.enabled = True
+            fast = await ask(h, query, version, names)
+            spy.enabled = False
+            assert fast == await ask(h, query, version, names), f"{query} at {version}"
+            asked += 1
+    assert spy.answered == asked
+    status, body = await ask(h, "resources=VCPU:1", "1.39", names)
+    assert status == 200
+    summaries = body["provider_summaries"]
+    assert summaries[names["p1"]]["resources"]["VCPU"] == {"capacity": 8, "used": 3}
+    assert summaries[names["p5"]]["resources"]["VCPU"] == {"capacity": 2, "used": 0}
+    assert summaries[names["p2"]]["resources"]["DISK_GB"] == {"capacity": 50, "used": 0}
+    assert names["p4"] not in summaries and new in summaries
+    status, body = await ask(h, "resources=VCPU:2", "1.39", names)  # p3 counts VCPU in steps of 2
+    assert status == 200
+    assert body["provider_summaries"][names["p3"]]["traits"] == ["CUSTOM_GOLD", "HW_CPU_X86_SSE"]
+    assert body["provider_summaries"][names["p3"]]["resources"]["VCPU"] == {"capacity": 16, "used": 2}
