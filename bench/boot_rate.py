@@ -46,6 +46,39 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_s(pid: int, children_too: bool = True) -> float:
+    """CPU seconds (user + system) of a process, with those of its children it has waited for."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children_too else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def service_cpu_s(pid: int, state: str) -> float:
+    """CPU seconds the service has used so far: its own process (and the qemu-img and other
+    children it ran), plus its private PostgreSQL server and every backend of it. Rates in
+    a shared box swing with whatever else runs; the CPU a boot costs does not, much."""
+    total = _cpu_s(pid)
+    try:
+        with open(os.path.join(state, "postgres", "data", "postmaster.pid")) as fh:
+            postmaster = int(fh.readline())
+    except (OSError, ValueError):
+        return total
+    total += _cpu_s(postmaster)  # with the backends that have exited
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        total += _cpu_s(int(entry), children_too=False)
+            except (OSError, ValueError, IndexError):
+                continue
+    return total
+
+
 async def start(state: str, hosts: int, transport: str = "memory") -> tuple[asyncio.subprocess.Process, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ database in a temporary state dir), lifts the project's quotas, and requests N s
 batches of B concurrent POSTs: each batch is sent as soon as the previous one was accepted.
 Prints scheduling decisions per second (from the scheduler's own "scheduled" log lines:
 instances placed, first to last), the scheduler's time per decision, POST→ACTIVE p50/p95,
-and the service's peak RSS, beside Nova's published anchors. Nothing is asserted.
+the CPU the service (with its PostgreSQL) spent per server, and its peak RSS, beside Nova's published anchors. Nothing is asserted.
 
     .venv/bin/python bench/schedule_rate.py [--hosts 1000] [--servers 2000] [--batch 50]
 """
@@ -27,7 +27,7 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, watch
+from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, service_cpu_s, watch
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
@@ -85,12 +85,14 @@ async def main() -> None:
             done: dict[str, tuple[float, str]] = {}
             watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
             posted = []
+            cpu0 = service_cpu_s(proc.pid, state)
             t0 = time.perf_counter()
             for first in range(0, args.servers, args.batch):
                 batch = range(first, min(first + args.batch, args.servers))
                 posted += await asyncio.gather(*(boot_one(s, url, base, i) for i in batch))
             await asyncio.wait_for(watcher, 1800)
             wall = time.perf_counter() - t0
+            cpu = service_cpu_s(proc.pid, state) - cpu0
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
         span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else float("nan")
@@ -105,6 +107,8 @@ async def main() -> None:
             print(f"POST->ACTIVE             p50 {p50 * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   (target p95 < 1000 ms; "
                   f"Nova fake driver median {NOVA_FAKE_DRIVER_MEDIAN_S} s at 50 concurrent)")
             print(f"boots/s                  {len(active) / wall:8.1f}")
+        print(f"service CPU per server   {cpu / args.servers * 1000:8.1f} ms   (nova-async and its PostgreSQL, "
+              f"user + system; steadier than rates on a shared box)")
         print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -205,12 +205,17 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
 async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNetwork],
                    request_id: str) -> list[Vif]:
     instance_uuid = str(row["uuid"])
-    async with instances.event(host.pool, instance_uuid, request_id, "compute_allocate_network", host.name):
+    async with instances.event(host.pool, instance_uuid, request_id, "compute_allocate_network", host.name) as step:
         vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
-        await host.pool.execute(IQ.set_network_info, instance_uuid, [vif_record(v) for v in vifs])
-        if host.real_guests:
-            for bridge in dict.fromkeys(v.bridge for v in vifs if v.bridge):
-                await host.bridges.ensure(bridge)
+        records = [vif_record(v) for v in vifs]
+        bridges = list(dict.fromkeys(v.bridge for v in vifs if v.bridge)) if host.real_guests else []
+        if not bridges:  # nothing left to do: the event's Success goes with the ports
+            await host.pool.execute(IQ.set_network_info_after, instance_uuid, records, step.id)
+            step.recorded = True
+            return vifs
+        await host.pool.execute(IQ.set_network_info, instance_uuid, records)
+        for bridge in bridges:
+            await host.bridges.ensure(bridge)
     return vifs
 
 

@@ -30,6 +30,7 @@ from nova_async.scheduler.messages import RequestSpec
 log = structlog.get_logger("conductor")
 Q = queries("instances")
 CQ = queries("conductor")
+EVENT = "conductor_schedule_and_build_instances"
 
 
 class ConductorRole(Role):
@@ -59,11 +60,17 @@ class ConductorRole(Role):
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         rows = []
-        for row in await self.pool.fetch(Q.get_many, msg.instance_uuids):
+        # The rows, with the scheduling event of those to schedule started (one statement).
+        for row in await self.pool.fetch(CQ.rows_to_schedule, msg.instance_uuids, ctx.request_id, EVENT,
+                                         [u for u in msg.instance_uuids if u in self._scheduling]):
             if row["task_state"] == "deleting":
                 await self._finish_delete(str(row["uuid"]))
             elif row["vm_state"] == "building" and row["host"] is None and str(row["uuid"]) not in self._scheduling:
                 rows.append(row)
+            elif row["event_id"] is not None:
+                # Another copy of the request took it up while the statement ran: this step
+                # is not going to happen here after all.
+                await self.pool.execute(CQ.drop_event, row["event_id"])
         if not rows:
             return None
         uuids = [str(r["uuid"]) for r in rows]
@@ -77,9 +84,12 @@ class ConductorRole(Role):
     async def _schedule_and_build(self, rows: list, uuids: list[str], ctx: RequestContext) -> None:
         spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
+        started = {str(r["uuid"]): r["event_id"] for r in rows}
         try:
-            async with instances.events(self.pool, uuids, request_id, "conductor_schedule_and_build_instances"):
+            async with instances.events(self.pool, uuids, request_id, EVENT, started=started) as steps:
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx)
+                for step in steps:
+                    step.recorded = True  # with each instance's host, below
         except Exception as exc:
             if isinstance(exc, errors.NoValidHost):
                 message = exc.message
@@ -95,7 +105,7 @@ class ConductorRole(Role):
             return None
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
-            placed = await self.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
+            placed = await self.pool.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, started.get(uuid))
             if placed is None:  # deleted while we scheduled: give the claim back
                 await self._finish_delete(uuid)
                 continue

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import structlog
@@ -60,29 +62,48 @@ async def finish_action(db, uuid: str, request_id: str, message: str | None = No
     await db.execute(Q.finish_action, uuid, request_id, message)
 
 
+@dataclass
+class Step:
+    """An event being recorded. A body that writes the event's Success itself, in a statement
+    it makes anyway (see finish_event_and in instances.sql), sets `recorded`; the end of the
+    block then writes nothing more. An error is recorded either way."""
+
+    id: int | None
+    recorded: bool = False
+
+
 @contextlib.asynccontextmanager
-async def event(db, uuid: str, request_id: str, name: str, host: str | None = None) -> AsyncIterator[None]:
-    """Record one step of an action: its start, then Success or Error with the reason."""
-    event_id = await db.fetchval(Q.start_event, uuid, request_id, name, host, None)
+async def event(db, uuid: str, request_id: str, name: str, host: str | None = None, *,
+                started: Any = _ANY) -> AsyncIterator[Step]:
+    """Record one step of an action: its start, then Success or Error with the reason.
+    `started`: the event's id when the caller's own statement already started it (None: its
+    action was not found, nothing is recorded)."""
+    event_id = await db.fetchval(Q.start_event, uuid, request_id, name, host, None) if started is _ANY else started
+    step = Step(event_id)
     try:
-        yield
+        yield step
     except BaseException as exc:
         if event_id is not None:
             detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
             tb = "".join(traceback.format_exception(exc))[-4000:]
             await db.execute(Q.finish_event, event_id, "Error", f"{detail}\n{tb}")
         raise
-    if event_id is not None:
+    if event_id is not None and not step.recorded:
         await db.execute(Q.finish_event, event_id, "Success", None)
 
 
 @contextlib.asynccontextmanager
-async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncIterator[None]:
-    """The same step, recorded for each of several instances (a multi-create request)."""
+async def events(db, uuids: list[str], request_id: str, name: str, *,
+                 started: dict[str, int | None] | None = None) -> AsyncIterator[list[Step]]:
+    """The same step, recorded for each of several instances (a multi-create request);
+    `started` as for `event`, per instance."""
     async with contextlib.AsyncExitStack() as stack:
+        steps = []
         for uuid in uuids:
-            await stack.enter_async_context(event(db, uuid, request_id, name))
-        yield
+            steps.append(await stack.enter_async_context(
+                event(db, uuid, request_id, name) if started is None
+                else event(db, uuid, request_id, name, started=started.get(uuid))))
+        yield steps
 
 
 @contextlib.asynccontextmanager

@@ -30,7 +30,7 @@ DEVICE_OWNER = "compute:nova"
 class Target:
     """One NIC to be: a new port on `network` (address from `subnet`), or an existing `port`."""
 
-    network: asyncpg.Record | dict  # at least id, project_id, shared
+    network: asyncpg.Record | dict  # at least id, project_id, shared (name, mtu: from network_target)
     subnet: asyncpg.Record | None = None
     fixed_ip: str | None = None
     port: asyncpg.Record | None = None
@@ -45,7 +45,8 @@ async def _network_target(conn: asyncpg.Connection, project_id: str, network_id:
     canonical = parse_uuid(network_id)
     rows = await conn.fetch(Q.network_target, canonical) if canonical else []
     net = {"id": rows[0]["network_uuid"], "project_id": rows[0]["network_project_id"],
-           "shared": rows[0]["network_shared"]} if rows else None
+           "shared": rows[0]["network_shared"], "name": rows[0]["network_name"],
+           "mtu": rows[0]["network_mtu"]} if rows else None
     if not _usable(net, project_id):
         raise networks.not_found(network_id)
     subnets = [r for r in rows if r["id"] is not None]
@@ -119,19 +120,32 @@ async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
             return _vifs(existing)
         targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
         locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
+        known: list[dict] | None = []  # what device_vifs would read, while every port is a new one
         for index, t in enumerate(targets):
             if t.port is not None:
                 adopted = await conn.fetchrow(Q.adopt_port, t.port["id"], msg.instance_uuid, DEVICE_OWNER,
                                               msg.host, index)
                 if adopted is None:
                     raise errors.Conflict(f"Port {t.port['id']} was taken meanwhile.", code="port_in_use")
+                known = None
                 continue
             assert t.subnet is not None
-            await ports.make_port(conn, ports.NewPort(
-                network=t.network, project_id=msg.project_id,
-                subnets=[(locked[str(t.subnet["id"])], t.fixed_ip)], device_id=msg.instance_uuid,
-                device_owner=DEVICE_OWNER, host=msg.host, auto_created=True, device_index=index))
-        return await vifs(conn, msg.instance_uuid)
+            subnet = locked[str(t.subnet["id"])]
+            port = await ports.make_port(conn, ports.NewPort(
+                network=t.network, project_id=msg.project_id, subnets=[(subnet, t.fixed_ip)],
+                device_id=msg.instance_uuid, device_owner=DEVICE_OWNER, host=msg.host, auto_created=True,
+                device_index=index))
+            if known is not None and port.get("address") is not None and "name" in t.network:
+                known.append({"port_id": port["id"], "network_id": port["network_id"],
+                              "mac_address": port["mac_address"], "network_name": t.network["name"],
+                              "mtu": t.network["mtu"], "ip_address": port["address"], "subnet_id": subnet["id"],
+                              "cidr": subnet["cidr"], "gateway_ip": subnet["gateway_ip"],
+                              "ip_version": subnet["ip_version"]})
+            else:
+                known = None
+        # Ports made here are known without reading them back (the subnet stays locked until
+        # the commit: the shorter that is, the sooner the next instance gets its address).
+        return _vifs(known) if known is not None else await vifs(conn, msg.instance_uuid)
 
 
 async def deallocate(pool: asyncpg.Pool, instance_uuid: str) -> None:
@@ -146,7 +160,7 @@ async def vifs(db: asyncpg.Connection | asyncpg.Pool, instance_uuid: str) -> lis
     return _vifs(await db.fetch(Q.device_vifs, instance_uuid))
 
 
-def _vifs(rows: list[asyncpg.Record]) -> list[m.Vif]:
+def _vifs(rows: list[asyncpg.Record] | list[dict]) -> list[m.Vif]:
     ips: dict[str, list[m.IpInfo]] = {}
     for r in rows:
         found = ips.setdefault(str(r["port_id"]), [])

@@ -71,9 +71,12 @@ UPDATE compute_nodes SET failed_builds = failed_builds + 1 WHERE uuid = $1;
 
 -- name: build_succeeded
 -- Node $1's failed builds reset (only written when there is something to reset: most builds
--- succeed), and instance $2's action (request $3) finished, in one statement.
+-- succeed), the build's event $4 a Success, and instance $2's action (request $3) finished,
+-- in one statement.
 WITH reset AS (
     UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0
+), done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $4
 )
 UPDATE instance_actions SET finish_time = now(), updated_at = now()
  WHERE instance_uuid = $2 AND request_id = $3;

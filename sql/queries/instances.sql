@@ -3,9 +3,6 @@
 -- name: get
 SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL;
 
--- name: get_many
-SELECT * FROM instances WHERE uuid = ANY ($1::uuid[]) AND deleted_at IS NULL ORDER BY launch_index;
-
 -- name: get_any
 SELECT * FROM instances WHERE uuid = $1;
 
@@ -27,15 +24,9 @@ UPDATE instances
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
 RETURNING *;
 
--- name: set_active
-UPDATE instances
-   SET vm_state = 'active', task_state = NULL, power_state = 1,
-       launched_at = coalesce(launched_at, now()), updated_at = now()
- WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
-RETURNING *;
-
 -- name: set_active_after
--- set_active, with the Success of the event ($2) whose end made the instance ACTIVE; $3 is
+-- The instance ACTIVE and RUNNING (launched now, unless it was before), with the Success of
+-- the event ($2) whose end made it so, unless a delete got there first; $3 is
 -- the task_state it is left in (NULL, or 'powering-off' when a rebuild stops it again).
 WITH done AS (
     UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $2
@@ -63,6 +54,14 @@ WITH i AS (
 SELECT i.*, (SELECT id FROM ev) AS event_id FROM i;
 
 -- name: set_network_info
+UPDATE instances SET network_info = $2, updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL;
+
+-- name: set_network_info_after
+-- set_network_info, with the Success of the event ($3) that allocated the ports.
+WITH done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $3
+)
 UPDATE instances SET network_info = $2, updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL;
 

@@ -139,13 +139,6 @@ DELETE FROM ports WHERE id = $1;
 -- One allocation per instance at a time, so a retried AllocatePorts finds the first one's ports.
 SELECT pg_advisory_xact_lock(hashtextextended('nova-async:ports:' || $1::text, 0));
 
--- name: device_ports
-SELECT * FROM ports WHERE device_id = $1 ORDER BY device_index, created_at, id;
-
--- name: rebind_device_ports
-UPDATE ports SET binding_host = $2, status = 'ACTIVE', updated_at = now()
- WHERE device_id = $1 AND binding_host <> $2;
-
 -- name: adopt_port
 UPDATE ports
    SET device_id = $2, device_owner = $3, binding_host = $4, device_index = $5,
@@ -181,7 +174,8 @@ SELECT (SELECT count(*) FROM networks WHERE project_id = $1) AS network,
 -- name: network_target
 -- A network an instance asks for, with its subnets in network_subnets' order: one row per
 -- subnet (subnet columns NULL when it has none), none when there is no such network.
-SELECT n.project_id AS network_project_id, n.shared AS network_shared, n.id AS network_uuid, s.*
+SELECT n.project_id AS network_project_id, n.shared AS network_shared, n.id AS network_uuid,
+       n.name AS network_name, n.mtu AS network_mtu, s.*
   FROM networks n
   LEFT JOIN subnets s ON s.network_id = n.id
  WHERE n.id = $1
