@@ -85,10 +85,13 @@ CAPABILITIES = {
     "CAP_AUDIT_WRITE": 29,
 }
 
-# Runs as the namespaces' first process, then becomes systemd. $1: the test's directory.
+# Runs as the namespaces' first process, then becomes systemd. $1: the test's directory;
+# $2…: directories the service runs from (the checkout, the virtualenv), which stay visible
+# at their own paths even when they live under the /tmp this hides (as a CI clone does).
 BOOT = r"""
 set -euo pipefail
 R=$1
+shift
 mount -t proc proc /proc
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
 mkdir -p /run/nova-e2e /run/nova-e2e.dev
@@ -109,8 +112,16 @@ touch $D/console; mount --bind "$R/console.log" $D/console
 mount --move $D /dev
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts /dev/pts
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
+i=0
+for keep in "$@"; do
+    mkdir -p /run/nova-e2e.keep/$i; mount --bind "$keep" /run/nova-e2e.keep/$i; i=$((i + 1))
+done
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /var/tmp
+i=0
+for keep in "$@"; do
+    mkdir -p "$keep"; mount --bind /run/nova-e2e.keep/$i "$keep"; i=$((i + 1))
+done
 # (/tmp hides $R from here on: it is /run/nova-e2e now)
 mount --bind /run/nova-e2e/etc-systemd-system /etc/systemd/system
 mount --bind /run/nova-e2e/var-lib /var/lib
@@ -135,6 +146,8 @@ RestartSec=1
 # Should gdb still be attached when the watchdog fires, the SIGABRT is lost: kill soon anyway.
 TimeoutAbortSec=10
 Environment="NOVA_E2E_HANG={HANG}"
+# The unit's PrivateTmp hides a checkout that lives under /tmp (a CI clone): show it again.
+BindReadOnlyPaths={REPO} {sys.prefix}
 """
 
 GDB = """set pagination off
@@ -228,7 +241,7 @@ class RealSystemd:
         # pytest dies, and --kill-child: systemd gets SIGKILL when unshare dies.
         launcher = (f'for f in {procs}; do echo $$ > "$f"; done; '
                     f'exec setpriv --pdeathsig KILL -- unshare --pid --mount --ipc --uts '
-                    f'--propagation private --kill-child=SIGKILL /bin/bash {self.root}/boot.sh {self.root}')
+                    f'--propagation private --kill-child=SIGKILL /bin/bash {self.root}/boot.sh {self.root} {REPO} {sys.prefix}')
         log = os.open(self.root / "boot.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             self.proc = await asyncio.create_subprocess_exec(
