@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nova_async import __version__, config
 from nova_async.common import log as logging_setup
+from nova_async.db import cells_cli
 from nova_async.identity import cli as identity_cli
 
 
@@ -63,24 +64,30 @@ def _parser() -> argparse.ArgumentParser:
                                                     "guest-image as root, else $XDG_CACHE_HOME/nova-async/guest-image)")
     image.set_defaults(config=None)
     identity_cli.add_parsers(sub, _add_setting_flags)
+    cells_cli.add_parsers(sub, _add_setting_flags)
     return parser
 
 
 async def _migrate(settings: config.Settings) -> list[str]:
+    """The API database's migrations, then every cell's (cells' databases made if missing)."""
+    from nova_async.db.cells import open_cells
     from nova_async.db.embedded import embedded_postgres
     from nova_async.db.migrate import migrate
     from nova_async.db.pool import open_pool
 
+    async def both(dsn: str) -> list[str]:
+        async with open_pool(dsn, min_size=1, max_size=1) as pool:
+            async with pool.acquire() as conn:
+                applied = await migrate(conn)
+            async with open_cells(pool, dsn, max_size=1):
+                return applied
+
     async with asyncio.timeout(300):
         if settings.service.database:
-            async with open_pool(settings.service.database, min_size=1, max_size=1) as pool:
-                async with pool.acquire() as conn:
-                    return await migrate(conn)
+            return await both(settings.service.database)
         settings.state_path.mkdir(parents=True, exist_ok=True)
         async with embedded_postgres(settings.state_path) as pg:
-            async with open_pool(pg.dsn, min_size=1, max_size=1) as pool:
-                async with pool.acquire() as conn:
-                    return await migrate(conn)
+            return await both(pg.dsn)
 
 
 def _leaves(group: BaseExceptionGroup) -> list:
@@ -109,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db" and args.db_command == "migrate":
             applied = asyncio.run(_migrate(settings))
             print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+            return 0
+        if args.command in cells_cli.COMMANDS:
+            logging_setup.configure(settings.service.log_format, logging.WARNING)
+            print(asyncio.run(cells_cli.run(args, settings)))
             return 0
         if args.command in identity_cli.COMMANDS:
             logging_setup.configure(settings.service.log_format, logging.WARNING)

@@ -70,6 +70,8 @@ class ComputeSettings:
     host: str = _doc("this compute host's name (default: the machine's hostname)", "", flag="--host")
     virt_type: str = _doc("guest acceleration on QEMU hosts: auto (KVM when a probe shows it really "
                           "works, else TCG), kvm or qemu (TCG)", "auto")
+    cell: str = _doc("the cell this process's compute hosts are mapped to on their first start", "cell1",
+                     flag="--cell")
     simulate_hosts: int = _doc("run N compute hosts sim-1..sim-N on libvirt's test driver", 0,
                                flag="--simulate-hosts")
     sim_vcpus: int = _doc("CPUs of each simulated host", 16)

@@ -20,14 +20,16 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext, admin_context
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
+from nova_async.db.cells import Cells
 
 
 @dataclass(frozen=True)
 class Deps:
     settings: Settings
-    pool: asyncpg.Pool
+    pool: asyncpg.Pool          # the API database
     bus: Bus
     tokens: TokenCodec
+    cells: Cells                # the cell databases, where instances live
 
     @property
     def state_dir(self) -> Path:
@@ -49,6 +51,7 @@ class Role:
         self.deps = deps
         self.settings = deps.settings
         self.pool = deps.pool
+        self.cells = deps.cells
         self.bus = deps.bus
         self.ready = asyncio.Event()
         self.stopping = asyncio.Event()

@@ -26,6 +26,7 @@ from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
 from nova_async.compute.guest_image import default_cache_dir, load_cached
 from nova_async.config import ALL_ROLES, Settings
+from nova_async.db.cells import adopt_legacy_instances, open_cells
 from nova_async.db.embedded import embedded_postgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
@@ -129,6 +130,8 @@ class Service:
             pool = await stack.enter_async_context(open_pool(dsn))
             async with pool.acquire() as conn:
                 await migrate(conn)
+            cells = await stack.enter_async_context(open_cells(pool, dsn))
+            await adopt_legacy_instances(cells)
             bus: Bus
             if settings.service.transport == "memory":
                 bus = MemoryBus()
@@ -142,7 +145,8 @@ class Service:
 
                 # Closed after the roles have stopped, before the database pool.
                 bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
-            deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)))
+            deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
+                        cells=cells)
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
                 # that checks tokens without it follows the database itself.

@@ -16,6 +16,7 @@ import pytest
 from nova_async.db.embedded import EmbeddedPostgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
+from tests.harness import remember_dsn
 
 TEMPLATE = "nova_template"
 _counter = itertools.count(1)
@@ -67,15 +68,19 @@ async def template_db(pg_cluster):
 async def database(pg_cluster, template_db):
     """A DSN to a fresh, migrated database of its own."""
     name = f"test_{os.getpid()}_{next(_counter)}"
+    # The API database and its two cells' (cells v2: <db>_cell0, <db>_cell1), all clones.
+    names = [name, f"{name}_cell0", f"{name}_cell1"]
     admin = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
     try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        for each in names:
+            await admin.execute(f'CREATE DATABASE "{each}" TEMPLATE "{template_db}"')
     finally:
         await admin.close()
     yield dsn_for(pg_cluster, name)
     admin = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        for each in names:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{each}" WITH (FORCE)')
     finally:
         await admin.close()
 
@@ -83,6 +88,15 @@ async def database(pg_cluster, template_db):
 @pytest.fixture
 async def pool(database):
     async with open_pool(database, min_size=1, max_size=10) as p:
+        remember_dsn(p, database)
+        yield p
+
+
+@pytest.fixture
+async def cell1(database):
+    """The default cell's database beside the test's API database (where instances live)."""
+    async with open_pool(f"{database.split('?')[0]}_cell1" + (f"?{database.split('?', 1)[1]}" if "?" in database else ""),
+                         min_size=1, max_size=5) as p:
         yield p
 
 

@@ -21,18 +21,33 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from nova_async import config
 from nova_async.bus.memory import MemoryBus
+from nova_async.db.cells import Cells, open_cells
 from nova_async.role import Deps, Role
 from nova_async.service import _token_key, build_http, drain, role_class
 from nova_async.common.tokens import TokenCodec
+
+
+_DSN: dict[int, str] = {}
+
+
+def remember_dsn(pool: asyncpg.Pool, dsn: str) -> None:
+    """The test's pool fixture says which database a pool is on, for its cells' DSNs."""
+    _DSN[id(pool)] = dsn
 
 
 @dataclasses.dataclass
 class Harness:
     http: TestClient
     bus: MemoryBus
-    pool: asyncpg.Pool
+    pool: asyncpg.Pool          # the API database
     deps: Deps
     roles: dict[str, Role]
+    cells: Cells
+
+    @property
+    def cell1(self) -> asyncpg.Pool:
+        """The default cell's database: where instances live once booted."""
+        return self.cells.default.pool
     # noauth headers: an admin, and plain members of two projects
     admin: dict[str, str] = dataclasses.field(
         default_factory=lambda: {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin"})
@@ -55,7 +70,16 @@ async def running(pool: asyncpg.Pool, roles: list[str], state_dir: Path,
                   **sections: dict[str, Any]) -> AsyncIterator[Harness]:
     settings = settings_for(state_dir, **sections)
     bus = MemoryBus()
-    deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)))
+    async with open_cells(pool, _DSN[id(pool)], max_size=10) as cells:
+        deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
+                    cells=cells)
+        async with _running(deps, roles) as h:
+            yield h
+
+
+@contextlib.asynccontextmanager
+async def _running(deps: Deps, roles: list[str]) -> AsyncIterator[Harness]:
+    settings, bus, pool = deps.settings, deps.bus, deps.pool
     built = {name: role_class(name)(deps) for name in roles}
     tasks = [asyncio.create_task(r.run(), name=f"role:{r.name}") for r in built.values()]
     client = TestClient(TestServer(build_http(settings, list(built.values()), deps.tokens)))
@@ -69,7 +93,7 @@ async def running(pool: asyncpg.Pool, roles: list[str], state_dir: Path,
         if waiting not in done:
             waiting.cancel()
             raise TimeoutError("roles did not become ready within 30 s")
-        yield Harness(http=client, bus=bus, pool=pool, deps=deps, roles=built)
+        yield Harness(http=client, bus=bus, pool=pool, deps=deps, roles=built, cells=deps.cells)
     finally:
         await client.close()
         await drain(list(built.values()), tasks, time.monotonic() + 30)

@@ -64,7 +64,10 @@ async def _connect(endpoint: ConsoleEndpoint) -> tuple[asyncio.StreamReader, asy
 async def _proxy(request: web.Request, console_type: str) -> web.StreamResponse:
     _check_origin(request)
     state = request.app[STATE]
-    grant = await console_tokens.spend(state.pool, request.query.get("token", ""), console_type)
+    token = request.query.get("token", "")
+    # The token names no cell: it is spent in whichever holds it (at most one does).
+    grants = await state.cells.each(lambda cell: console_tokens.spend(cell.pool, token, console_type))
+    grant = next((g for g in grants if g is not None), None)
     if grant is None:
         raise errors.Unauthorized("The console token is invalid, used or expired.")
     if grant.host is None:

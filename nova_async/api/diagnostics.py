@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import microversion, policy
+from nova_async.api import lookup, microversion, policy
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -64,10 +64,8 @@ def legacy(d: Diagnostics) -> dict[str, Any]:
 async def show_diagnostics(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
     server_id = request.match_info["server_id"]
-    uuid = w.parse_uuid(server_id)
-    row = await state.pool.fetchrow(IQ.get, uuid) if uuid else None
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    _, row = await lookup.visible_instance(state, ctx, server_id)
+    uuid = str(row["uuid"])
     policy.require_admin(request)
     if row["host"] is None or row["task_state"] == "deleting":
         raise errors.Conflict(f"Instance {uuid} is not ready.")

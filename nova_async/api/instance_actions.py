@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.api import microversion
+from nova_async.api import lookup, microversion
 from nova_async.api.server_views import host_id
 from nova_async.api.state import STATE
 from nova_async.common import errors
@@ -18,12 +18,10 @@ Q = queries("instances")
 async def _instance(request: web.Request):
     state, ctx = request.app[STATE], w.context(request)
     server_id = request.match_info["server_id"]
-    uuid = w.parse_uuid(server_id)
-    row = await state.pool.fetchrow(Q.get_any, uuid) if uuid else None
-    if row is None or not ctx.can_see(row["project_id"]) or (row["deleted_at"] and
-                                                             microversion.of(request) < (2, 21)):
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
-    return row
+    db, row = await lookup.visible_instance(state, ctx, server_id, Q.get_any)
+    if row["deleted_at"] and microversion.of(request) < (2, 21):
+        raise lookup.not_found(server_id)
+    return db, row
 
 
 def _action(row, version) -> dict:
@@ -36,21 +34,21 @@ def _action(row, version) -> dict:
 
 
 async def list_instance_actions(request: web.Request) -> web.Response:
-    instance = await _instance(request)
-    rows = await request.app[STATE].pool.fetch(Q.list_actions, instance["uuid"])
+    db, instance = await _instance(request)
+    rows = await db.fetch(Q.list_actions, instance["uuid"])
     version = microversion.of(request)
     return w.dump({"instanceActions": [_action(r, version) for r in rows]})
 
 
 async def show_instance_action(request: web.Request) -> web.Response:
-    instance = await _instance(request)
-    state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
-    action = await state.pool.fetchrow(Q.get_action, instance["uuid"], request.match_info["request_id"])
+    db, instance = await _instance(request)
+    ctx, version = w.context(request), microversion.of(request)
+    action = await db.fetchrow(Q.get_action, instance["uuid"], request.match_info["request_id"])
     if action is None:
         raise errors.NotFound(f"Action for request {request.match_info['request_id']} on instance "
                               f"{instance['uuid']} could not be found.")
     events = []
-    for e in await state.pool.fetch(Q.list_events, action["id"]):
+    for e in await db.fetch(Q.list_events, action["id"]):
         event = {"event": e["event"], "start_time": iso_micro(e["start_time"]),
                  "finish_time": iso_micro(e["finish_time"]), "result": e["result"]}
         if ctx.is_admin:

@@ -40,7 +40,8 @@ async def list_migrations(request: web.Request) -> web.Response:
     instance = w.parse_uuid(q["instance_uuid"]) if "instance_uuid" in q else None
     if "instance_uuid" in q and instance is None:
         return w.dump({"migrations": []})
-    rows = await state.pool.fetch(MQ.list_migrations, instance, q.get("status"), q.get("host"),
-                                  q.get("migration_type"))
+    rows = await state.cells.gather(MQ.list_migrations, instance, q.get("status"), q.get("host"),
+                                    q.get("migration_type"), cell0=False)
+    rows.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
     version = microversion.of(request)
     return w.dump({"migrations": [_view(r, version) for r in rows]})

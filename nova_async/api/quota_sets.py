@@ -70,7 +70,7 @@ async def show_detail(request: web.Request) -> web.Response:
     project_id = _project(request)
     state = request.app[STATE]
     limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.pool, project_id)
+    used = await quotas.usage(state.cells, project_id)
     detail = {r: {"limit": limit[r], "in_use": used[r], "reserved": 0} for r in quotas.RESOURCES}
     shown = _shown(detail, microversion.of(request), lambda _k, v: {"limit": v, "in_use": 0, "reserved": 0})
     return w.dump({"quota_set": {"id": project_id, **shown}})
@@ -85,7 +85,7 @@ async def update_quota_set(request: web.Request) -> web.Response:
     state = request.app[STATE]
     async with state.pool.acquire() as conn, conn.transaction():
         await quotas.lock_project(conn, project_id)
-        used = await quotas.usage(conn, project_id)
+        used = await quotas.usage(state.cells, project_id)
         for resource, value in body.items():
             if resource not in quotas.RESOURCES:
                 continue  # an old client's field nova-async does not enforce
@@ -109,7 +109,7 @@ async def show_limits(request: web.Request) -> web.Response:
         else ctx.project_id
     state = request.app[STATE]
     limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.pool, project_id)
+    used = await quotas.usage(state.cells, project_id)
     version = microversion.of(request)
     absolute = {"maxTotalInstances": limit["instances"], "maxTotalCores": limit["cores"],
                 "maxTotalRAMSize": limit["ram"], "maxServerMeta": limit["metadata_items"],

@@ -1,14 +1,16 @@
 """Quotas: how much a project may have, and how much it has, counted from what exists.
 
 Limits are the `[quota]` defaults, overridden per project by an admin (`os-quota-sets`,
-table quota_limits). Usage is counted from the instances each time it is needed, as Nova's
-counting quotas do: there is no usage table that a crash could leave wrong.
+table quota_limits). Usage is counted from the instances each time it is needed, in every
+cell at once, as Nova's counting quotas do: there is no usage table that a crash could leave
+wrong.
 
 A boot checks and writes under one per-project lock (a PostgreSQL advisory lock held to
-the end of the transaction): count, decide how many of the requested servers fit, insert
-them, count again before committing. Fifty concurrent requests against a quota of ten thus
-get exactly ten servers between them, and the recount catches any writer that did not take
-the lock."""
+the end of the API database's transaction): count, decide how many of the requested servers
+fit, insert them into their cell, count again, and only then commit and let go of the lock.
+Fifty concurrent requests against a quota of ten thus get exactly ten servers between them,
+and the recount catches any writer that did not take the lock. A server moving between cells
+is copied before it is deleted, so a count can only see it twice, never miss it."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import asyncpg
 
 from nova_async.common import errors
 from nova_async.config import QuotaSettings
+from nova_async.db.cells import Cell, Cells
 from nova_async.db.queries import queries
 
 Q = queries("quotas")
@@ -38,22 +41,21 @@ async def limits(db: asyncpg.Pool | asyncpg.Connection, defaults: QuotaSettings,
     return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}
 
 
-async def usage(db: asyncpg.Pool | asyncpg.Connection, project_id: str) -> dict[str, int]:
-    """What the project uses of each counted resource (key pairs and server groups: none yet)."""
-    return usage_of(await db.fetchrow(Q.instance_usage, project_id))
-
-
-async def limits_and_usage(conn: asyncpg.Connection, defaults: QuotaSettings,
-                           project_id: str) -> tuple[dict[str, int], dict[str, int]]:
-    """`limits` and `usage` in one round trip (a boot asks for both under the project's lock)."""
-    row = await conn.fetchrow(Q.limits_and_usage, project_id)
-    found = dict(zip(row["resources"], row["hard_limits"]))
-    return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}, usage_of(row)
+async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:
+    """What the project uses of each counted resource (key pairs and server groups: none yet),
+    summed over its instances in every cell (but `skip`)."""
+    async def count(cell: Cell) -> asyncpg.Record | None:
+        return None if cell is skip else await cell.pool.fetchrow(Q.instance_usage, project_id)
+    return total(*(usage_of(r) for r in await cells.each(count) if r is not None))
 
 
 def usage_of(row: asyncpg.Record) -> dict[str, int]:
     counted = {"instances": row["instances"], "cores": row["cores"], "ram": row["ram"]}
     return {res: int(counted.get(res, 0)) for res in RESOURCES}
+
+
+def total(*usages: dict[str, int]) -> dict[str, int]:
+    return {res: sum(u[res] for u in usages) for res in RESOURCES}
 
 
 def plus(used: dict[str, int], each: dict[str, int], count: int) -> dict[str, int]:

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from nova_async.api import console_tokens, microversion
+from nova_async.api import console_tokens, lookup, microversion
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -70,10 +70,8 @@ def console_url(base_url: str, console_type: str, token: str) -> str:
 
 async def _open(state: ApiState, ctx: RequestContext, server_id: str, protocol: str, console_type: str) -> str:
     """The checks Nova makes, in its order, then a token and its URL."""
-    uuid = w.parse_uuid(server_id)
-    row = await state.pool.fetchrow(IQ.get, uuid) if uuid else None
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, server_id)
+    uuid = str(row["uuid"])
     if row["host"] is None:
         raise errors.Conflict(f"Instance {uuid} is not ready.")
     if row["task_state"] in _BUSY_TASKS:
@@ -87,7 +85,7 @@ async def _open(state: ApiState, ctx: RequestContext, server_id: str, protocol: 
     if row["vm_state"] not in _OPEN_STATES:
         raise errors.Conflict(f"Instance {uuid} is not running (vm_state {row['vm_state']}): "
                               "its console cannot be opened.")
-    token = await console_tokens.issue(state.pool, uuid, served)
+    token = await console_tokens.issue(db, uuid, served)
     return console_url(state.base_url, served, token)
 
 

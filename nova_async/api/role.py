@@ -21,7 +21,7 @@ class ComputeApiRole(Role):
 
     def http(self) -> tuple[str, web.Application]:
         bus = self.bus
-        state = ApiState(settings=self.settings, pool=self.pool, images=ImageClient(bus),
+        state = ApiState(settings=self.settings, pool=self.pool, cells=self.cells, images=ImageClient(bus),
                          networks=NetworkClient(bus), conductor=ConductorClient(bus),
                          compute=ComputeClient(bus), placement=PlacementClient(bus))
         return "/compute", routes.build(state)

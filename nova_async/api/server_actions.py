@@ -30,7 +30,7 @@ import jsonschema
 from aiohttp import web
 
 from nova_async.api import keypairs, microversion, quotas, server_resize, server_views
-from nova_async.api import remote_consoles
+from nova_async.api import lookup, remote_consoles, servers
 from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
@@ -41,7 +41,6 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
-SQ = queries("servers")
 AQ = queries("actions")
 
 # Where each power action may start from (Nova's check_instance_state); any action also
@@ -84,13 +83,11 @@ def _body(name: str, value: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
                  reboot_type: RebootType = RebootType.SOFT) -> web.Response:
-    row = await state.pool.fetchrow(IQ.get, uuid)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
     msg = PowerAction(instance_uuid=uuid, action=op, reboot_type=reboot_type)
-    async with state.pool.acquire() as conn, conn.transaction():
+    async with db.acquire() as conn, conn.transaction():
         allowed = sorted(allowed_vm_states(op, reboot_type))
         claimed = await conn.fetchrow(AQ.begin, uuid, msg.task_state, allowed)
         if claimed is None:
@@ -100,17 +97,15 @@ async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
         await state.compute.power_action(claimed["host"], uuid, op, reboot_type, ctx)
     except Exception:
         # Nobody will end the task: give the instance back rather than leave it stuck.
-        await state.pool.execute(AQ.release, uuid, msg.task_state)
-        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        await db.execute(AQ.release, uuid, msg.task_state)
+        await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     return web.Response(status=202)
 
 
 async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
                           value: dict[str, Any]) -> web.Response:
-    row = await state.pool.fetchrow(IQ.get, uuid)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, uuid)
     # The schema let through an integer or a string of digits, at least -1 when an integer.
     length = value.get("length")
     lines = None if length is None else int(length)
@@ -125,9 +120,7 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
 
 
 async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
-    row = await state.pool.fetchrow(IQ.get, uuid)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
     image = await usable_image(state, ctx, value["imageRef"], row["flavor"])
@@ -136,7 +129,7 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])
     fields = ("name", "metadata", "user_data", "key_name", "description", "accessIPv4", "accessIPv6")
-    async with state.pool.acquire() as conn, conn.transaction():
+    async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(
             AQ.begin_rebuild, uuid, image.id, value.get("name"), value.get("metadata"), value.get("user_data"),
             value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
@@ -147,10 +140,10 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
     try:
         await state.compute.rebuild(claimed["host"], uuid, ctx)
     except Exception:
-        await state.pool.execute(AQ.release, uuid, "rebuilding")
-        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        await db.execute(AQ.release, uuid, "rebuilding")
+        await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
-    shown = await state.pool.fetchrow(SQ.get_with_fault, uuid)
+    shown = await servers.shown(state, db, uuid)
     server = server_views.detail(shown, state.base_url, (2, 1), ctx)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)
@@ -158,14 +151,12 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
 
 async def _lock(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any] | None,
                 *, locking: bool) -> web.Response:
-    row = await state.pool.fetchrow(IQ.get, uuid)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, uuid)
     if not locking and row["locked_by"] == "admin" and not ctx.is_admin:
         raise errors.Forbidden(f"Instance {uuid} was locked by an admin; only an admin can unlock it.")
     reason = (value or {}).get("locked_reason") if locking else None
     by = ("admin" if ctx.is_admin and ctx.project_id != row["project_id"] else "owner") if locking else None
-    await state.pool.execute(AQ.set_lock, uuid, locking, by, reason)
+    await db.execute(AQ.set_lock, uuid, locking, by, reason)
     return web.Response(status=202)
 
 
@@ -179,7 +170,7 @@ async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, value)
 
 def _refusal(row, op: PowerOp | str, uuid: str) -> errors.NovaAsyncError:
     if row is None:
-        return errors.NotFound(f"Instance {uuid} could not be found.")
+        return lookup.not_found(uuid)
     if row["task_state"] is not None:
         return errors.Conflict(f"Cannot '{op}' instance {uuid} while it is in task_state {row['task_state']}")
     if row["host"] is None:
@@ -262,7 +253,7 @@ async def create_server_action(request: web.Request) -> web.Response:
     server_id = request.match_info["server_id"]
     uuid = w.parse_uuid(server_id)
     if uuid is None:
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+        raise lookup.not_found(server_id)
     if action.versioned:
         return await action.handle(request.app[STATE], w.context(request), uuid, body[name],
                                    microversion.of(request))  # type: ignore[call-arg]

@@ -5,6 +5,7 @@ Nothing is written unless everything checks out; the 202 goes back before any sc
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import secrets
@@ -27,6 +28,7 @@ from nova_async.scheduler.messages import RequestSpec
 GiB = 1024**3
 NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
 Q = queries("servers")
+CQ = queries("cells")
 
 
 @dataclass(frozen=True)
@@ -134,10 +136,12 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     reservation_id = f"r-{secrets.token_hex(4)}"
     nets = [msgspec.to_builtins(r) for r in requested]
     each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
+    cell = state.cells.default  # where new instances are written; the conductor moves them if need be
     async with state.pool.acquire() as conn, conn.transaction():
         # Quota: as many as fit, down to min_count, decided and written under the project's lock.
         await quotas.lock_project(conn, ctx.project_id)
-        limit, used = await quotas.limits_and_usage(conn, state.settings.quota, ctx.project_id)
+        limit = await quotas.limits(conn, state.settings.quota, ctx.project_id)
+        used = await quotas.usage(state.cells, ctx.project_id)
         quotas.check_metadata(limit, server.get("metadata", {}))
         count = quotas.how_many_fit(limit, used, each, min_count, max_count)
         uuids = [str(uuid.uuid4()) for _ in range(count)]
@@ -146,17 +150,28 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
             spec = msgspec.structs.replace(spec, group=group)
             _check_policy_clash(group.policy, placement_hints)
         names = [server["name"]] if count == 1 else [f"{server['name']}-{i + 1}" for i in range(count)]
-        # The rows, their actions and the recount in one statement (the recount sees what others
-        # committed meanwhile, then counts ours on top).
-        recounted = await conn.fetchrow(
-            Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
-            ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
-            server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
-            "True" if server.get("config_drive") in (True, "true", "True") else "",
-            server.get("accessIPv4"), server.get("accessIPv6"), key_data,
-            list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
-            server.get("description") if version >= (2, 19) else None, ctx.request_id)
-        quotas.check_within(limit, quotas.plus(quotas.usage_of(recounted), each, count))
+        await state.cells.map_instances(conn, cell, uuids, ctx.project_id, ctx.user_id)
+        # The rows and their actions go into the cell, committed there while the lock is still
+        # held, so that the next count sees them. They come with a recount of that cell (what
+        # others committed meanwhile; ours are added on top). Should anything after this fail,
+        # they are taken out again; after a crash, cells.tidy() removes rows left unmapped.
+        inserted = False
+        try:
+            recounted = await cell.pool.fetchrow(
+                Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
+                ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
+                server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
+                "True" if server.get("config_drive") in (True, "true", "True") else "",
+                server.get("accessIPv4"), server.get("accessIPv6"), key_data,
+                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
+                server.get("description") if version >= (2, 19) else None, ctx.request_id)
+            inserted = True
+            others = await quotas.usage(state.cells, ctx.project_id, skip=cell)
+            quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(recounted), others), each, count))
+        except BaseException:
+            if inserted:
+                await asyncio.shield(cell.pool.execute(CQ.forget_instances, uuids))
+            raise
     await state.conductor.schedule_and_build(uuids, ctx)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))
@@ -179,7 +194,7 @@ async def _host_hints(state: ApiState, ctx: RequestContext, hints: dict[str, Any
             if parsed is None:
                 raise errors.InvalidInput(f"The scheduler hint {hint} names {v!r}, which is not an instance id.")
             uuids.append(parsed)
-        known = {str(r["uuid"]) for r in await state.pool.fetch(
+        known = {str(r["uuid"]) for r in await state.cells.gather(
             Q.visible_uuids, uuids, None if ctx.is_admin else ctx.project_id)}
         missing = [u for u in uuids if u not in known]
         if missing:

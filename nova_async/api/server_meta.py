@@ -11,7 +11,7 @@ from collections.abc import Callable
 import asyncpg
 from aiohttp import web
 
-from nova_async.api import microversion, quotas
+from nova_async.api import lookup, microversion, quotas
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -33,13 +33,23 @@ TAGS = w.validator({"type": "object", "required": ["tags"], "additionalPropertie
 MAX_TAGS = 50
 
 
+async def _cell(request: web.Request) -> asyncpg.Pool:
+    """The database of the cell that holds the server the path names (404 when none does)."""
+    raw = request.match_info["server_id"]
+    uuid = w.parse_uuid(raw)
+    cell = await request.app[STATE].cells.of_instance(uuid) if uuid else None
+    if cell is None:
+        raise lookup.not_found(raw)
+    return cell.pool
+
+
 async def _visible(request: web.Request, conn: asyncpg.Connection, *, writing: bool = True) -> asyncpg.Record:
     raw = request.match_info["server_id"]
     uuid = w.parse_uuid(raw)
     row = await conn.fetchrow(Q.lock, uuid) if uuid else None
     ctx = w.context(request)
     if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {raw} could not be found.")
+        raise lookup.not_found(raw)
     if not writing:
         return row
     if row["locked"] and not ctx.is_admin:
@@ -51,15 +61,15 @@ async def _visible(request: web.Request, conn: asyncpg.Connection, *, writing: b
 
 async def _change_metadata(request: web.Request, change: Callable[[dict[str, str]], dict[str, str]]) -> dict:
     state = request.app[STATE]
-    async with state.pool.acquire() as conn, conn.transaction():
+    async with (await _cell(request)).acquire() as conn, conn.transaction():
         row = await _visible(request, conn)
         updated = change(dict(row["metadata"]))
-        quotas.check_metadata(await quotas.limits(conn, state.settings.quota, row["project_id"]), updated)
+        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]), updated)
         return await conn.fetchval(Q.set_metadata, row["uuid"], updated)
 
 
 async def _read(request: web.Request) -> asyncpg.Record:
-    async with request.app[STATE].pool.acquire() as conn, conn.transaction():
+    async with (await _cell(request)).acquire() as conn, conn.transaction():
         return await _visible(request, conn, writing=False)
 
 
@@ -112,7 +122,7 @@ def _tags_api(request: web.Request) -> None:
 
 
 async def _change_tags(request: web.Request, change: Callable[[list[str]], list[str]]) -> tuple[list[str], list[str]]:
-    async with request.app[STATE].pool.acquire() as conn, conn.transaction():
+    async with (await _cell(request)).acquire() as conn, conn.transaction():
         row = await _visible(request, conn)
         before = list(row["tags"])
         after = list(dict.fromkeys(change(before)))

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import flavor_store, quotas
+from nova_async.api import flavor_store, lookup, quotas
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -51,17 +51,15 @@ _NOT_INHERITED = ("owner_specified.", "os_hash", "image_type", "instance_uuid", 
 
 
 async def _server(state: ApiState, ctx: RequestContext, uuid: str):
-    row = await state.pool.fetchrow(IQ.get, uuid)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {uuid} could not be found.")
+    db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
-    return row
+    return db, row
 
 
 def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
     if row is None:
-        return errors.NotFound(f"Instance {uuid} could not be found.")
+        return lookup.not_found(uuid)
     if row["task_state"] is not None:
         return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
     return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
@@ -95,16 +93,16 @@ async def _check_quota(state: ApiState, project_id: str, old: dict[str, Any], ne
     if all(v <= 0 for v in growth.values()):
         return
     limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.pool, project_id)
+    used = await quotas.usage(state.cells, project_id)
     quotas.how_many_fit(limit, used, {k: max(0, v) for k, v in growth.items()}, 1, 1)
 
 
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
-    row = await _server(state, ctx, uuid)
+    db, row = await _server(state, ctx, uuid)
     new = await _new_flavor(state, value["flavorRef"], row["flavor"])
     await _check_quota(state, row["project_id"], row["flavor"], new)
     migration_uuid = str(uuidlib.uuid4())
-    async with state.pool.acquire() as conn, conn.transaction():
+    async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(MQ.begin_resize, uuid)
         if claimed is None:
             raise _refusal(await conn.fetchrow(IQ.get, uuid), "resize", uuid)
@@ -115,9 +113,9 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     try:
         await state.conductor.resize(uuid, migration_uuid, ctx)
     except Exception:
-        await state.pool.execute(MQ.set_migration_status, migration_uuid, "error", ["pre-migrating"])
-        await state.pool.execute(MQ.release_resize, uuid, ["resize_prep"])
-        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        await db.execute(MQ.set_migration_status, migration_uuid, "error", ["pre-migrating"])
+        await db.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     return web.Response(status=202)
 
@@ -125,8 +123,8 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
 async def _finished_migration(state: ApiState, ctx: RequestContext, uuid: str, action: str, query: str):
     """Claim the server's finished resize for a confirm or a revert (409 when it is not in
     VERIFY_RESIZE, 400 when it is but no resize waits, as Nova answers)."""
-    row = await _server(state, ctx, uuid)
-    async with state.pool.acquire() as conn, conn.transaction():
+    db, row = await _server(state, ctx, uuid)
+    async with db.acquire() as conn, conn.transaction():
         migration = await conn.fetchrow(query, uuid)
         if migration is None:
             current = await conn.fetchrow(IQ.get, uuid)
@@ -155,7 +153,7 @@ async def revert_resize(state: ApiState, ctx: RequestContext, uuid: str, _value:
 
 async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                        version: Version) -> web.Response:
-    row = await _server(state, ctx, uuid)
+    db, row = await _server(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in ("active", "stopped", "paused", "suspended"):
         raise _refusal(row, "createImage", uuid)
     if "metadata" in value:
@@ -178,7 +176,7 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
         name=value["name"], project_id=row["project_id"], properties=properties,
         min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
     try:
-        async with state.pool.acquire() as conn, conn.transaction():
+        async with db.acquire() as conn, conn.transaction():
             claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)
             if claimed is None:
                 raise _refusal(await conn.fetchrow(IQ.get, uuid), "createImage", uuid)
@@ -190,10 +188,10 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
     try:
         await state.compute.snapshot(claimed["host"], uuid, image.id, ctx)
     except Exception:
-        await state.pool.execute(MQ.release_resize, uuid, ["image_snapshot"])
-        await state.pool.execute(MQ.delete_snapshot, image.id)
+        await db.execute(MQ.release_resize, uuid, ["image_snapshot"])
+        await db.execute(MQ.delete_snapshot, image.id)
         await state.images.delete(image.id)
-        await instances.finish_action(state.pool, uuid, ctx.request_id, "Error")
+        await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     if version >= (2, 45):
         return w.dump({"image_id": image.id}, status=202)

@@ -7,14 +7,15 @@ from typing import Any
 import asyncpg
 from aiohttp import web
 
-from nova_async.api import microversion, schemas, server_create, server_delete, server_views
+from nova_async.api import lookup, microversion, schemas, server_create, server_delete, server_views
 from nova_async.api.links import links
-from nova_async.api.state import STATE
+from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.db.queries import queries
 
 Q = queries("servers")
+GQ = queries("server_groups")
 _MAX_LIMIT = 1000
 
 
@@ -48,16 +49,31 @@ async def _query(request: web.Request) -> list[asyncpg.Record]:
     marker_at = marker_uuid = None
     if "marker" in q:
         marker_id = w.parse_uuid(q["marker"])
-        marker = await state.pool.fetchrow(Q.marker, marker_id) if marker_id else None
+        cell = await state.cells.of_instance(marker_id) if marker_id else None
+        marker = await cell.pool.fetchrow(Q.marker, marker_id) if cell else None
         if marker is None:
             raise errors.InvalidInput(f"marker [{q['marker']}] not found")
         marker_at, marker_uuid = marker["created_at"], marker["uuid"]
     try:
-        return await state.pool.fetch(Q.list, project, q.get("name") or None, vm_states,
-                                      q.get("reservation_id"), q.get("host") if ctx.is_admin else None,
-                                      limit, marker_at, marker_uuid)
+        # Every cell's first page, merged newest first: the same order each cell sorts by.
+        rows = await state.cells.gather(Q.list, project, q.get("name") or None, vm_states,
+                                        q.get("reservation_id"), q.get("host") if ctx.is_admin else None,
+                                        limit, marker_at, marker_uuid)
     except asyncpg.InvalidRegularExpressionError:
         raise errors.InvalidInput(f"Invalid regular expression for name: {q.get('name')!r}") from None
+    rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
+    return rows[:limit]
+
+
+async def shown(state: ApiState, pool: asyncpg.Pool, uuid: str) -> dict[str, Any] | None:
+    """A server as show, update and rebuild answer it: its row, latest fault and groups."""
+    row = await pool.fetchrow(Q.get_with_fault, uuid)
+    return None if row is None else await with_groups(state, row)
+
+
+async def with_groups(state: ApiState, row: asyncpg.Record) -> dict[str, Any]:
+    """The row with (2.71) the server groups it belongs to, which the API database keeps."""
+    return {**row, "server_groups": await state.pool.fetchval(GQ.groups_of_array, row["uuid"])}
 
 
 async def list_servers(request: web.Request) -> web.Response:
@@ -72,11 +88,8 @@ async def list_servers_detail(request: web.Request) -> web.Response:
 
 async def show_server(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
-    server_id = request.match_info["server_id"]
-    uuid = w.parse_uuid(server_id)
-    row = await state.pool.fetchrow(Q.get_with_fault, uuid) if uuid else None
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    _, row = await lookup.visible_instance(state, ctx, request.match_info["server_id"], Q.get_with_fault)
+    row = await with_groups(state, row)
     return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
 
 
@@ -99,16 +112,16 @@ async def update_server(request: web.Request) -> web.Response:
     """`PUT /servers/{id}`: rename, describe, or set access addresses; answers the server."""
     state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
     server_id = request.match_info["server_id"]
-    uuid = w.parse_uuid(server_id)
-    row = await state.pool.fetchrow(Q.get_with_fault, uuid) if uuid else None
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+    pool, row = await lookup.visible_instance(state, ctx, server_id)
+    uuid = row["uuid"]
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {server_id} is locked.")
     body = (await w.read_json(request, _update_schema(version)))["server"]
     keys = ("name", "hostname", "description", "accessIPv4", "accessIPv6")
-    await state.pool.execute(Q.update, uuid, *(body.get(k) for k in keys), *(k in body for k in keys))
-    row = await state.pool.fetchrow(Q.get_with_fault, uuid)
+    await pool.execute(Q.update, uuid, *(body.get(k) for k in keys), *(k in body for k in keys))
+    row = await shown(state, pool, uuid)
+    if row is None:
+        raise lookup.not_found(server_id)
     return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})
 
 
@@ -116,6 +129,6 @@ async def delete_server(request: web.Request) -> web.Response:
     server_id = request.match_info["server_id"]
     uuid = w.parse_uuid(server_id)
     if uuid is None:
-        raise errors.NotFound(f"Instance {server_id} could not be found.")
+        raise lookup.not_found(server_id)
     await server_delete.delete(request.app[STATE], w.context(request), uuid)
     return web.Response(status=204)

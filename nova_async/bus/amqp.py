@@ -28,7 +28,6 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -39,7 +38,7 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, Abstrac
 from yarl import URL
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, first_set, unwrap
+from nova_async.bus.base import Bus, Handler, dispatch, first_set
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -159,23 +158,13 @@ class AmqpBus(Bus):
             # Persistent so that a broker restart does not lose it, yet it expires with the
             # caller's patience: nobody should act on a question nobody waits for any more.
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT, expiration=timeout)
-        started = time.perf_counter()
-        outcome = "error"
+        async def sent_and_answered() -> bytes:
+            await self._send(topic, message, deadline=asyncio.get_running_loop().time() + timeout)
+            return await reply
         try:
-            async with asyncio.timeout(timeout):
-                await self._send(topic, message, deadline=asyncio.get_running_loop().time() + timeout)
-                data = await reply
-            answer = unwrap(data)
-            outcome = "ok"
-            return answer
-        except TimeoutError:
-            outcome = "timeout"
-            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
-                                    f"within {timeout:g} s") from None
+            return await self.answer_within(topic, msg, timeout, sent_and_answered)
         finally:
             self._pending.pop(correlation_id, None)
-            metrics.observe_rpc(topic, time.perf_counter() - started, message=type(msg).__name__,
-                                outcome=outcome)
 
     async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
         message = aio_pika.Message(messages.encode(msg, context), content_type="application/json",

@@ -6,13 +6,14 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 
 from nova_async.bus import messages
 from nova_async.bus.messages import ErrorReply, Message, Notification
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
@@ -48,6 +49,28 @@ class Bus(abc.ABC):
 
     def _stops(self, until: asyncio.Event | None) -> list[asyncio.Event]:
         return [self._closing] + ([until] if until is not None else [])
+
+    @staticmethod
+    async def answer_within(topic: str, msg: Message, timeout: float,
+                            reply: Callable[[], Awaitable[bytes]]) -> Message | None:
+        """What every transport's call does around getting its reply: the deadline (a
+        BusTimeout that names who did not answer), the answer or the error it carries, and
+        the RPC latency metric by outcome."""
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            async with asyncio.timeout(timeout):
+                data = await reply()
+            answer = unwrap(data)
+            outcome = "ok"
+            return answer
+        except TimeoutError:
+            outcome = "timeout"
+            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
+                                    f"within {timeout:g} s") from None
+        finally:
+            metrics.observe_rpc(topic, time.perf_counter() - started, message=type(msg).__name__,
+                                outcome=outcome)
 
     @abc.abstractmethod
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,

@@ -6,14 +6,13 @@ here works over a broker, and nothing shares mutable state across roles by accid
 from __future__ import annotations
 
 import asyncio
-import time
 
 import structlog
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, first_set, unwrap
+from nova_async.bus.base import Bus, Handler, dispatch, first_set
 from nova_async.bus.messages import Message, Notification
-from nova_async.common import errors, metrics
+from nova_async.common import metrics
 from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
@@ -42,21 +41,11 @@ class MemoryBus(Bus):
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
                    timeout: float = 60.0) -> Message | None:
         reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        started = time.perf_counter()
         self._put(topic, (messages.encode(msg, context), reply))
-        outcome = "error"
-        try:
-            data = await asyncio.wait_for(reply, timeout)
-            answer = unwrap(data)
-            outcome = "ok"
-            return answer
-        except TimeoutError:
-            outcome = "timeout"
-            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} "
-                                    f"within {timeout:g} s") from None
-        finally:
-            metrics.observe_rpc(topic, time.perf_counter() - started, message=type(msg).__name__,
-                                outcome=outcome)
+
+        async def answered() -> bytes:
+            return await reply
+        return await self.answer_within(topic, msg, timeout, answered)
 
     async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
         self._put(topic, (messages.encode(msg, context), None))

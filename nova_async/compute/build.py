@@ -153,7 +153,8 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     except Exception as exc:
         if not isinstance(exc, errors.InvalidInput):
-            await host.pool.execute(CQ.build_failed, host.node_uuid)
+            await host.api_pool.execute(CQ.build_failed, host.node_uuid)
+            host.failed_builds = True
         if alternates and not isinstance(exc, errors.InvalidInput) \
                 and await _reschedule(host, instance_uuid, request_id, exc, alternates):
             return
@@ -161,7 +162,10 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     log.info("instance active")
     metrics.build_finished("active")
-    await host.pool.execute(CQ.build_succeeded, host.node_uuid, instance_uuid, request_id, step.id)
+    await host.pool.execute(CQ.build_succeeded, instance_uuid, request_id, step.id)
+    if host.failed_builds:  # most builds succeed: only then is there something to reset
+        host.failed_builds = False
+        await host.api_pool.execute(CQ.reset_failed_builds, host.node_uuid)
     await host.notify("instance.create.end", instance_uuid, state="active")
 
 

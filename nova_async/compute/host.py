@@ -1,8 +1,9 @@
 """Everything one compute host works with, in one place for the build and terminate steps.
 
 A process runs one real host or several simulated ones; each has its own name, libvirt
-connection and placement provider, and they share the database, the bus and the image
-cache."""
+connection and placement provider, and they share the databases, the bus and the image
+cache. Instances are in the host's cell's database; the service and compute node rows are
+in the API database, beside the host mappings."""
 
 from __future__ import annotations
 
@@ -43,12 +44,14 @@ class GuestTimeouts:
 class Host:
     name: str
     hypervisor: Hypervisor
-    pool: asyncpg.Pool
+    pool: asyncpg.Pool          # its cell's database: the instances it builds and runs
+    api_pool: asyncpg.Pool      # the API database: its service and compute node rows
     bus: Bus
     images: ImageCache
     instances_root: Path
     disk_gb: int = 0            # fixed size for simulated hosts; 0 = measure instances_root
     node_uuid: str = ""         # set at registration: the compute node and its provider
+    failed_builds: bool = True  # the node's failed-build count may be non-zero (reset on a success)
     service_id: str = ""
     domain_type: str = "test"   # set at registration, from what the hypervisor is
     timeouts: GuestTimeouts = field(default_factory=GuestTimeouts)

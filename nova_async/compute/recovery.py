@@ -33,7 +33,6 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import structlog
 
 from nova_async.compute.domain_xml import domain_name
@@ -46,6 +45,7 @@ from nova_async.compute.messages import (
     ResizeStep,
     ResizeStepName,
 )
+from nova_async.db.cells import Cells
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.recovery")
@@ -77,14 +77,14 @@ def _uuid_name(name: str) -> str | None:
     return canonical if canonical == name else None
 
 
-async def sweep_instance_dirs(pool: asyncpg.Pool, instances_root: Path) -> list[str]:
+async def sweep_instance_dirs(cells: Cells, instances_root: Path) -> list[str]:
     """Remove instance directories whose instance no longer exists; returns their uuids."""
     if not instances_root.is_dir():
         return []
     found = [u for p in instances_root.iterdir() if p.is_dir() and (u := _uuid_name(p.name))]
     if not found:
         return []
-    live = {str(r["uuid"]) for r in await pool.fetch(Q.live_instances, found)}
+    live = {str(r["uuid"]) for r in await cells.gather(Q.live_instances, found)}
     removed = sorted(set(found) - live)
     for instance_uuid in removed:
         await asyncio.to_thread(shutil.rmtree, instances_root / instance_uuid, ignore_errors=True)

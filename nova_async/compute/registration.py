@@ -73,7 +73,7 @@ async def register(host: Host, settings: ComputeSettings) -> None:
     # What os-hypervisors shows: the acceleration guests really get on this host.
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)
-    async with host.pool.acquire() as conn, conn.transaction():
+    async with host.api_pool.acquire() as conn, conn.transaction():
         service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
         node_uuid = await conn.fetchval(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                         hypervisor_type, facts.hypervisor_version, facts.vcpus,
@@ -102,6 +102,6 @@ async def heartbeat(hosts: list[Host]) -> None:
     if not hosts:
         return
     try:
-        await hosts[0].pool.execute(Q.heartbeat, [h.service_id for h in hosts])
+        await hosts[0].api_pool.execute(Q.heartbeat, [h.service_id for h in hosts])
     except Exception as exc:  # a database blip must not take the hosts down; the next beat retries
         log.warning("heartbeat failed", hosts=len(hosts), error=str(exc))

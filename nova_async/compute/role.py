@@ -108,12 +108,14 @@ class ComputeRole(Role):
                 hypervisor = Hypervisor(spec.uri, None if runs_in_process(spec.uri) else executor)
                 await hypervisor.open()
                 stack.push_async_callback(hypervisor.close)
-                self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=self.pool,
-                                             bus=self.bus, images=images, instances_root=instances_root,
-                                             disk_gb=spec.disk_gb, timeouts=timeouts)
+                cell = await self.cells.map_host(spec.name, self.cells.named(c.cell))
+                self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=cell.pool,
+                                             api_pool=self.pool, bus=self.bus, images=images,
+                                             instances_root=instances_root, disk_gb=spec.disk_gb,
+                                             timeouts=timeouts)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
-            await recovery.sweep_instance_dirs(self.pool, instances_root)
+            await recovery.sweep_instance_dirs(self.cells, instances_root)
             async with asyncio.TaskGroup() as tg:
                 started = []
                 for host in self.hosts.values():

@@ -21,6 +21,7 @@ from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.terminate")
 Q = queries("compute")
+GQ = queries("server_groups")
 
 
 async def teardown(host: Host, instance_uuid: str, *, keep_allocations: bool = False) -> list[str]:
@@ -74,6 +75,7 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
             if problems:
                 raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
             await host.pool.fetchval(IQ.mark_deleted, instance_uuid)
+            await host.api_pool.execute(GQ.drop_member, instance_uuid)
     except Exception as exc:
         log.error("terminate failed", error=describe(exc))
         # As in Nova: ERROR with the reason; deleting again retries every step.

@@ -28,6 +28,7 @@ from nova_async.compute.client import ComputeClient
 from nova_async.compute.messages import ResizeStepName
 from nova_async.conductor.messages import ResizeInstance
 from nova_async.db import instances
+from nova_async.db.cells import Cells
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler.client import SchedulerClient
@@ -38,12 +39,13 @@ IQ = queries("instances")
 MQ = queries("migrations")
 
 
-def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: bool) -> RequestSpec:
+def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: bool,
+                cell: str | None = None) -> RequestSpec:
     spec = msgspec.convert(old_spec, RequestSpec).for_flavor(flavor)
     hints = dict(spec.scheduler_hints)
     if not same_host:
         hints["different_host"] = [*hints.get("different_host", []), instance_uuid]
-    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints)
+    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints, cell=cell)
 
 
 async def hold_old_allocation(placement: PlacementClient, instance_uuid: str, migration_uuid: str,
@@ -65,9 +67,9 @@ async def give_back_allocation(placement: PlacementClient, instance_uuid: str, m
 
 
 class Resizer:
-    def __init__(self, pool, placement: PlacementClient, scheduler: SchedulerClient, compute: ComputeClient,
-                 same_host: bool) -> None:
-        self.pool = pool
+    def __init__(self, cells: Cells, placement: PlacementClient, scheduler: SchedulerClient,
+                 compute: ComputeClient, same_host: bool) -> None:
+        self.cells = cells
         self.placement = placement
         self.scheduler = scheduler
         self.compute = compute
@@ -75,8 +77,14 @@ class Resizer:
 
     async def resize(self, msg: ResizeInstance, ctx: RequestContext) -> None:
         uuid, mig_uuid = msg.instance_uuid, msg.migration_uuid
-        row = await self.pool.fetchrow(IQ.get, uuid)
-        migration = await self.pool.fetchrow(MQ.get_migration, mig_uuid)
+        # A resize stays in the instance's cell (Nova's default too: no cross-cell resize).
+        cell = await self.cells.of_instance(uuid)
+        if cell is None:
+            log.info("resize skipped: the instance is not mapped to a cell", instance_uuid=uuid)
+            return
+        db = cell.pool
+        row = await db.fetchrow(IQ.get, uuid)
+        migration = await db.fetchrow(MQ.get_migration, mig_uuid)
         if row is None or migration is None or row["task_state"] != "resize_prep" \
                 or migration["status"] != "pre-migrating":
             log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
@@ -84,37 +92,38 @@ class Resizer:
             return
         project_id, user_id = row["project_id"], row["user_id"]
         try:
-            async with instances.event(self.pool, uuid, ctx.request_id, "conductor_migrate_server"):
+            async with instances.event(db, uuid, ctx.request_id, "conductor_migrate_server"):
                 await hold_old_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
-                spec = resize_spec(row["request_spec"], migration["new_flavor"], uuid, same_host=self.same_host)
+                spec = resize_spec(row["request_spec"], migration["new_flavor"], uuid, same_host=self.same_host,
+                                   cell=cell.uuid)
                 try:
                     [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
                 except BaseException:
                     await give_back_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
                     raise
         except Exception as exc:
-            await self._refuse(uuid, mig_uuid, ctx.request_id, exc)
+            await self._refuse(db, uuid, mig_uuid, ctx.request_id, exc)
             return
         chosen = selection.chosen
-        await self.pool.execute(MQ.set_migration_dest, mig_uuid, chosen.host, chosen.node)
+        await db.execute(MQ.set_migration_dest, mig_uuid, chosen.host, chosen.node)
         log.info("resize scheduled", instance_uuid=uuid, source=row["host"], dest=chosen.host)
         await self.compute.resize_step(row["host"], uuid, mig_uuid, ResizeStepName.RESIZE, ctx)
 
-    async def _refuse(self, uuid: str, mig_uuid: str, request_id: str, exc: Exception) -> None:
+    async def _refuse(self, db, uuid: str, mig_uuid: str, request_id: str, exc: Exception) -> None:
         reason = exc.message if isinstance(exc, errors.NovaAsyncError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, errors.NovaAsyncError):
             log.error("resize failed unexpectedly", instance_uuid=uuid, exc_info=exc)
         log.warning("resize refused", instance_uuid=uuid, reason=reason)
         code = exc.status if isinstance(exc, errors.NovaAsyncError) else 500
-        await self.pool.execute(IQ.add_fault, uuid, code, f"Resize failed: {reason}"[:1000],
-                                "".join(traceback.format_exception(exc))[:10000], None)
-        await self.pool.execute(MQ.set_migration_status, mig_uuid, "error", ["pre-migrating"])
-        await self.pool.execute(MQ.release_resize, uuid, ["resize_prep"])
-        await instances.finish_action(self.pool, uuid, request_id, "Error")
+        await db.execute(IQ.add_fault, uuid, code, f"Resize failed: {reason}"[:1000],
+                         "".join(traceback.format_exception(exc))[:10000], None)
+        await db.execute(MQ.set_migration_status, mig_uuid, "error", ["pre-migrating"])
+        await db.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await instances.finish_action(db, uuid, request_id, "Error")
 
     async def resume(self, cast) -> None:
         """Resizes a restart caught before a compute host had them: send them through again."""
-        for r in await self.pool.fetch(MQ.unscheduled_resizes):
+        for r in await self.cells.gather(MQ.unscheduled_resizes, cell0=False):
             ctx = RequestContext(user_id=r["user_id"], project_id=r["project_id"], request_id=r["request_id"] or "")
             log.info("resuming an interrupted resize", instance_uuid=str(r["uuid"]))
             await cast(ResizeInstance(instance_uuid=str(r["uuid"]), migration_uuid=str(r["migration_uuid"])), ctx)

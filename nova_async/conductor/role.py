@@ -21,6 +21,7 @@ from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances
 from nova_async.conductor.resize import Resizer
 from nova_async.db import instances
+from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
@@ -30,6 +31,7 @@ from nova_async.scheduler.messages import RequestSpec
 log = structlog.get_logger("conductor")
 Q = queries("instances")
 CQ = queries("conductor")
+GQ = queries("server_groups")
 EVENT = "conductor_schedule_and_build_instances"
 
 
@@ -42,7 +44,7 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
-        self.resizer = Resizer(self.pool, self.placement, self.scheduler, self.compute,
+        self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
@@ -54,39 +56,46 @@ class ConductorRole(Role):
 
     async def run(self) -> None:
         self.ready.set()
+        await self.cells.tidy()
         await self._resume_unscheduled()
         await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
         await self.serve(TOPIC, self.dispatch)
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
+        # A boot request's instances are all in one cell (the one the API wrote them into).
+        for cell, uuids in (await self.cells.group_by_cell(msg.instance_uuids)).items():
+            await self._schedule_in(cell, sorted(uuids, key=msg.instance_uuids.index), ctx)
+
+    async def _schedule_in(self, cell: Cell, instance_uuids: list[str], ctx: RequestContext) -> None:
         rows = []
         # The rows, with the scheduling event of those to schedule started (one statement).
-        for row in await self.pool.fetch(CQ.rows_to_schedule, msg.instance_uuids, ctx.request_id, EVENT,
-                                         [u for u in msg.instance_uuids if u in self._scheduling]):
+        for row in await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, ctx.request_id, EVENT,
+                                         [u for u in instance_uuids if u in self._scheduling]):
             if row["task_state"] == "deleting":
-                await self._finish_delete(str(row["uuid"]))
+                await self._finish_delete(cell.pool, str(row["uuid"]))
             elif row["vm_state"] == "building" and row["host"] is None and str(row["uuid"]) not in self._scheduling:
                 rows.append(row)
             elif row["event_id"] is not None:
                 # Another copy of the request took it up while the statement ran: this step
                 # is not going to happen here after all.
-                await self.pool.execute(CQ.drop_event, row["event_id"])
+                await cell.pool.execute(CQ.drop_event, row["event_id"])
         if not rows:
             return None
         uuids = [str(r["uuid"]) for r in rows]
         self._scheduling.update(uuids)
         try:
-            await self._schedule_and_build(rows, uuids, ctx)
+            await self._schedule_and_build(cell, rows, uuids, ctx)
         finally:
             self._scheduling.difference_update(uuids)
         return None
 
-    async def _schedule_and_build(self, rows: list, uuids: list[str], ctx: RequestContext) -> None:
+    async def _schedule_and_build(self, cell: Cell, rows: list, uuids: list[str], ctx: RequestContext) -> None:
+        db = cell.pool
         spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
         started = {str(r["uuid"]): r["event_id"] for r in rows}
         try:
-            async with instances.events(self.pool, uuids, request_id, EVENT, started=started) as steps:
+            async with instances.events(db, uuids, request_id, EVENT, started=started) as steps:
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx)
                 for step in steps:
                     step.recorded = True  # with each instance's host, below
@@ -98,16 +107,30 @@ class ConductorRole(Role):
                 detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
                 message = f"Scheduling failed: {detail}"
             log.warning("scheduling failed", instances=uuids, reason=message)
+            cell0 = self.cells.cell0
             for uuid in uuids:
-                await instances.set_error(self.pool, uuid, message, code=500)
+                # Never got a host: cell0 keeps it, and only there does it turn ERROR, with the
+                # fault that says why (so whoever sees ERROR finds it where it stays).
+                await self.cells.move(uuid, cell, cell0)
+                moved = await cell0.pool.fetchrow(Q.get, uuid)
+                if moved is not None and moved["task_state"] == "deleting":  # deleted meanwhile
+                    await self._finish_delete(cell0.pool, uuid)
+                    continue
+                await instances.set_error(cell0.pool, uuid, message, code=500)
                 metrics.build_finished("error")
-                await instances.finish_action(self.pool, uuid, request_id)
+                await instances.finish_action(cell0.pool, uuid, request_id)
             return None
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
-            placed = await self.pool.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, started.get(uuid))
+            target = await self.cells.of_host(chosen.host) or cell
+            if target is cell:
+                placed = await db.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, started.get(uuid))
+            else:  # the host is in another cell: the instance moves there first
+                await db.execute(Q.finish_event, started.get(uuid), "Success", None)
+                await self.cells.move(uuid, cell, target)
+                placed = await target.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
             if placed is None:  # deleted while we scheduled: give the claim back
-                await self._finish_delete(uuid)
+                await self._finish_delete(target.pool, uuid)
                 continue
             # debug: the scheduler's "scheduled" line already names every host of the request
             log.debug("instance scheduled", instance_uuid=uuid, host=chosen.host)
@@ -118,36 +141,41 @@ class ConductorRole(Role):
         uuid = msg.instance_uuid
         # One instance per message (its own task): every line below is about it.
         structlog.contextvars.bind_contextvars(instance_uuid=uuid)
-        row = await self.pool.fetchrow(Q.get, uuid)
+        cell = await self.cells.of_instance(uuid)
+        row = await cell.pool.fetchrow(Q.get, uuid) if cell else None
         if row is None:
             return None
         if row["task_state"] == "deleting":
-            await self._finish_delete(uuid)
+            await self._finish_delete(cell.pool, uuid)
             return None
         if row["vm_state"] != "building" or row["host"] is not None or uuid in self._scheduling:
             log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
             return None
         self._scheduling.add(uuid)
         try:
-            await self._reschedule(msg, row, ctx)
+            await self._reschedule(cell, msg, row, ctx)
         finally:
             self._scheduling.discard(uuid)
         return None
 
-    async def _reschedule(self, msg: RescheduleInstance, row, ctx: RequestContext) -> None:
-        uuid = msg.instance_uuid
+    async def _reschedule(self, cell: Cell, msg: RescheduleInstance, row, ctx: RequestContext) -> None:
+        uuid, db = msg.instance_uuid, cell.pool
         spec = msgspec.convert(row["request_spec"], RequestSpec)
         tried = [msg.failed_host]
-        async with instances.event(self.pool, uuid, ctx.request_id, "conductor_reschedule_instance"):
+        async with instances.event(db, uuid, ctx.request_id, "conductor_reschedule_instance"):
             for i, alternate in enumerate(msg.alternates):
                 claimed = await self.placement.claim(uuid, alternate.provider_uuid, spec.resources(),
                                                      spec.project_id, spec.user_id)
                 if not claimed.ok:
                     tried.append(f"{alternate.host} (refused: {claimed.reason})")
                     continue
-                if await self.pool.fetchrow(Q.set_host, uuid, alternate.host, alternate.node) is None:
-                    await self._finish_delete(uuid)
+                target = await self.cells.of_host(alternate.host) or cell
+                if target is not cell:  # an alternate in another cell: the instance moves there
+                    await self.cells.move(uuid, cell, target)
+                if await target.pool.fetchrow(Q.set_host, uuid, alternate.host, alternate.node) is None:
+                    await self._finish_delete(target.pool, uuid)
                     return None
+                await self.pool.execute(GQ.set_member_host, uuid, alternate.host)
                 log.info("instance rescheduled", instance_uuid=uuid, host=alternate.host,
                          failed_host=msg.failed_host)
                 await self.compute.build_and_run(alternate.host, alternate.node, uuid,
@@ -157,19 +185,20 @@ class ConductorRole(Role):
         message = (f"Build of instance {uuid} failed on {msg.failed_host}: {msg.reason}. "
                    f"No alternate host could take it (tried: {', '.join(tried)}).")
         log.warning("reschedule found no host", instance_uuid=uuid, reason=message)
-        await instances.set_error(self.pool, uuid, message, code=500)
+        await instances.set_error(db, uuid, message, code=500)
         metrics.build_finished("error")
-        await instances.finish_action(self.pool, uuid, ctx.request_id)
+        await instances.finish_action(db, uuid, ctx.request_id)
         return None
 
-    async def _finish_delete(self, uuid: str) -> None:
+    async def _finish_delete(self, db, uuid: str) -> None:
         await self.placement.delete_allocations(uuid)
-        await self.pool.execute(Q.mark_deleted, uuid)
+        await db.execute(Q.mark_deleted, uuid)
+        await self.pool.execute(GQ.drop_member, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
 
     async def _resume_unscheduled(self) -> None:
         """Boot requests accepted by a previous run but never scheduled: schedule them now."""
-        for batch in await self.pool.fetch(CQ.unscheduled_batches):
+        for batch in await self.cells.gather(CQ.unscheduled_batches, cell0=False):
             ctx = RequestContext(user_id=batch["user_id"], project_id=batch["project_id"],
                                  request_id=batch["request_id"] or "")
             log.info("resuming unscheduled boot request", instances=len(batch["uuids"]))

@@ -10,15 +10,14 @@ service has already issued."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import getpass
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
-import asyncpg
 
 from nova_async import config
 from nova_async.common import errors
+from nova_async.db.offline import open_database
 from nova_async.identity.admin import IdentityAdmin
 from nova_async.identity.store import Q
 
@@ -93,42 +92,9 @@ def _table(headers: tuple[str, ...], rows: list[tuple]) -> str:
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells)
 
 
-@contextlib.asynccontextmanager
-async def open_database(settings: config.Settings) -> AsyncIterator[asyncpg.Pool]:
-    """A migrated database: the DSN's, or the private cluster's (already running or not)."""
-    from nova_async.db.embedded import EmbeddedPostgres, embedded_postgres
-    from nova_async.db.migrate import migrate
-    from nova_async.db.pool import open_pool
-
-    async with contextlib.AsyncExitStack() as stack:
-        dsn = settings.service.database
-        if not dsn:
-            pg = EmbeddedPostgres(settings.state_path)
-            dsn = pg.dsn
-            if not await _running(pg):
-                settings.state_path.mkdir(parents=True, exist_ok=True)
-                await stack.enter_async_context(embedded_postgres(settings.state_path))
-        pool = await stack.enter_async_context(open_pool(dsn, min_size=1, max_size=2))
-        async with pool.acquire() as conn:
-            await migrate(conn)
-        yield pool
-
-
-async def _running(pg) -> bool:
-    """Whether the private cluster is up (the service has it): then use it and leave it be."""
-    if not (pg.data / "postmaster.pid").exists():
-        return False
-    try:
-        conn = await asyncpg.connect(pg.dsn, timeout=10)
-    except (OSError, asyncpg.PostgresError, TimeoutError):
-        return False
-    await conn.close()
-    return True
-
-
 async def run(args: argparse.Namespace, settings: config.Settings) -> str:
     """Carry out one command; what to print on success (errors raise NovaAsyncError)."""
-    async with open_database(settings) as pool:
+    async with open_database(settings) as (pool, _dsn):
         admin = IdentityAdmin(pool, settings.identity.token_ttl)
         return await _COMMANDS[(args.command, args.identity_command)](admin, args)
 

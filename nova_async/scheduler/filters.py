@@ -195,9 +195,23 @@ class DifferentHostFilter:
         return "holds a different_host instance"
 
 
-def for_hints(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter]:
-    """The per-request filters the scheduler hints ask for (`hosts_of`: instance → host)."""
-    chosen: list[Filter] = []
+class SameCellFilter:
+    """A resize stays in its server's cell (as in Nova, which moves servers across cells only
+    when told to)."""
+
+    name = "SameCellFilter"
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        return spec.cell is None or host.cell == spec.cell
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "in another cell"
+
+
+def for_request(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter]:
+    """The per-request filters the scheduler hints and the spec's cell ask for (`hosts_of`:
+    instance → host)."""
+    chosen: list[Filter] = [SameCellFilter()] if spec.cell else []
     for hint, cls in (("same_host", SameHostFilter), ("different_host", DifferentHostFilter)):
         uuids = spec.scheduler_hints.get(hint)
         if uuids:

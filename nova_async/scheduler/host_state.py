@@ -7,10 +7,12 @@ subtracted locally, so later instances of the same request see the room that is 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import asyncpg
 
+from nova_async.db.cells import Cells
 from nova_async.db.queries import queries
 from nova_async.placement.messages import ProviderSummary
 
@@ -38,6 +40,7 @@ class HostState:
     building: int = 0              # instances being built there now
     failed_builds: int = 0         # consecutive failed builds
     refused: str | None = None     # placement refused a claim here during this request
+    cell: str | None = None        # uuid of the cell the host is mapped to
 
     def free(self, resource_class: str) -> int:
         return self.capacity.get(resource_class, 0) - self.used.get(resource_class, 0)
@@ -56,14 +59,18 @@ class HostState:
             self.used[rc] = self.used.get(rc, 0) + amount
 
 
-async def load(pool: asyncpg.Pool, candidates: list[ProviderSummary],
+async def load(cells: Cells, candidates: list[ProviderSummary],
                service_down_time: int) -> tuple[list[HostState], int]:
     """Host states for the candidates, in placement's order, and how many candidates have no
-    compute node here (providers that are not Nova hosts cannot be scheduled to)."""
+    compute node here (providers that are not Nova hosts cannot be scheduled to). Hosts are
+    in the API database; what each is building now is counted in the cells."""
     if not candidates:
         return [], 0
-    rows = await pool.fetch(Q.host_states, [c.uuid for c in candidates], float(service_down_time))
+    rows = await cells.api.fetch(Q.host_states, [c.uuid for c in candidates], float(service_down_time))
     by_uuid = {str(r["uuid"]): r for r in rows}
+    building: Counter[str] = Counter()
+    for r in await cells.gather(Q.building, [r["host"] for r in rows], cell0=False):
+        building[r["host"]] += r["building"]
     hosts = []
     for c in candidates:
         row = by_uuid.get(c.uuid)
@@ -75,8 +82,8 @@ async def load(pool: asyncpg.Pool, candidates: list[ProviderSummary],
             disabled_reason=row["disabled_reason"], forced_down=row["forced_down"], up=row["up"],
             capacity=dict(c.capacity), used=dict(c.used), traits=tuple(c.traits),
             aggregate_metadata=tuple(row["aggregate_metadata"]), hypervisor_type=row["hypervisor_type"],
-            vcpus=row["vcpus"], memory_mb=row["memory_mb"], building=row["building"],
-            failed_builds=row["failed_builds"]))
+            vcpus=row["vcpus"], memory_mb=row["memory_mb"], building=building[row["host"]],
+            failed_builds=row["failed_builds"], cell=row["cell"]))
     return hosts, len(candidates) - len(hosts)
 
 

@@ -20,6 +20,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.config import SchedulerSettings
+from nova_async.db.cells import Cells
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler import filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
@@ -36,8 +37,9 @@ def _amount(rc: str, n: int) -> str:
 
 
 class Scheduler:
-    def __init__(self, pool: asyncpg.Pool, placement: PlacementClient, settings: SchedulerSettings) -> None:
-        self.pool = pool
+    def __init__(self, cells: Cells, placement: PlacementClient, settings: SchedulerSettings) -> None:
+        self.cells = cells
+        self.pool = cells.api
         self.placement = placement
         self.settings = settings
         self.filters = filters.from_settings(settings)
@@ -67,12 +69,13 @@ class Scheduler:
         started = time.perf_counter()
 
         found = await self.placement.find_candidates(resources, sample)
-        hosts, not_nova = await host_state.load(self.pool, found.providers, self.settings.service_down_time)
+        hosts, not_nova = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
         passed, removed_by = filters.run(self.filters, hosts, spec)
-        if spec.scheduler_hints:
+        if spec.scheduler_hints or spec.cell:
             hinted = [u for hint in ("same_host", "different_host") for u in spec.scheduler_hints.get(hint, [])]
-            hosts_of = {str(r["uuid"]): r["host"] for r in await self.pool.fetch(host_state.Q.instance_hosts, hinted)}
-            passed, by_hints = filters.run(filters.for_hints(spec, hosts_of), passed, spec)
+            hosts_of = ({str(r["uuid"]): r["host"] for r in await self.cells.gather(host_state.Q.instance_hosts, hinted)}
+                        if hinted else {})
+            passed, by_hints = filters.run(filters.for_request(spec, hosts_of), passed, spec)
             removed_by += by_hints
         if group is not None and group.filter_name:
             refused = Counter(group.why(h) for h in passed if not group.allows(h))

@@ -34,6 +34,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     extra_specs: dict[str, str] = {}   # the flavor's
     image_properties: dict[str, str] = {}
     group: GroupPolicy | None = None
+    cell: str | None = None            # uuid of the only cell whose hosts may take it (a resize)
 
     def for_flavor(self, flavor: dict[str, Any]) -> RequestSpec:
         """The same request with another flavor (a resize); `flavor` as instances.flavor keeps it."""

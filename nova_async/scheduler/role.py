@@ -24,7 +24,7 @@ class SchedulerRole(Role):
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
-        self.scheduler = Scheduler(self.pool, PlacementClient(self.bus), self.settings.scheduler)
+        self.scheduler = Scheduler(self.cells, PlacementClient(self.bus), self.settings.scheduler)
         self.handlers = {
             m.SelectDestinations: self._select_destinations,
         }
@@ -33,7 +33,10 @@ class SchedulerRole(Role):
         # Filtering, weighing and the placement claims, as one recorded step per instance.
         started, result = time.perf_counter(), "failed"
         try:
-            async with instances.events(self.pool, msg.instance_uuids, ctx.request_id,
+            # Every instance of one decision is in one cell: the one its boot request was written to.
+            cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
+            db = cell.pool if cell else self.cells.default.pool
+            async with instances.events(db, msg.instance_uuids, ctx.request_id,
                                         "scheduler_select_destinations_and_claim"):
                 selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
             result = "placed"

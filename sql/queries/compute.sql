@@ -69,14 +69,14 @@ SELECT EXISTS (
 -- name: build_failed
 UPDATE compute_nodes SET failed_builds = failed_builds + 1 WHERE uuid = $1;
 
+-- name: reset_failed_builds
+UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0;
+
 -- name: build_succeeded
--- Node $1's failed builds reset (only written when there is something to reset: most builds
--- succeed), the build's event $4 a Success, and instance $2's action (request $3) finished,
--- in one statement.
-WITH reset AS (
-    UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0
-), done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $4
+-- The build's event $3 a Success, and instance $1's action (request $2) finished, in one
+-- statement.
+WITH done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $3
 )
 UPDATE instance_actions SET finish_time = now(), updated_at = now()
- WHERE instance_uuid = $2 AND request_id = $3;
+ WHERE instance_uuid = $1 AND request_id = $2;

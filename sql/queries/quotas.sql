@@ -22,14 +22,3 @@ SELECT count(*) AS instances,
        coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
   FROM instances
  WHERE project_id = $1 AND deleted_at IS NULL;
-
--- name: limits_and_usage
--- Both at once, for a boot that holds the project's lock: the project's own limits (the
--- resources it overrides, and their values, in two arrays) and what its instances use.
-SELECT ARRAY(SELECT resource FROM quota_limits WHERE project_id = $1 ORDER BY resource) AS resources,
-       ARRAY(SELECT hard_limit FROM quota_limits WHERE project_id = $1 ORDER BY resource) AS hard_limits,
-       count(*) AS instances,
-       coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
-       coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
-  FROM instances
- WHERE project_id = $1 AND deleted_at IS NULL;

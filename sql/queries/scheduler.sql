@@ -6,13 +6,12 @@
 -- `up` is judged by the database clock, the one the heartbeats were written with.
 SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_builds,
        cn.vcpus, cn.memory_mb,
-       (SELECT count(*) FROM instances i
-         WHERE i.host = cn.host AND i.deleted_at IS NULL AND i.vm_state = 'building') AS building,
        s.id IS NOT NULL AS has_service,
        coalesce(s.zone, 'nova') AS zone,
        coalesce(s.disabled, false) AS disabled,
        s.disabled_reason,
        coalesce(s.forced_down, false) AS forced_down,
+       (SELECT hm.cell_uuid::text FROM host_mappings hm WHERE hm.host = cn.host) AS cell,
        coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up,
        coalesce((SELECT jsonb_agg(a.metadata ORDER BY a.id)
                    FROM aggregates a JOIN aggregate_hosts ah ON ah.aggregate_id = a.id
@@ -23,6 +22,12 @@ SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_b
                        (SELECT x.id FROM services x
                          WHERE x.host = cn.host AND x.binary_name = 'nova-compute'))
  WHERE cn.uuid = ANY($1::uuid[]);
+
+-- name: building
+-- Instances building now on each of the hosts $1 (asked of every cell).
+SELECT host, count(*) AS building FROM instances
+ WHERE host = ANY($1::text[]) AND deleted_at IS NULL AND vm_state = 'building'
+ GROUP BY host;
 
 -- name: count_hosts
 SELECT count(*) FROM compute_nodes;

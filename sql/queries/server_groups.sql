@@ -23,15 +23,22 @@ SELECT count(*) FROM server_groups WHERE project_id = $1 AND deleted_at IS NULL;
 UPDATE server_groups SET deleted_at = now() WHERE uuid = $1 AND deleted_at IS NULL RETURNING uuid;
 
 -- name: members
--- Live members of the groups $1, with the host each is on (or was claimed on), if any.
-SELECT m.group_uuid, m.instance_uuid, coalesce(i.host, m.host) AS host
+-- Members of the groups $1, with the host each was placed on, if any. (A member leaves its
+-- group when it is deleted; the instances themselves are in the cells' databases.)
+SELECT m.group_uuid, m.instance_uuid, m.host
   FROM server_group_members m
-  JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted_at IS NULL
  WHERE m.group_uuid = ANY($1::uuid[])
  ORDER BY m.created_at, m.instance_uuid;
+
+-- name: drop_member
+DELETE FROM server_group_members WHERE instance_uuid = $1;
 
 -- name: add_member
 INSERT INTO server_group_members (instance_uuid, group_uuid) VALUES ($1, $2);
 
 -- name: set_member_host
 UPDATE server_group_members SET host = $2 WHERE instance_uuid = $1;
+
+-- name: groups_of_array
+-- The groups instance $1 belongs to (2.71's server_groups in GET /servers/{id}).
+SELECT ARRAY(SELECT group_uuid::text FROM server_group_members WHERE instance_uuid = $1 ORDER BY group_uuid);

@@ -52,11 +52,9 @@ SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault
  LIMIT $6;
 
 -- name: get_with_fault
--- One server as GET /servers/{id} shows it: its latest fault and (2.71) its server groups.
+-- One server as GET /servers/{id} shows it, with its latest fault.
 SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault_details,
-       f.created_at AS fault_created_at,
-       ARRAY(SELECT group_uuid::text FROM server_group_members
-              WHERE instance_uuid = i.uuid ORDER BY group_uuid) AS server_groups
+       f.created_at AS fault_created_at
   FROM instances i
   LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
                       ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'

@@ -74,9 +74,7 @@ async def test_serial_and_vnc_consoles_of_a_real_guest(database, work_dir):
         async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
                 aiohttp.ClientSession() as session:
             api = Api(session, served.url, await served.token(session))
-            kernel = await api.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
-            ramdisk = await api.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
-            root = await api.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk)
+            root = await api.demo_images(guest)
             flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
                 "name": "tcg.console", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
             net = (await api.call("POST", "/network/v2.0/networks", 201,

@@ -61,6 +61,12 @@ class Api:
             assert r.status == 204, await r.text()
         return image["id"]
 
+    async def demo_images(self, guest) -> str:
+        """The demo guest's kernel and ramdisk, and a 1 MiB root image that boots them: its id."""
+        kernel = await self.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
+        ramdisk = await self.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
+        return await self.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk)
+
     async def status(self, server_id: str, *wanted: str, timeout: float = 120) -> dict:
         async with asyncio.timeout(timeout):
             while True:
@@ -131,10 +137,7 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
         async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
                 aiohttp.ClientSession() as session:
             api = Api(session, served.url, await served.token(session))
-            kernel = await api.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
-            ramdisk = await api.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
-            root = await api.image("demo", b"\0" * (1 << 20), "raw", "bare",
-                                   kernel_id=kernel, ramdisk_id=ramdisk)
+            root = await api.demo_images(guest)
             flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
                 "name": "tcg.tiny", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
             net = (await api.call("POST", "/network/v2.0/networks", 201,

@@ -77,7 +77,7 @@ async def test_create_image_refusals(cloud):
     await action(h, sid, {"lock": None}, 202)
     await action(h, sid, {"createImage": {"name": "x"}}, 409)
     await action(h, sid, {"unlock": None}, 202)
-    await h.pool.execute("UPDATE instances SET vm_state = 'error' WHERE uuid = $1", sid)
+    await h.cell1.execute("UPDATE instances SET vm_state = 'error' WHERE uuid = $1", sid)
     await action(h, sid, {"createImage": {"name": "x"}}, 409)
     # a refused snapshot leaves no image behind
     assert (await ok(await h.http.get("/image/v2/images?name=x", headers=h.alice), 200))["images"] == []

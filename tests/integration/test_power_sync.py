@@ -66,7 +66,7 @@ async def test_a_guest_paused_behind_our_back_keeps_its_vm_state_and_shows_its_p
     assert await guest(h, host, server_id) == GUEST["PAUSED"]
 
 
-async def test_reconciliation_repairs_what_no_event_reported(pool, tmp_path):
+async def test_reconciliation_repairs_what_no_event_reported(pool, tmp_path, cell1):
     compute = {"simulate_hosts": 1, "sync_power_state_interval": 0.2}
     async with running(pool, ROLES, tmp_path, compute=compute) as h:
         flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
@@ -83,7 +83,7 @@ async def test_reconciliation_repairs_what_no_event_reported(pool, tmp_path):
         host = h.roles["compute"].hosts["sim-1"]
         assert await lifecycle.out_of_sync(host) == []
         # A missed event: the record says crashed while the guest runs.
-        await pool.execute("UPDATE instances SET power_state = 6 WHERE uuid = $1", server_id)
+        await cell1.execute("UPDATE instances SET power_state = 6 WHERE uuid = $1", server_id)
         await until(h, server_id, "active", 1)
         assert await lifecycle.out_of_sync(host) == []
 

@@ -60,7 +60,7 @@ async def boot(h, stopped: bool = False) -> str:
 
 
 async def migration_of(h, sid: str):
-    return await h.pool.fetchrow("SELECT * FROM migrations WHERE instance_uuid = $1 ORDER BY id DESC LIMIT 1", sid)
+    return await h.cell1.fetchrow("SELECT * FROM migrations WHERE instance_uuid = $1 ORDER BY id DESC LIMIT 1", sid)
 
 
 @pytest.mark.parametrize("stopped", [False, True], ids=["active", "stopped"])
@@ -245,7 +245,7 @@ async def test_a_restart_in_the_middle_of_a_resize(pool, tmp_path, interrupted):
                 while (await migration_of(h, sid))["dest_compute"] is None:
                     await asyncio.sleep(0.02)
             # Where the source host would be had it begun its step and then gone down.
-            await h.pool.execute("UPDATE instances SET task_state = 'resize_migrating' WHERE uuid = $1", sid)
+            await h.cell1.execute("UPDATE instances SET task_state = 'resize_migrating' WHERE uuid = $1", sid)
             await h.pool.execute("UPDATE migrations SET status = 'migrating' WHERE instance_uuid = $1", sid)
     async with running(pool, ROLES, tmp_path, compute=SIM1) as h:
         server = await settled(h, sid)
@@ -275,7 +275,7 @@ async def test_a_failed_resize_is_rolled_back(cloud):
     actions = (await ok(await h.http.get(f"{V}/servers/{sid}/os-instance-actions", headers=h.alice),
                         200))["instanceActions"]
     assert actions[0]["action"] == "resize" and actions[0]["message"] == "Error"
-    fault = await h.pool.fetchval("SELECT message FROM instance_faults WHERE instance_uuid = $1", sid)
+    fault = await h.cell1.fetchval("SELECT message FROM instance_faults WHERE instance_uuid = $1", sid)
     assert fault.startswith("Resize failed:") and "root disk" in fault
 
 

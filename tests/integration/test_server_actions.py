@@ -135,14 +135,14 @@ async def test_actions_the_state_does_not_allow_are_409(cloud, state):
     server_id, _ = await boot(h)
     for body in INTO[state]:
         await drive(h, server_id, body, state)
-    before = await h.pool.fetchval("SELECT count(*) FROM instance_actions")
+    before = await h.cell1.fetchval("SELECT count(*) FROM instance_actions")
     for body in REFUSED[state]:
         resp = await act(h, server_id, body)
         assert resp.status == 409, (body, await resp.text())
         message = (await resp.json())["conflictingRequest"]["message"]
         assert f"instance {server_id} while it is in vm_state {SETTLED[state][0]}" in message
     assert (await settle(h, server_id))["status"] == state
-    assert await h.pool.fetchval("SELECT count(*) FROM instance_actions") == before
+    assert await h.cell1.fetchval("SELECT count(*) FROM instance_actions") == before
 
 
 @pytest.mark.parametrize("task_state", ["deleting", "reboot_started", "powering-off", "spawning"])
@@ -150,7 +150,7 @@ async def test_nothing_starts_while_a_task_is_under_way(cloud, task_state):
     h = cloud
     server_id, _ = await boot(h)
     # The compute side finishes faster than a test can interleave; hold the task in the row.
-    await h.pool.execute("UPDATE instances SET task_state = $2 WHERE uuid = $1", server_id, task_state)
+    await h.cell1.execute("UPDATE instances SET task_state = $2 WHERE uuid = $1", server_id, task_state)
     for body in (REBOOT_SOFT, REBOOT_HARD, STOP, START, PAUSE, UNPAUSE, SUSPEND, RESUME):
         resp = await act(h, server_id, body)
         assert resp.status == 409, (body, await resp.text())
@@ -160,7 +160,7 @@ async def test_nothing_starts_while_a_task_is_under_way(cloud, task_state):
 async def test_a_locked_server_refuses_its_owner_but_not_an_admin(cloud):
     h = cloud
     server_id, _ = await boot(h)
-    await h.pool.execute("UPDATE instances SET locked = true WHERE uuid = $1", server_id)
+    await h.cell1.execute("UPDATE instances SET locked = true WHERE uuid = $1", server_id)
     resp = await act(h, server_id, STOP)
     assert resp.status == 409 and "locked" in (await resp.json())["conflictingRequest"]["message"]
     assert (await act(h, server_id, STOP, headers=h.admin)).status == 202
@@ -172,13 +172,13 @@ async def test_two_concurrent_actions_one_wins(cloud):
     server_id, _ = await boot(h)
     # Hold the row so all three requests reach their compare-and-swap together; otherwise a
     # quick winner could finish before a slow loser even starts, and both would rightly win.
-    async with h.pool.acquire() as conn, conn.transaction():
+    async with h.cell1.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM instances WHERE uuid = $1 FOR UPDATE", server_id)
         pending = [asyncio.create_task(act(h, server_id, body), name="test:act")
                    for body in (STOP, PAUSE, REBOOT_HARD)]
         async with asyncio.timeout(60):
-            while await h.pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE "
-                                        "datname = current_database() AND wait_event_type = 'Lock'") < 3:
+            while await h.cell1.fetchval("SELECT count(*) FROM pg_stat_activity WHERE "
+                                         "datname = current_database() AND wait_event_type = 'Lock'") < 3:
                 await asyncio.sleep(0.01)
     replies = await asyncio.gather(*pending)
     assert sorted(r.status for r in replies) == [202, 409, 409]
@@ -210,7 +210,7 @@ async def test_bad_bodies_are_400_and_change_nothing(cloud):
                                 )["badRequest"]["message"]
     server = await settle(h, server_id)
     assert server["status"] == "ACTIVE"
-    assert await h.pool.fetchval("SELECT count(*) FROM instance_actions") == 1
+    assert await h.cell1.fetchval("SELECT count(*) FROM instance_actions") == 1
 
 
 async def test_someone_elses_or_no_server_is_404(cloud):
@@ -289,14 +289,14 @@ INTERRUPTED = [
 
 
 @pytest.mark.usefixtures("fake_roles")
-async def test_restart_finishes_interrupted_power_actions(pool, tmp_path):
+async def test_restart_finishes_interrupted_power_actions(pool, tmp_path, cell1):
     conn = libvirt.open("test:///default")
     cases = []
     try:
         for task_state, how, want in INTERRUPTED:
-            instance_uuid, _ = await add_instance(pool, host=HOST, vm_state="active", task_state=task_state)
+            instance_uuid, _ = await add_instance(cell1, host=HOST, vm_state="active", task_state=task_state)
             request_id = f"req-{uuidlib.uuid4()}"
-            await pool.execute("INSERT INTO instance_actions (instance_uuid, request_id, action, project_id,"
+            await cell1.execute("INSERT INTO instance_actions (instance_uuid, request_id, action, project_id,"
                                " user_id) VALUES ($1, $2, 'power', 'proj', 'user')",
                                instance_uuid, request_id)
             if how:
@@ -306,11 +306,11 @@ async def test_restart_finishes_interrupted_power_actions(pool, tmp_path):
         async with running(pool, ["image", "network", "placement", "compute"], tmp_path,
                            compute={"host": HOST}):
             for instance_uuid, request_id, (vm_state, power_state, event, result) in cases:
-                row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", instance_uuid)
+                row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", instance_uuid)
                 assert (row["vm_state"], row["task_state"], row["power_state"]) == (
                     vm_state, None, power_state)
-                assert (await events(pool, instance_uuid, request_id)) == {event: result}
-                finished = await pool.fetchval(
+                assert (await events(cell1, instance_uuid, request_id)) == {event: result}
+                finished = await cell1.fetchval(
                     "SELECT finish_time FROM instance_actions WHERE request_id = $1", request_id)
                 assert finished is not None
     finally:

@@ -5,6 +5,7 @@ PostgreSQL, real libvirt test driver, real HTTP, nothing mocked."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -21,8 +22,9 @@ async def ok(resp, status: int):
     return await resp.json() if resp.content_type == "application/json" else None
 
 
-@pytest.fixture
-async def cloud(pool, tmp_path):
+@contextlib.asynccontextmanager
+async def sim_cloud(pool, tmp_path):
+    """Two simulated hosts (4 VCPU, 4096 MB each), a flavor, an image and a network."""
     async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 2, "sim_vcpus": 4,
                                                        "sim_memory_mb": 4096, "sim_disk_gb": 50}) as h:
         flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
@@ -40,6 +42,12 @@ async def cloud(pool, tmp_path):
             "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
         yield h
 
+
+
+@pytest.fixture
+async def cloud(pool, tmp_path):
+    async with sim_cloud(pool, tmp_path) as h:
+        yield h
 
 def boot_body(h, **extra):
     return {"server": {"name": "vm1", "imageRef": h.image, "flavorRef": h.flavor,
@@ -170,7 +178,7 @@ async def test_bad_boot_requests_are_400_and_write_nothing(cloud, change, fragme
     resp = await h.http.post(V + "/servers", headers={**h.alice, **MV}, json=boot_body(h, **change))
     assert resp.status == 400, await resp.text()
     assert fragment in (await resp.json())["badRequest"]["message"]
-    assert await h.pool.fetchval("SELECT count(*) FROM instances") == 0
+    assert await h.cell1.fetchval("SELECT count(*) FROM instances") == 0
 
 
 async def test_malformed_and_missing_bodies_are_400(cloud):
@@ -181,7 +189,7 @@ async def test_malformed_and_missing_bodies_are_400(cloud):
     assert (await h.http.get(V + "/servers/not-a-uuid", headers=h.alice)).status == 404
     assert (await h.http.delete(V + "/servers/not-a-uuid", headers=h.alice)).status == 404
     assert (await h.http.get(V + "/servers?name=(", headers=h.alice)).status == 400
-    assert await h.pool.fetchval("SELECT count(*) FROM instances") == 0
+    assert await h.cell1.fetchval("SELECT count(*) FROM instances") == 0
 
 
 async def test_admins_see_compute_services_and_hypervisors(cloud):

@@ -78,5 +78,5 @@ async def test_the_key_a_boot_names_reaches_the_config_drive(cloud):
     created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, key_name="laptop")), 202)
     server = await wait_status(h, created["server"]["id"], "ACTIVE")
     assert server["key_name"] == "laptop"
-    row = await h.pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", server["id"])
+    row = await h.cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", server["id"])
     assert meta_data(drive_content(row, []))["public_keys"] == {"laptop": PUBLIC}

@@ -66,7 +66,7 @@ async def test_serial_and_novnc_urls_in_both_api_shapes(cloud):
     # Every URL has its own token, and the database keeps only a digest of it.
     tokens = {token_of(u) for u in (serial["remote_console"]["url"], vnc["url"], legacy["console"]["url"])}
     assert len(tokens) == 3
-    stored = {r["token_hash"] for r in await h.pool.fetch("SELECT token_hash FROM console_auth_tokens")}
+    stored = {r["token_hash"] for r in await h.cell1.fetch("SELECT token_hash FROM console_auth_tokens")}
     assert len(stored) == 4 and not tokens & stored
 
 
@@ -143,7 +143,7 @@ async def test_the_proxy_spends_a_token_once_and_only_for_its_console(cloud):
 
     # A token nobody used in its lifetime has expired.
     stale = await token("serial", "serial")
-    await h.pool.execute("UPDATE console_auth_tokens SET expires_at = now() - interval '1 second'")
+    await h.cell1.execute("UPDATE console_auth_tokens SET expires_at = now() - interval '1 second'")
     assert await proxy_status(h, "serial", stale) == 401
 
     # A deleted server's tokens open nothing.

@@ -13,7 +13,7 @@ FLAVOR = {"id": "f1", "name": "m1.test", "vcpus": 1, "memory_mb": 256, "root_gb"
           "ephemeral_gb": 1, "swap": 64}
 
 
-async def add_instance(pool, *, host: str, image_ref: str = fakes.IMAGE_ID, vm_state: str = "building",
+async def add_instance(pool, *, host: str | None, image_ref: str = fakes.IMAGE_ID, vm_state: str = "building",
                        task_state: str | None = "spawning", display_name: str = "vm",
                        flavor: dict[str, Any] | None = None, network_id: str = "net-1") -> tuple[str, str]:
     """An instance row as the API and conductor leave it, plus its create action."""

@@ -46,17 +46,17 @@ async def test_each_simulated_host_registers_and_keeps_its_node_uuid(pool, tmp_p
     assert [r["uuid"] for r in again] == [n["uuid"] for n in nodes]
 
 
-async def test_build_then_terminate(pool, tmp_path):
+async def test_build_then_terminate(pool, tmp_path, cell1):
     name = '<b>"web" & \'co\'</b>'
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
         compute = h.roles["compute"]
-        uuid, rid = await add_instance(pool, host="sim-2", display_name=name)
+        uuid, rid = await add_instance(cell1, host="sim-2", display_name=name)
         with h.bus.listen() as notes:
             await ComputeClient(h.bus).build_and_run("sim-2", "sim-2", uuid, [], context=ctx(rid))
             note = await next_note(notes, uuid, "instance.create.end", "instance.create.error")
             assert note.event_type == "instance.create.end", note.payload
 
-            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
+            row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
             assert (row["vm_state"], row["task_state"], row["power_state"]) == ("active", None, 1)
             assert row["launched_at"] is not None
             (vif,) = row["network_info"]
@@ -74,32 +74,32 @@ async def test_build_then_terminate(pool, tmp_path):
             desc = ET.fromstring(dom.XMLDesc())
             assert desc.find(f"metadata/{{{NS}}}instance/{{{NS}}}name").text == name
             assert desc.find("devices/interface/mac").get("address") == fakes.mac_for(uuid)
-            assert await events(pool, uuid, rid) == {
+            assert await events(cell1, uuid, rid) == {
                 "compute_build_and_run_instance": "Success", "compute_allocate_network": "Success",
                 "compute_prepare_block_devices": "Success", "compute_spawn": "Success"}
 
             await ComputeClient(h.bus).terminate("sim-2", uuid, context=ctx(rid))
             await next_note(notes, uuid, "instance.delete.end")
 
-        row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
+        row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
         assert (row["vm_state"], row["deleted_at"] is not None) == ("deleted", True)
         assert await compute.hosts["sim-2"].hypervisor.is_running(domain_name(uuid)) is None
         assert not inst_dir.exists()
         assert h.roles["network"].asked(DeallocatePorts, instance_uuid=uuid)
         assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=uuid)
-        assert (await events(pool, uuid, rid))["compute_terminate_instance"] == "Success"
+        assert (await events(cell1, uuid, rid))["compute_terminate_instance"] == "Success"
 
 
-async def test_failed_build_leaves_error_with_reason_and_nothing_behind(pool, tmp_path):
+async def test_failed_build_leaves_error_with_reason_and_nothing_behind(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
-        uuid, rid = await add_instance(pool, host="sim-1", image_ref=fakes.MISSING_IMAGE)
+        uuid, rid = await add_instance(cell1, host="sim-1", image_ref=fakes.MISSING_IMAGE)
         with h.bus.listen() as notes:
             await ComputeClient(h.bus).build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
             note = await next_note(notes, uuid, "instance.create.end", "instance.create.error")
         assert note.event_type == "instance.create.error"
-        row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
+        row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
         assert (row["vm_state"], row["task_state"]) == ("error", None)
-        fault = await pool.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
+        fault = await cell1.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
         assert fault["message"] == f"Image {fakes.MISSING_IMAGE} could not be found."
         assert fault["code"] == 404 and fault["host"] == "sim-1"
         assert await h.roles["compute"].hosts["sim-1"].hypervisor.is_running(domain_name(uuid)) is None
@@ -108,33 +108,33 @@ async def test_failed_build_leaves_error_with_reason_and_nothing_behind(pool, tm
         assert h.roles["network"].asked(AllocatePorts, instance_uuid=uuid)
         assert h.roles["network"].asked(DeallocatePorts, instance_uuid=uuid)
         assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=uuid)
-        got = await events(pool, uuid, rid)
+        got = await events(cell1, uuid, rid)
         assert got["compute_build_and_run_instance"] == "Error"
         assert got["compute_prepare_block_devices"] == "Error"
         assert got["compute_allocate_network"] == "Success"
-        action = await pool.fetchrow("SELECT * FROM instance_actions WHERE request_id = $1", rid)
+        action = await cell1.fetchrow("SELECT * FROM instance_actions WHERE request_id = $1", rid)
         assert action["finish_time"] is not None
 
 
-async def test_terminate_sent_during_build_runs_after_it(pool, tmp_path):
+async def test_terminate_sent_during_build_runs_after_it(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
         compute = ComputeClient(h.bus)
-        uuid, rid = await add_instance(pool, host="sim-1")
+        uuid, rid = await add_instance(cell1, host="sim-1")
         with h.bus.listen() as notes:
             await compute.build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
             await compute.terminate("sim-1", uuid, context=ctx("req-delete"))
             order = [(await next_note(notes, uuid, "instance.create.end", "instance.delete.end")).event_type
                      for _ in range(2)]
         assert order == ["instance.create.end", "instance.delete.end"]
-        row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
+        row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
         assert row["deleted_at"] is not None
         assert await h.roles["compute"].hosts["sim-1"].hypervisor.is_running(domain_name(uuid)) is None
         assert not (tmp_path / "instances" / uuid).exists()
 
 
-async def test_build_skips_an_instance_already_being_deleted(pool, tmp_path):
+async def test_build_skips_an_instance_already_being_deleted(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
-        uuid, rid = await add_instance(pool, host="sim-1", task_state="deleting")
+        uuid, rid = await add_instance(cell1, host="sim-1", task_state="deleting")
         with h.bus.listen() as notes:
             # the API marked it deleting and sent the terminate; a late build must not resurrect it
             await ComputeClient(h.bus).build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
@@ -142,37 +142,37 @@ async def test_build_skips_an_instance_already_being_deleted(pool, tmp_path):
             note = await next_note(notes, uuid, "instance.create", "instance.delete.end")
         assert note.event_type == "instance.delete.end"
         assert not h.roles["network"].asked(AllocatePorts, instance_uuid=uuid)
-        assert (await pool.fetchrow("SELECT deleted_at FROM instances WHERE uuid = $1", uuid))["deleted_at"]
+        assert (await cell1.fetchrow("SELECT deleted_at FROM instances WHERE uuid = $1", uuid))["deleted_at"]
 
 
-async def test_failure_after_disks_and_ports_exist_removes_them(pool, tmp_path):
+async def test_failure_after_disks_and_ports_exist_removes_them(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
-        uuid, rid = await add_instance(pool, host="sim-2", network_id=fakes.BROKEN_NETWORK)
+        uuid, rid = await add_instance(cell1, host="sim-2", network_id=fakes.BROKEN_NETWORK)
         with h.bus.listen() as notes:
             await ComputeClient(h.bus).build_and_run("sim-2", "sim-2", uuid, [], context=ctx(rid))
             await next_note(notes, uuid, "instance.create.error")
-        fault = await pool.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
+        fault = await cell1.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
         assert "MAC address 'not-a-mac'" in fault["message"]
-        assert (await events(pool, uuid, rid))["compute_prepare_block_devices"] == "Success"
+        assert (await events(cell1, uuid, rid))["compute_prepare_block_devices"] == "Success"
         assert not (tmp_path / "instances" / uuid).exists()
         assert await h.roles["compute"].hosts["sim-2"].hypervisor.is_running(domain_name(uuid)) is None
         assert h.roles["network"].asked(DeallocatePorts, instance_uuid=uuid)
         assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=uuid)
 
 
-async def test_failed_terminate_sets_error_and_can_be_retried(pool, tmp_path):
+async def test_failed_terminate_sets_error_and_can_be_retried(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
         compute = ComputeClient(h.bus)
-        uuid, rid = await add_instance(pool, host="sim-1")
+        uuid, rid = await add_instance(cell1, host="sim-1")
         with h.bus.listen() as notes:
             await compute.build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
             await next_note(notes, uuid, "instance.create.end")
             h.roles["network"].refuse_deallocate.add(uuid)
             await compute.terminate("sim-1", uuid, context=ctx("req-del-1"))
             await next_note(notes, uuid, "instance.delete.error")
-            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
+            row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
             assert (row["vm_state"], row["deleted_at"]) == ("error", None)
-            fault = await pool.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
+            fault = await cell1.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)
             assert fault["message"].startswith("Failed to terminate instance: could not remove ports:")
             # the steps that could run did: the guest and its disks are gone already
             assert await h.roles["compute"].hosts["sim-1"].hypervisor.is_running(domain_name(uuid)) is None
@@ -181,7 +181,7 @@ async def test_failed_terminate_sets_error_and_can_be_retried(pool, tmp_path):
             h.roles["network"].refuse_deallocate.clear()
             await compute.terminate("sim-1", uuid, context=ctx("req-del-2"))
             await next_note(notes, uuid, "instance.delete.end")
-        assert (await pool.fetchrow("SELECT deleted_at FROM instances WHERE uuid = $1", uuid))["deleted_at"]
+        assert (await cell1.fetchrow("SELECT deleted_at FROM instances WHERE uuid = $1", uuid))["deleted_at"]
 
 
 async def test_heartbeat_keeps_the_service_up(pool, tmp_path):

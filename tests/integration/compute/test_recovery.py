@@ -31,16 +31,16 @@ def domains(conn: libvirt.virConnect) -> set[str]:
     return {d.name() for d in conn.listAllDomains()}
 
 
-async def test_restart_reconciles_host_with_database(pool, tmp_path):
+async def test_restart_reconciles_host_with_database(pool, tmp_path, cell1):
     conn = libvirt.open("test:///default")
     async with running(pool, ROLES, tmp_path, compute={"host": HOST}):
         pass  # the host registers: its compute node marks the domains it makes
     node = str(await pool.fetchval("SELECT uuid FROM compute_nodes WHERE host = $1", HOST))
     orphan, foreign = str(uuidlib.uuid4()), str(uuidlib.uuid4())
-    deleting, deleting_rid = await add_instance(pool, host=HOST, task_state="deleting")
-    building, building_rid = await add_instance(pool, host=HOST)
-    active, _ = await add_instance(pool, host=HOST, vm_state="active", task_state=None)
-    elsewhere, _ = await add_instance(pool, host="other-host", vm_state="active", task_state=None)
+    deleting, deleting_rid = await add_instance(cell1, host=HOST, task_state="deleting")
+    building, building_rid = await add_instance(cell1, host=HOST)
+    active, _ = await add_instance(cell1, host=HOST, vm_state="active", task_state=None)
+    elsewhere, _ = await add_instance(cell1, host="other-host", vm_state="active", task_state=None)
     try:
         for left in (orphan, deleting, building, active, elsewhere):
             leave_domain(conn, left, node)
@@ -60,20 +60,20 @@ async def test_restart_reconciles_host_with_database(pool, tmp_path):
             assert (tmp_path / "instances" / "not-an-instance").exists()
 
             # the interrupted delete was finished
-            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", deleting)
+            row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", deleting)
             assert row["deleted_at"] is not None
             assert domain_name(deleting) not in now
             assert not (tmp_path / "instances" / deleting).exists()
             assert h.roles["network"].asked(DeallocatePorts, instance_uuid=deleting)
             assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=deleting)
-            assert (await events(pool, deleting, deleting_rid))["compute_terminate_instance"] == "Success"
+            assert (await events(cell1, deleting, deleting_rid))["compute_terminate_instance"] == "Success"
 
             # the interrupted build was redone from scratch, under the user's original action
-            row = await pool.fetchrow("SELECT * FROM instances WHERE uuid = $1", building)
+            row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", building)
             assert (row["vm_state"], row["task_state"], row["power_state"]) == ("active", None, 1)
             assert conn.lookupByName(domain_name(building)).isActive()
             assert (tmp_path / "instances" / building / "disk").exists()
-            assert (await events(pool, building, building_rid))["compute_build_and_run_instance"] == "Success"
+            assert (await events(cell1, building, building_rid))["compute_build_and_run_instance"] == "Success"
     finally:
         for left in (orphan, deleting, building, active, elsewhere, foreign):
             try:
