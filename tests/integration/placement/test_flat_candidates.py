@@ -49,6 +49,18 @@ QUERIES = [
     "resources=VCPU:1&root_required=CUSTOM_GOLD",
     "resources=VCPU:1&root_required=!HW_CPU_X86_SSE&required=HW_CPU_X86_AVX2&limit=1",
     "resources=VCPU:100",
+    # member_of: the fast path walks the aggregates' members (sql/0028)
+    "resources=VCPU:1&required=HW_CPU_X86_AVX2&member_of={A}",
+    "resources=VCPU:1,MEMORY_MB:1024&required=HW_CPU_X86_AVX2&member_of=in:{A},{B}&limit=1",
+    "resources=VCPU:1&required=HW_CPU_X86_AVX2,CUSTOM_GOLD&member_of=in:{A},{B}",
+    "resources=VCPU:1&required=!CUSTOM_GOLD&member_of=in:{A},{B}",
+    "resources=VCPU:2&member_of=in:{A},{B}&member_of=!{B}",
+    "resources=VCPU:3&member_of={A}",                     # p3 is a member, but steps by 2
+    "resources=MEMORY_MB:10000&member_of={B}",            # only p3, by its ratio
+    "resources=DISK_GB:1&member_of={B}",                  # members, none with disk
+    "resources=VCPU:1&member_of={A}&root_required=CUSTOM_GOLD",
+    "resources=VCPU:1&member_of=in:{A},{B}&limit=2",
+    "resources=VCPU:1&member_of=in:{A},{B}&required=HW_CPU_X86_SSE&root_required=!CUSTOM_GOLD",
 ]
 # the versions at which the body's shape changes, and the first that has each filter
 VERSIONS = ["1.10", "1.12", "1.16", "1.17", "1.21", "1.22", "1.26", "1.27", "1.29", "1.34", "1.35", "1.39"]
@@ -142,9 +154,12 @@ async def test_fast_path_answers_as_the_tree_search_does(world, monkeypatch):
 
 async def test_unknown_trait_is_refused(world, monkeypatch):
     h, names = world
-    status, body = await ask(h, "resources=VCPU:1&required=CUSTOM_NOPE", "1.39", names)
-    assert status == 400 and body["errors"][0]["code"] == "placement.query.bad_value"
-    assert "CUSTOM_NOPE" in body["errors"][0]["detail"]
+    for query in ("resources=VCPU:1&required=CUSTOM_NOPE",
+                  "resources=VCPU:1&required=CUSTOM_NOPE&member_of={A}",
+                  "resources=VCPU:1&required=!CUSTOM_NOPE&member_of=in:{A},{B}&limit=1"):
+        status, body = await ask(h, query, "1.39", names)
+        assert status == 400 and body["errors"][0]["code"] == "placement.query.bad_value", query
+        assert "CUSTOM_NOPE" in body["errors"][0]["detail"], query
 
 
 async def test_a_child_sends_requests_to_the_tree_search(world, monkeypatch, pool):
@@ -197,9 +212,17 @@ async def test_summaries_follow_every_write(world, monkeypatch):
     resp = await h.http.put(f"/placement/resource_providers/{new}/inventories", headers=headers, json={
         "resource_provider_generation": 0, "inventories": {"VCPU": {"total": 1}, "DISK_GB": {"total": 10}}})
     assert resp.status == 200, await resp.text()
+    resp = await h.http.put(f"/placement/resource_providers/{new}/aggregates", headers=headers, json={
+        "resource_provider_generation": 1, "aggregates": [names["A"]]})
+    assert resp.status == 200, await resp.text()
+    resp = await h.http.put(f"/placement/resource_providers/{names['p1']}/aggregates", headers=headers, json={
+        "resource_provider_generation": await _generation(h, headers, names["p1"]), "aggregates": [names["B"]]})
+    assert resp.status == 200, await resp.text()
     asked = 0
     for query in ("resources=VCPU:1", "resources=VCPU:1,DISK_GB:5", "resources=VCPU:2&required=CUSTOM_GOLD",
-                  "resources=DISK_GB:1&limit=5"):
+                  "resources=DISK_GB:1&limit=5", "resources=VCPU:1&member_of={A}",
+                  "resources=VCPU:1&member_of=in:{A},{B}&required=CUSTOM_GOLD",
+                  "resources=VCPU:2&member_of={B}&limit=1", "resources=VCPU:1,DISK_GB:5&member_of={A}"):
         for version in ("1.26", "1.39"):
             spy.enabled = True
             fast = await ask(h, query, version, names)
@@ -218,3 +241,36 @@ async def test_summaries_follow_every_write(world, monkeypatch):
     assert status == 200
     assert body["provider_summaries"][names["p3"]]["traits"] == ["CUSTOM_GOLD", "HW_CPU_X86_SSE"]
     assert body["provider_summaries"][names["p3"]]["resources"]["VCPU"] == {"capacity": 16, "used": 2}
+
+
+async def test_a_big_answer_comes_whole(world, monkeypatch, pool):
+    """The fast path's body comes from PostgreSQL in pieces of at most 128 kB (sql/0028), put
+    back together by flat_candidates: an answer several pieces long must read as the tree
+    search's, at every shape of the body."""
+    h, names = world
+    spy = Spy(monkeypatch)
+    q = queries("placement")
+    many = 600  # ~280 bytes of summary each at 1.39: the summaries alone take two pieces
+    async with pool.acquire() as conn, conn.transaction():
+        for n in range(many):
+            rp = await conn.fetchval(q.create_provider, str(uuid.uuid4()), f"big-{n:04d}", None)
+            await conn.executemany(
+                "INSERT INTO inventories (resource_provider_id, resource_class, total, max_unit) "
+                "VALUES ($1, $2, $3, $3)",
+                [(rp, "VCPU", 64 + n), (rp, "MEMORY_MB", 65536 + n), (rp, "DISK_GB", 1024 + n)])
+            await conn.execute("INSERT INTO provider_traits SELECT $1, id FROM traits WHERE name = $2",
+                               rp, "HW_CPU_X86_AVX2")
+            await conn.execute("INSERT INTO provider_aggregates VALUES ($1, $2)", rp, names["A"])
+    for query in ("resources=VCPU:1,MEMORY_MB:1024,DISK_GB:20",
+                  "resources=VCPU:1&required=HW_CPU_X86_AVX2&member_of={A}"):
+        for version in ("1.12", "1.26", "1.39"):
+            if not speaks(query, version):
+                continue
+            spy.enabled = True
+            fast = await ask(h, query, version, names)
+            spy.enabled = False
+            assert fast == await ask(h, query, version, names), f"{query} at {version}"
+            assert fast[0] == 200 and len(fast[1]["allocation_requests"]) >= many
+    assert spy.answered == 5
+    _, body = await ask(h, "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:20", "1.39", names)
+    assert len(json.dumps(body["provider_summaries"], separators=(",", ":"))) > 128 * 1024
