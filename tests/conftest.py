@@ -36,7 +36,7 @@ async def pg_cluster(work_dir):
     if os.environ.get("NOVA_ASYNC_TEST_DSN"):
         yield os.environ["NOVA_ASYNC_TEST_DSN"].rsplit("/", 1)[0]
         return
-    pg = EmbeddedPostgres(work_dir)
+    pg = EmbeddedPostgres(work_dir, durable=False)  # thrown away after the run
     await pg.start()
     try:
         yield f"postgresql://nova@/{{db}}?host={pg.socket_dir}"
