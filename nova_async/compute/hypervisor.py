@@ -58,6 +58,12 @@ class GuestState:
     def running(self) -> bool:
         return self.state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_BLOCKED)
 
+    @property
+    def going_down(self) -> bool:
+        """The guest has shut down but its QEMU has not exited yet: neither on nor off. Under
+        load this lasts long enough for a sync or a start to see it."""
+        return self.state == libvirt.VIR_DOMAIN_SHUTDOWN
+
 
 @dataclass(frozen=True)
 class NodeFacts:
@@ -219,14 +225,18 @@ class Hypervisor:
 
     async def _shut_down(self, dom: libvirt.virDomain, timeout: float) -> bool:
         """Press the guest's ACPI power button; True once it is off, False if it still runs
-        after `timeout` seconds (or refused the request). The state is polled, backing off:
-        the test driver is off before the first look, a TCG guest takes a second or two."""
+        after `timeout` seconds (or refused the request)."""
         if timeout > 0:
             try:
                 await self._call(dom.shutdown)
             except libvirt.libvirtError as exc:
                 log.info("graceful shutdown refused", error=exc.get_error_message())
                 return False
+        return await self._off_within(dom, timeout)
+
+    async def _off_within(self, dom: libvirt.virDomain, timeout: float) -> bool:
+        """Whether the domain is off within `timeout` seconds. The state is polled, backing
+        off: the test driver is off before the first look, a TCG guest takes a second or two."""
         loop = asyncio.get_running_loop()
         delay, deadline = 0.01, loop.time() + timeout
         while await self._call(dom.isActive):
@@ -237,11 +247,17 @@ class Hypervisor:
             delay = min(delay * 2, 0.5)
         return True
 
-    async def power_on(self, name: str) -> None:
-        """Boot the domain, or restore it from its saved memory image when it has one."""
+    async def power_on(self, name: str, *, timeout: float) -> None:
+        """Boot the domain, or restore it from its saved memory image when it has one. A
+        guest still on its way down is let finish (pulled after `timeout` seconds) and then
+        booted: starting it is what was asked, and it is not running."""
         dom = await self._domain(name)
-        if not await self._call(dom.isActive):
-            await self._libvirt("start the domain", dom.create)
+        if await self._call(dom.isActive):
+            if (await self._call(dom.state))[0] != libvirt.VIR_DOMAIN_SHUTDOWN:
+                return
+            if not await self._off_within(dom, timeout):
+                await self._libvirt("power off the domain", dom.destroy)
+        await self._libvirt("start the domain", dom.create)
 
     async def pause(self, name: str) -> None:
         dom = await self._domain(name)

@@ -11,6 +11,8 @@ the user asked for:
   - ACTIVE or PAUSED, guest off or crashed   → the instance is STOPPED (SHUTOFF);
   - STOPPED, guest running or paused        → the guest is powered off again;
   - anything else                           → only power_state is brought up to date.
+A guest still on its way down (shut down, QEMU not yet exited) is not judged yet: taking it
+for off would show SHUTOFF while a start still finds it running and does nothing.
 An instance with a task_state is left alone: the action in progress sets its state.
 """
 
@@ -38,7 +40,10 @@ async def sync(host: Host, instance_uuid: str) -> None:
             or row["vm_state"] not in ("active", "stopped", "paused", "suspended")):
         return
     name = domain_name(instance_uuid)
-    power_state = observed(await host.hypervisor.guest_state(name))[1]
+    guest = await host.hypervisor.guest_state(name)
+    if guest is not None and guest.going_down:
+        return  # its STOPPED event (or the next reconciliation) brings the settled state
+    power_state = observed(guest)[1]
     vm_state = row["vm_state"]
     if vm_state in ("active", "paused") and power_state in _OFF:
         vm_state = "stopped"

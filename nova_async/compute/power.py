@@ -43,6 +43,10 @@ class Step:
     operate: Operate
 
 
+def _power_on(host: Host, name: str, _msg: PowerAction) -> Awaitable[None]:
+    return host.hypervisor.power_on(name, timeout=host.timeouts.shutdown)
+
+
 def _reboot(host: Host, name: str, msg: PowerAction) -> Awaitable[None]:
     return host.hypervisor.reboot(name, hard=msg.reboot_type is RebootType.HARD,
                                   timeout=host.timeouts.soft_reboot)
@@ -53,8 +57,7 @@ STEPS: dict[PowerOp, Step] = {
     PowerOp.STOP: Step("compute_stop_instance", "instance.power_off", "stopped", instances.SHUTDOWN,
                        lambda host, name, _: host.hypervisor.power_off(name,
                                                                        timeout=host.timeouts.shutdown)),
-    PowerOp.START: Step("compute_start_instance", "instance.power_on", "active", instances.RUNNING,
-                        lambda host, name, _: host.hypervisor.power_on(name)),
+    PowerOp.START: Step("compute_start_instance", "instance.power_on", "active", instances.RUNNING, _power_on),
     PowerOp.PAUSE: Step("compute_pause_instance", "instance.pause", "paused", instances.PAUSED,
                         lambda host, name, _: host.hypervisor.pause(name)),
     PowerOp.UNPAUSE: Step("compute_unpause_instance", "instance.unpause", "active", instances.RUNNING,
@@ -62,8 +65,7 @@ STEPS: dict[PowerOp, Step] = {
     PowerOp.SUSPEND: Step("compute_suspend_instance", "instance.suspend", "suspended", instances.SUSPENDED,
                           lambda host, name, _: host.hypervisor.save(name)),
     # create() restores the managed-save image suspend wrote.
-    PowerOp.RESUME: Step("compute_resume_instance", "instance.resume", "active", instances.RUNNING,
-                         lambda host, name, _: host.hypervisor.power_on(name)),
+    PowerOp.RESUME: Step("compute_resume_instance", "instance.resume", "active", instances.RUNNING, _power_on),
 }
 
 

@@ -89,15 +89,15 @@ async def test_power_operations_on_the_test_driver(hv):
         (lambda: hv.reboot(name, hard=False, timeout=1), RUNNING),
         (lambda: hv.power_off(name, timeout=1), OFF),
         (lambda: hv.power_off(name, timeout=1), OFF),
-        (lambda: hv.power_on(name), RUNNING),
-        (lambda: hv.power_on(name), RUNNING),
+        (lambda: hv.power_on(name, timeout=1), RUNNING),
+        (lambda: hv.power_on(name, timeout=1), RUNNING),
         (lambda: hv.pause(name), PAUSED),
         (lambda: hv.pause(name), PAUSED),
         (lambda: hv.unpause(name), RUNNING),
         (lambda: hv.unpause(name), RUNNING),
         (lambda: hv.save(name), SAVED),
         (lambda: hv.save(name), SAVED),
-        (lambda: hv.power_on(name), RUNNING),   # restores the saved image
+        (lambda: hv.power_on(name, timeout=1), RUNNING),   # restores the saved image
         (lambda: hv.save(name), SAVED),
         (lambda: hv.reboot(name, hard=True, timeout=1), RUNNING),  # drops the saved image
         (lambda: hv.pause(name), PAUSED),
@@ -115,6 +115,40 @@ async def test_power_operations_on_the_test_driver(hv):
 async def test_operations_on_a_missing_guest_say_it_is_gone(hv):
     name = domain_name(str(uuid.uuid4()))
     for operate in (lambda: hv.reboot(name, hard=False, timeout=1), lambda: hv.power_off(name, timeout=1),
-                    lambda: hv.power_on(name), lambda: hv.pause(name), lambda: hv.save(name)):
+                    lambda: hv.power_on(name, timeout=1), lambda: hv.pause(name), lambda: hv.save(name)):
         with pytest.raises(GuestGone):
             await operate()
+
+
+class GoingDown:
+    """A domain whose guest has shut down while its QEMU has not exited yet (libvirt's
+    VIR_DOMAIN_SHUTDOWN): the test driver never shows that state, a loaded host does."""
+
+    def __init__(self, polls_until_off: int) -> None:
+        self.polls, self.created, self.destroyed = polls_until_off, 0, 0
+
+    def isActive(self) -> bool:
+        self.polls -= 1
+        return self.polls >= 0 and not self.destroyed
+
+    def state(self) -> tuple[int, int]:
+        return (libvirt.VIR_DOMAIN_SHUTDOWN if self.isActive() else libvirt.VIR_DOMAIN_SHUTOFF), 0
+
+    def destroy(self) -> None:
+        self.destroyed += 1
+
+    def create(self) -> None:
+        self.created += 1
+
+
+@pytest.mark.parametrize("polls_until_off, timeout, destroyed", [(3, 5.0, 0), (10**6, 0.05, 1)])
+async def test_starting_a_guest_on_its_way_down_boots_it_once_it_is_off(hv, monkeypatch, polls_until_off,
+                                                                        timeout, destroyed):
+    dom = GoingDown(polls_until_off)
+
+    async def domain(_name):
+        return dom
+    monkeypatch.setattr(hv, "_domain", domain)
+    await hv.power_on("going-down", timeout=timeout)   # left to finish, or pulled at the deadline
+    assert (dom.created, dom.destroyed) == (1, destroyed)
+    assert GuestState(libvirt.VIR_DOMAIN_SHUTDOWN, False).going_down
