@@ -23,8 +23,20 @@ async def visible_instance(state: ApiState, ctx: RequestContext, server_id: str,
                            ) -> tuple[asyncpg.Pool, asyncpg.Record]:
     """(its cell's pool, its row by `query`) for the server `server_id`, or a 404."""
     uuid = parse_uuid(server_id)
-    cell = await state.cells.of_instance(uuid) if uuid else None
-    row = await cell.pool.fetchrow(query, uuid) if cell else None
-    if row is None or not ctx.can_see(row["project_id"]):
+    found = await _find(state, uuid, query) if uuid else None
+    if found is None or not ctx.can_see(found[1]["project_id"]):
         raise not_found(server_id)
-    return cell.pool, row
+    return found
+
+
+async def _find(state: ApiState, uuid: str, query: str) -> tuple[asyncpg.Pool, asyncpg.Record] | None:
+    # Twice at most: a move between cells (copy, re-map, delete) that ends between reading
+    # the mapping and reading the row leaves the row where the mapping now points.
+    for _ in range(2):
+        cell = await state.cells.of_instance(uuid)
+        if cell is None:
+            return None
+        row = await cell.pool.fetchrow(query, uuid)
+        if row is not None:
+            return cell.pool, row
+    return None

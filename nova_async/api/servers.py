@@ -62,7 +62,9 @@ async def _query(request: web.Request) -> list[asyncpg.Record]:
     except asyncpg.InvalidRegularExpressionError:
         raise errors.InvalidInput(f"Invalid regular expression for name: {q.get('name')!r}") from None
     rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
-    return rows[:limit]
+    # A server being moved between cells is in both for a moment: listed once.
+    unique = list({r["uuid"]: r for r in rows}.values())
+    return unique[:limit]
 
 
 async def shown(state: ApiState, pool: asyncpg.Pool, uuid: str) -> dict[str, Any] | None:

@@ -11,6 +11,8 @@ At start it resumes boot requests and resizes a previous run accepted but never 
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import structlog
 
@@ -33,6 +35,7 @@ Q = queries("instances")
 CQ = queries("conductor")
 GQ = queries("server_groups")
 EVENT = "conductor_schedule_and_build_instances"
+TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
 
 
 class ConductorRole(Role):
@@ -59,7 +62,19 @@ class ConductorRole(Role):
         await self.cells.tidy()
         await self._resume_unscheduled()
         await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
-        await self.serve(TOPIC, self.dispatch)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
+            await self.serve(TOPIC, self.dispatch)   # returns once the role is stopping: so does tidy
+
+    async def _tidy_cells(self) -> None:
+        """Again and again, not only at start: a boot whose API transaction failed to commit
+        after its rows reached the cell (a database blip, not a crash) leaves rows nobody
+        maps, listed and counted until they are removed."""
+        while not await self.sleep_unless_stopping(TIDY_INTERVAL):
+            try:
+                await self.cells.tidy()
+            except Exception:
+                log.exception("tidying the cells failed; trying again next time")
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         # A boot request's instances are all in one cell (the one the API wrote them into).
@@ -107,18 +122,8 @@ class ConductorRole(Role):
                 detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
                 message = f"Scheduling failed: {detail}"
             log.warning("scheduling failed", instances=uuids, reason=message)
-            cell0 = self.cells.cell0
             for uuid in uuids:
-                # Never got a host: cell0 keeps it, and only there does it turn ERROR, with the
-                # fault that says why (so whoever sees ERROR finds it where it stays).
-                await self.cells.move(uuid, cell, cell0)
-                moved = await cell0.pool.fetchrow(Q.get, uuid)
-                if moved is not None and moved["task_state"] == "deleting":  # deleted meanwhile
-                    await self._finish_delete(cell0.pool, uuid)
-                    continue
-                await instances.set_error(cell0.pool, uuid, message, code=500)
-                metrics.build_finished("error")
-                await instances.finish_action(cell0.pool, uuid, request_id)
+                await self._never_scheduled(cell, uuid, message, request_id)
             return None
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
@@ -136,6 +141,28 @@ class ConductorRole(Role):
             log.debug("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
         return None
+
+    async def _never_scheduled(self, cell: Cell, uuid: str, message: str, request_id: str) -> None:
+        """ERROR with the scheduler's explanation, then into cell0, which keeps the instances
+        that never got a host. In that order, under the row's lock: a crash between the two
+        leaves an ERROR server in its first cell (still listed, shown and deletable), never
+        one building forever in cell0, where nothing resumes it; and a delete that arrived
+        meanwhile is finished instead."""
+        async with cell.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(Q.get_for_update, uuid)
+            if row is None:
+                return
+            if row["task_state"] == "deleting":
+                deleting = True
+            else:
+                deleting = False
+                await instances.set_error(conn, uuid, message, code=500)
+                await instances.finish_action(conn, uuid, request_id)
+        if deleting:
+            await self._finish_delete(cell.pool, uuid)
+            return
+        metrics.build_finished("error")
+        await self.cells.move(uuid, cell, self.cells.cell0)
 
     async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
@@ -162,25 +189,30 @@ class ConductorRole(Role):
         uuid, db = msg.instance_uuid, cell.pool
         spec = msgspec.convert(row["request_spec"], RequestSpec)
         tried = [msg.failed_host]
+        chosen = None
         async with instances.event(db, uuid, ctx.request_id, "conductor_reschedule_instance"):
             for i, alternate in enumerate(msg.alternates):
                 claimed = await self.placement.claim(uuid, alternate.provider_uuid, spec.resources(),
                                                      spec.project_id, spec.user_id)
-                if not claimed.ok:
-                    tried.append(f"{alternate.host} (refused: {claimed.reason})")
-                    continue
-                target = await self.cells.of_host(alternate.host) or cell
-                if target is not cell:  # an alternate in another cell: the instance moves there
-                    await self.cells.move(uuid, cell, target)
-                if await target.pool.fetchrow(Q.set_host, uuid, alternate.host, alternate.node) is None:
-                    await self._finish_delete(target.pool, uuid)
-                    return None
-                await self.pool.execute(GQ.set_member_host, uuid, alternate.host)
-                log.info("instance rescheduled", instance_uuid=uuid, host=alternate.host,
-                         failed_host=msg.failed_host)
-                await self.compute.build_and_run(alternate.host, alternate.node, uuid,
-                                                 msg.alternates[i + 1:], ctx)
+                if claimed.ok:
+                    chosen = i
+                    break
+                tried.append(f"{alternate.host} (refused: {claimed.reason})")
+        # The event is finished in the cell that recorded it before the instance may move.
+        if chosen is not None:
+            alternate = msg.alternates[chosen]
+            target = await self.cells.of_host(alternate.host) or cell
+            if target is not cell:  # an alternate in another cell: the instance moves there
+                await self.cells.move(uuid, cell, target)
+            if await target.pool.fetchrow(Q.set_host, uuid, alternate.host, alternate.node) is None:
+                await self._finish_delete(target.pool, uuid)
                 return None
+            await self.pool.execute(GQ.set_member_host, uuid, alternate.host)
+            log.info("instance rescheduled", instance_uuid=uuid, host=alternate.host,
+                     failed_host=msg.failed_host)
+            await self.compute.build_and_run(alternate.host, alternate.node, uuid,
+                                             msg.alternates[chosen + 1:], ctx)
+            return None
         await self.placement.delete_allocations(uuid)
         message = (f"Build of instance {uuid} failed on {msg.failed_host}: {msg.reason}. "
                    f"No alternate host could take it (tried: {', '.join(tried)}).")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ Q = queries("cells")
 
 CELL0_UUID = "00000000-0000-0000-0000-000000000000"  # Nova's fixed uuid for cell0
 DEFAULT_CELL = "cell1"
+REFRESH_SECONDS = 30.0  # how soon a cell created by another process is read by every cell-wide query
 T = TypeVar("T")
 
 
@@ -76,10 +78,12 @@ class Cells:
         self._by_uuid: dict[str, Cell] = {}
         self._hosts: dict[str, Cell] = {}
         self._opening = asyncio.Lock()
+        self._refreshed = 0.0
 
     async def refresh(self) -> None:
         """Open a pool to every mapped cell not opened yet (its database made and migrated)."""
         async with self._opening:
+            self._refreshed = time.monotonic()
             for row in await self.api.fetch(Q.cells):
                 if row["uuid"] in self._by_uuid:
                     continue
@@ -154,6 +158,8 @@ class Cells:
     # -- every cell at once
 
     async def each(self, work: Callable[[Cell], Awaitable[T]], *, cell0: bool = True) -> list[T]:
+        if time.monotonic() - self._refreshed > REFRESH_SECONDS:
+            await self.refresh()   # a cell made meanwhile (`nova-async cell create`) joins lists and counts
         cells = self.all() if cell0 else self.compute_cells
         if len(cells) == 1:
             return [await work(cells[0])]
@@ -197,15 +203,31 @@ class Cells:
                 continue
             mapped = {r["instance_uuid"]: r["cell_uuid"]
                       for r in await self.api.fetch(Q.instance_cells, [r["uuid"] for r in rows])}
-            stale = [r["uuid"] for r in rows
-                     if (r["uuid"] in mapped and mapped[r["uuid"]] != cell.uuid)
-                     or (r["uuid"] not in mapped and r["old"])]
+            stale = [r["uuid"] for r in rows if r["uuid"] not in mapped and r["old"]]
             if stale:
                 await cell.pool.execute(Q.forget_instances, stale)
+            for uuid in (r["uuid"] for r in rows):
+                if uuid in mapped and mapped[uuid] != cell.uuid and await self._drop_copy(uuid, cell):
+                    stale.append(uuid)
+            if stale:
                 log.warning("removed instance rows a crash left in the wrong cell", cell=cell.name,
                             instances=",".join(stale))
                 removed += stale
         return removed
+
+    async def _drop_copy(self, instance_uuid: str, cell: Cell) -> bool:
+        """Delete `cell`'s copy of an instance mapped to another cell, unless a move is making
+        that copy the real one right now: a move holds its source row locked from the copy
+        to the delete, so waiting for that lock, then reading the mapping again, tells."""
+        source = await self.of_instance(instance_uuid)
+        if source is None or source is cell:
+            return False
+        async with source.pool.acquire() as conn, conn.transaction():
+            await conn.fetchval(Q.lock_instance, instance_uuid)
+            if await self.api.fetchval(Q.instance_cell, instance_uuid) != source.uuid:
+                return False   # the move finished: this copy is the instance now
+            await cell.pool.execute(Q.drop_instance, instance_uuid)
+        return True
 
 
 # What moves out of the API database into cell1 on the first start with cells, parents first;
@@ -213,28 +235,43 @@ class Cells:
 _INSTANCE_TABLES = ("instances", "instance_faults", "instance_actions", "instance_action_events",
                     "migrations", "instance_snapshots", "console_auth_tokens")
 _SERIAL_TABLES = ("instance_faults", "instance_actions", "instance_action_events", "migrations")
+_ADOPTION_LOCK = 0x6E6F7662  # beside migrate's 0x6E6F7661 ("nova")
 
 
 async def adopt_legacy_instances(cells: Cells) -> int:
     """Instances an install made before it had cells are still in the API database: copy
     them (and everything hanging off them) into the default cell, map them, then delete
-    them from the API database. A repeat after a crash starts the copy over."""
-    legacy = await cells.api.fetch(Q.legacy_instances)
+    them from the API database. A repeat after a crash starts the copy over. Every process
+    calls this at start, so it runs under a lock: without it, one process could delete the
+    copies another just made and then find nothing left to copy."""
+    async with cells.api.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", _ADOPTION_LOCK)
+        try:
+            return await _adopt(cells, conn)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _ADOPTION_LOCK)
+
+
+async def _adopt(cells: Cells, api: asyncpg.Connection) -> int:
+    legacy = await api.fetch(Q.legacy_instances)
     if not legacy:
         return 0
     target = cells.default
     uuids = [r["uuid"] for r in legacy]
+    # Before cells a deleted server kept its group membership (the member list joined the
+    # instances to hide it); the cells' member list cannot join, so the rows go now.
+    await api.execute(Q.forget_deleted_members)
     async with target.pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.forget_instances, uuids)
         for table in _INSTANCE_TABLES:
-            rows = await cells.api.fetchval(Q.export_table.format(table=table))
+            rows = await api.fetchval(Q.export_table.format(table=table))
             if rows:
                 await conn.execute(Q.import_table.format(table=table), rows)
         for table in _SERIAL_TABLES:
             await conn.execute(Q.catch_up_sequence.format(table=table))
-    await cells.api.execute(Q.adopt_mappings, uuids, [target.uuid] * len(uuids),
-                            [r["project_id"] for r in legacy], [r["user_id"] for r in legacy])
-    await cells.api.execute(Q.forget_instances, uuids)
+    await api.execute(Q.adopt_mappings, uuids, [target.uuid] * len(uuids),
+                      [r["project_id"] for r in legacy], [r["user_id"] for r in legacy])
+    await api.execute(Q.forget_instances, uuids)
     log.info("instances moved from the API database into their cell", cell=target.name, count=len(uuids))
     return len(uuids)
 

@@ -88,6 +88,11 @@ DELETE FROM instances WHERE uuid = ANY ($1::uuid[]);
 -- Instances written before cells existed, still in the API database.
 SELECT uuid::text, project_id, user_id FROM instances;
 
+-- name: forget_deleted_members
+-- Group memberships of servers deleted before cells (the API database's instances).
+DELETE FROM server_group_members m USING instances i
+ WHERE i.uuid = m.instance_uuid AND i.deleted_at IS NOT NULL;
+
 -- name: export_table
 -- Every row of table {table} as JSON ({table} is one of a fixed list in db/cells.py).
 SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') FROM {table} t;

@@ -3,6 +3,10 @@
 -- name: get
 SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL;
 
+-- name: get_for_update
+-- The row, locked to the end of the caller's transaction.
+SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL FOR UPDATE;
+
 -- name: get_any
 SELECT * FROM instances WHERE uuid = $1;
 

@@ -61,6 +61,9 @@ async def test_a_placed_server_lives_in_cell1_and_an_unplaceable_one_in_cell0(cl
     failed_id = failed["server"]["id"]
     server = await wait_status(h, failed_id, "ERROR")
     assert "8192 MB MEMORY_MB" in server["fault"]["message"]
+    async with asyncio.timeout(10):  # ERROR first, then the move to cell0
+        while await mapped_cell(h, failed_id) != "cell0":
+            await asyncio.sleep(0.02)
     assert await where(h, failed_id) == {"api": 0, "cell0": 1, "cell1": 0}
     assert await mapped_cell(h, failed_id) == "cell0"
     # Its history moved with it.
@@ -116,6 +119,29 @@ async def test_tidy_finishes_an_interrupted_move_and_drops_unanswered_boots(clou
     assert await cell0.pool.fetchval("SELECT count(*) FROM instance_actions WHERE instance_uuid = $1", moved) == 1
 
 
+async def test_tidy_keeps_a_copy_a_move_is_making_the_real_one(cloud):
+    """tidy() runs again and again beside the conductor's moves: a copy it finds in the
+    middle of a move (copied, mapping not yet re-pointed) must survive if the move ends."""
+    h = cloud
+    cell0, cell1 = h.cells.cell0, h.cells.default
+    moving, _ = await add_instance(cell1.pool, host=None, vm_state="building", task_state="scheduling")
+    await h.pool.execute("INSERT INTO instance_mappings (instance_uuid, cell_uuid, project_id, user_id)"
+                         " VALUES ($1, $2, 'proj', 'user')", moving, cell1.uuid)
+    # The move's first half, by hand: its source row locked, the copy committed in cell0.
+    async with cell1.pool.acquire() as src, src.transaction():
+        await src.fetchval(cells_mod.Q.lock_instance, moving)
+        exported = await src.fetchrow(cells_mod.Q.export_instance, moving)
+        await cell0.pool.execute(cells_mod.Q.import_instance, exported["instance"], exported["faults"],
+                                 exported["actions"], exported["events"])
+        tidying = asyncio.create_task(h.cells.tidy())
+        await asyncio.sleep(0.3)
+        assert not tidying.done()   # it waits for the move …
+        await h.pool.execute(cells_mod.Q.remap_instance, moving, cell0.uuid)
+        await src.execute(cells_mod.Q.drop_instance, moving)
+    assert moving not in await tidying   # … which made cell0's copy the instance
+    assert await where(h, moving) == {"api": 0, "cell0": 1, "cell1": 0}
+
+
 async def test_instances_from_before_cells_move_into_cell1(cloud):
     h = cloud
     legacy = str(uuidlib.uuid4())
@@ -131,12 +157,31 @@ async def test_instances_from_before_cells_move_into_cell1(cloud):
     assert await cells_mod.adopt_legacy_instances(h.cells) == 0
 
 
-async def add_instance_in(pool, instance_uuid: str) -> None:
+async def test_adoption_drops_group_memberships_of_servers_deleted_before_cells(cloud):
+    h = cloud
+    group = (await ok(await h.http.post(V + "/os-server-groups", headers={**h.alice, **MV}, json={
+        "server_group": {"name": "g", "policy": "anti-affinity"}}), 200))["server_group"]["id"]
+    alive, gone = str(uuidlib.uuid4()), str(uuidlib.uuid4())
+    for legacy in (alive, gone):
+        await add_instance_in(h.pool, legacy, fault_id=None)
+        await h.pool.execute("INSERT INTO server_group_members (group_uuid, instance_uuid) VALUES ($1, $2)",
+                             group, legacy)
+    await h.pool.execute("UPDATE instances SET deleted_at = now() WHERE uuid = $1", gone)
+    # Adopted by two processes starting at once: one does it, the other finds nothing left.
+    assert sorted(await asyncio.gather(*(cells_mod.adopt_legacy_instances(h.cells) for _ in range(2)))) == [0, 2]
+    members = (await ok(await h.http.get(f"{V}/os-server-groups/{group}", headers=h.alice), 200)
+               )["server_group"]["members"]
+    assert members == [alive]
+    assert await where(h, alive) == await where(h, gone) == {"api": 0, "cell0": 0, "cell1": 1}
+
+
+async def add_instance_in(pool, instance_uuid: str, fault_id: int | None = 7) -> None:
     await pool.execute(
         "INSERT INTO instances (uuid, display_name, project_id, user_id, reservation_id, flavor, request_spec,"
         " vm_state) VALUES ($1, 'old', 'proj', 'user', 'r-0', '{}', '{}', 'error')", instance_uuid)
-    await pool.execute("INSERT INTO instance_faults (id, instance_uuid, code, message) VALUES (7, $1, 500, 'x')",
-                       instance_uuid)
+    if fault_id is not None:
+        await pool.execute("INSERT INTO instance_faults (id, instance_uuid, code, message) VALUES ($1, $2, 500, 'x')",
+                           fault_id, instance_uuid)
 
 
 @pytest.fixture
