@@ -152,10 +152,8 @@ class ConductorRole(Role):
             row = await conn.fetchrow(Q.get_for_update, uuid)
             if row is None:
                 return
-            if row["task_state"] == "deleting":
-                deleting = True
-            else:
-                deleting = False
+            deleting = row["task_state"] == "deleting"
+            if not deleting:
                 await instances.set_error(conn, uuid, message, code=500)
                 await instances.finish_action(conn, uuid, request_id)
         if deleting:
