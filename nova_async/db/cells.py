@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ Q = queries("cells")
 
 CELL0_UUID = "00000000-0000-0000-0000-000000000000"  # Nova's fixed uuid for cell0
 DEFAULT_CELL = "cell1"
-REFRESH_SECONDS = 30.0  # how soon a cell created by another process is read by every cell-wide query
 T = TypeVar("T")
 
 
@@ -78,12 +76,10 @@ class Cells:
         self._by_uuid: dict[str, Cell] = {}
         self._hosts: dict[str, Cell] = {}
         self._opening = asyncio.Lock()
-        self._refreshed = 0.0
 
     async def refresh(self) -> None:
         """Open a pool to every mapped cell not opened yet (its database made and migrated)."""
         async with self._opening:
-            self._refreshed = time.monotonic()
             for row in await self.api.fetch(Q.cells):
                 if row["uuid"] in self._by_uuid:
                     continue
@@ -158,8 +154,6 @@ class Cells:
     # -- every cell at once
 
     async def each(self, work: Callable[[Cell], Awaitable[T]], *, cell0: bool = True) -> list[T]:
-        if time.monotonic() - self._refreshed > REFRESH_SECONDS:
-            await self.refresh()   # a cell made meanwhile (`nova-async cell create`) joins lists and counts
         cells = self.all() if cell0 else self.compute_cells
         if len(cells) == 1:
             return [await work(cells[0])]
@@ -195,7 +189,13 @@ class Cells:
     async def tidy(self) -> list[str]:
         """Finish what a crash interrupted: an unbuilt instance whose mapping names another
         cell is a copy left by a move (the mapped cell has the real one), and one without a
-        mapping a minute after it was written belongs to a boot request that never answered."""
+        mapping a minute after it was written belongs to a boot request that never answered.
+        Cells another process created since are opened first, so that lists and counts
+        (every cell-wide query) see them from then on. (Not in each(): a boot counts usage
+        through it while holding its project's quota lock, and under a burst of boots every
+        other API connection is waiting for that lock, so one more would never come and the
+        boots would fail at the command timeout.)"""
+        await self.refresh()
         removed: list[str] = []
         for cell in self.all():
             rows = await cell.pool.fetch(Q.unsettled_instances)

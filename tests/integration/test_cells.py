@@ -235,6 +235,24 @@ async def test_a_server_placed_on_a_host_of_another_cell_moves_there_and_works(t
     assert await cell2.pool.fetchval("SELECT count(*) FROM instances WHERE deleted_at IS NULL") == 0
 
 
+async def test_a_cell_another_process_created_is_seen_after_the_next_tidy(cloud, pg_cluster, template_db):
+    h = cloud
+    api_db = await h.pool.fetchval("SELECT current_database()")
+    admin = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await admin.execute(f'CREATE DATABASE "{api_db}_late" TEMPLATE "{template_db}"')
+        await h.pool.execute("INSERT INTO cell_mappings (uuid, name, database_connection) VALUES ($1, 'late', $2)",
+                             str(uuidlib.uuid4()), f"{api_db}_late")
+        assert "late" not in [c.name for c in h.cells.all()]
+        await h.cells.tidy()   # the conductor's periodic pass
+        late = h.cells.named("late")
+        assert late in h.cells.compute_cells
+        assert f"{api_db}_late" in [r["db"] for r in await h.cells.gather("SELECT current_database() AS db")]
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{api_db}_late" WITH (FORCE)')
+        await admin.close()
+
+
 async def test_cell_commands_list_create_and_show_hosts(database, pool, tmp_path, pg_cluster):
     from argparse import Namespace
 
