@@ -54,6 +54,8 @@ async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subpro
                 ready.set()
             elif line.get("event") == "scheduled":
                 log.append(line)
+            elif line.get("level") in ("error", "critical"):  # a bench that errs says why
+                print("service:", raw.decode(errors="replace").strip()[:4000], file=sys.stderr)
 
     pumping = asyncio.get_running_loop().create_task(pump(), name="log-pump")
     waiting = asyncio.create_task(ready.wait())

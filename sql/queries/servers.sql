@@ -35,9 +35,9 @@ SELECT count(*) AS instances,
 
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
--- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging
-SELECT i.*, f.message AS fault_message, f.code AS fault_code, f.details AS fault_details,
-       f.created_at AS fault_created_at
+-- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging. {columns}: what the caller
+-- shows (api/servers.py): a summary list needs three, a detail list every one and the fault.
+SELECT {columns}
   FROM instances i
   LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
                       ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'
