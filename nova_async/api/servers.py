@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -12,6 +13,7 @@ from nova_async.api.links import links
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
+from nova_async.common.timeutil import parse_iso
 from nova_async.db.queries import queries
 
 Q = queries("servers")
@@ -50,6 +52,12 @@ async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
         vm_states = server_views.STATUS_FILTER.get(q["status"].upper())
         if vm_states is None:
             raise errors.InvalidInput(f"Invalid status value {q['status']!r}.")
+    since, before = _changed(request, "changes-since"), None
+    if microversion.of(request) >= (2, 66):
+        before = _changed(request, "changes-before")
+        if since and before and before < since:
+            raise errors.InvalidInput("The value of changes-since must be earlier than or equal to "
+                                      "the value of changes-before.")
     limit = min(w.query_int(request, "limit", _MAX_LIMIT) or 0, _MAX_LIMIT)
     marker_at = marker_uuid = None
     if "marker" in q:
@@ -63,7 +71,7 @@ async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
         # Every cell's first page, merged newest first: the same order each cell sorts by.
         rows = await state.cells.gather(query, project, q.get("name") or None, vm_states,
                                         q.get("reservation_id"), q.get("host") if ctx.is_admin else None,
-                                        limit, marker_at, marker_uuid)
+                                        limit, marker_at, marker_uuid, since, before)
     except asyncpg.InvalidRegularExpressionError:
         raise errors.InvalidInput(f"Invalid regular expression for name: {q.get('name')!r}") from None
     rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
@@ -92,6 +100,17 @@ async def list_servers_detail(request: web.Request) -> web.Response:
     base, ctx, version = request.app[STATE].base_url, w.context(request), microversion.of(request)
     return w.dump({"servers": [server_views.detail(r, base, version, ctx)
                                   for r in await _query(request, _LIST_DETAIL)]})
+
+
+def _changed(request: web.Request, name: str) -> datetime | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return None
+    when = parse_iso(raw)
+    if when is None:
+        raise errors.InvalidInput(f"Invalid filter field: {name}: {raw!r} is not an ISO 8601 time "
+                                  "(e.g. 2025-01-24T17:08:00Z).")
+    return when
 
 
 async def show_server(request: web.Request) -> web.Response:

@@ -21,3 +21,16 @@ def iso_micro(ts: datetime | None) -> str | None:
     if ts is None:
         return None
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def parse_iso(value: str) -> datetime | None:
+    """An ISO 8601 time as the APIs accept it (`2015-01-24T17:08Z`, an offset, or none for
+    UTC), or None when it is not one."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

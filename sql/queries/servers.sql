@@ -35,13 +35,16 @@ SELECT count(*) AS instances,
 
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
--- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging. {columns}: what the caller
--- shows (api/servers.py): a summary list needs three, a detail list every one and the fault.
+-- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging, $9/$10 changed since/before
+-- (either one lists deleted servers too, as Nova's polling clients expect). {columns}: what the
+-- caller shows (api/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
   LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
                       ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'
- WHERE i.deleted_at IS NULL
+ WHERE (i.deleted_at IS NULL OR $9::timestamptz IS NOT NULL OR $10::timestamptz IS NOT NULL)
+   AND ($9::timestamptz IS NULL OR i.updated_at >= $9)
+   AND ($10::timestamptz IS NULL OR i.updated_at <= $10)
    AND ($1::text IS NULL OR i.project_id = $1)
    AND ($2::text IS NULL OR i.display_name ~ $2)
    AND ($3::text[] IS NULL OR i.vm_state = ANY ($3))
