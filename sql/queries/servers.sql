@@ -40,8 +40,9 @@ SELECT count(*) AS instances,
 -- caller shows (api/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
-  LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE instance_uuid = i.uuid
-                      ORDER BY id DESC LIMIT 1) f ON i.vm_state = 'error'
+  -- the vm_state test inside: a one-time filter, so no other row probes instance_faults
+  LEFT JOIN LATERAL (SELECT * FROM instance_faults WHERE i.vm_state = 'error' AND instance_uuid = i.uuid
+                      ORDER BY id DESC LIMIT 1) f ON true
  WHERE (i.deleted_at IS NULL OR $9::timestamptz IS NOT NULL OR $10::timestamptz IS NOT NULL)
    AND ($9::timestamptz IS NULL OR i.updated_at >= $9)
    AND ($10::timestamptz IS NULL OR i.updated_at <= $10)

@@ -78,6 +78,9 @@ async def test_a_placed_server_lives_in_cell1_and_an_unplaceable_one_in_cell0(cl
     # One cloud: the list merges both cells, newest first, and pages across them.
     listed = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
     assert [s["id"] for s in listed] == [failed_id, placed_id]
+    detail = (await ok(await h.http.get(V + "/servers/detail", headers={**h.alice, **MV}), 200))["servers"]
+    faults = {s["id"]: (s.get("fault") or {}).get("message", "") for s in detail}
+    assert "8192 MB MEMORY_MB" in faults[failed_id] and faults[placed_id] == ""
     page = (await ok(await h.http.get(V + f"/servers?limit=1&marker={failed_id}", headers=h.alice), 200))["servers"]
     assert [s["id"] for s in page] == [placed_id]
     # cell0's instances count against the quota too, as Nova counts ERROR servers.
