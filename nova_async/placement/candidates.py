@@ -1,9 +1,10 @@
 """Allocation candidates: which providers could take a request right now.
 
 One SQL statement does the work (sql/queries/placement_candidates.sql `root_candidates`): it
-sums usage per provider and class, keeps the root providers where every requested amount fits (free
-capacity, min_unit, max_unit, step_size) and returns each survivor's capacity and usage for
-all of its classes. Candidates are advice, not reservations: the claim re-checks under lock.
+keeps the root providers where every requested amount fits (free capacity, min_unit, max_unit,
+step_size), picks the answer's providers among them, and describes only those, with the
+summary texts placement keeps per provider (every class's capacity and usage, the traits),
+decoded here. Candidates are advice, not reservations: the claim re-checks under lock.
 
 This is the scheduler's in-process question, where a candidate is a single root provider that
 satisfies the whole request (its claim names one provider). The HTTP API's search over nested
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import asyncpg
+import msgspec
 
 from nova_async.common import errors
 from nova_async.db.queries import queries
@@ -24,6 +26,11 @@ Q = queries("placement")
 QC = queries("placement_candidates")
 
 _CLASS = re.compile(r"^[A-Z0-9_]{1,255}$")
+# provider_summaries' texts (sql/0025): `"VCPU":{"capacity":64,"used":3},...` and
+# `,"traits":["A","B"]`, the pieces of a candidates answer, kept current by triggers
+_SUMMARY = msgspec.json.Decoder(dict[str, dict[str, int]])
+_TRAITS = msgspec.json.Decoder(list[str])
+_TRAITS_KEY = ',"traits":'
 MAX_AMOUNT = 2**31 - 1
 
 
@@ -79,10 +86,15 @@ async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None 
     classes = list(resources)
     rows = await pool.fetch(QC.root_candidates, classes, [resources[rc] for rc in classes], limit,
                             sorted(required), sorted(forbidden), sorted(member_of), randomize)
-    return [Candidate(uuid=str(r["uuid"]), name=r["name"], generation=r["generation"],
-                      capacity=dict(zip(r["classes"], r["capacity"])),
-                      used=dict(zip(r["classes"], r["used"])), traits=tuple(r["traits"]))
-            for r in rows]
+    candidates = []
+    for r in rows:
+        inventory = _SUMMARY.decode(b"{%s}" % r["resources"].encode())
+        candidates.append(Candidate(
+            uuid=str(r["uuid"]), name=r["name"], generation=r["generation"],
+            capacity={rc: amounts["capacity"] for rc, amounts in inventory.items()},
+            used={rc: amounts["used"] for rc, amounts in inventory.items()},
+            traits=tuple(_TRAITS.decode(r["traits"][len(_TRAITS_KEY):]))))
+    return candidates
 
 
 async def providers_with_room(pool: asyncpg.Pool, resources: dict[str, int]) -> dict[str, int]:

@@ -144,36 +144,44 @@ SELECT name FROM traits WHERE name = ANY($1::text[]);
 -- traits. $3 limits the number of providers (NULL: no limit); $4 traits it must have, $5
 -- traits it must not have, $6 aggregates of which it must be in at least one (empty: any).
 -- $7 true: a random sample of $3 of them (the scheduler's bounded question), else by id.
+-- Asked once per scheduling decision, so it does the least it can for every provider: one
+-- pass over the inventories of the requested classes says who has room, the trait and
+-- aggregate tests are index probes made only when asked for, and only the providers chosen
+-- are described, from texts kept ready.
 WITH wanted AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
 ),
-per_provider AS (
-    SELECT i.resource_provider_id AS id,
-           count(w.amount) FILTER (
-               WHERE floor((i.total - i.reserved) * i.allocation_ratio) - i.used >= w.amount
-                 AND w.amount BETWEEN i.min_unit AND i.max_unit
-                 AND w.amount % i.step_size = 0) AS satisfied,
-           array_agg(i.resource_class) AS classes,
-           array_agg(floor((i.total - i.reserved) * i.allocation_ratio)::bigint) AS capacity,
-           array_agg(i.used) AS used
-      FROM inventories i
-      LEFT JOIN wanted w ON w.resource_class = i.resource_class
+with_room AS (
+    SELECT i.resource_provider_id AS id
+      FROM wanted w JOIN inventories i ON i.resource_class = w.resource_class
+     WHERE i.capacity - i.used >= w.amount
+       AND w.amount BETWEEN i.min_unit AND i.max_unit
+       AND w.amount % i.step_size = 0
      GROUP BY i.resource_provider_id
+    HAVING count(*) = cardinality($1::text[])
+),
+chosen AS (
+    SELECT rp.id, rp.uuid, rp.name, rp.generation, CASE WHEN $7 THEN random() END AS shuffle
+      FROM with_room r JOIN resource_providers rp ON rp.id = r.id
+     WHERE rp.parent_provider_id IS NULL
+       AND (cardinality($4::text[]) = 0 OR cardinality($4::text[]) = (
+            SELECT count(*) FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
+             WHERE pt.resource_provider_id = rp.id AND t.name = ANY($4::text[])))
+       AND (cardinality($5::text[]) = 0 OR NOT EXISTS (
+            SELECT 1 FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
+             WHERE pt.resource_provider_id = rp.id AND t.name = ANY($5::text[])))
+       AND (cardinality($6::uuid[]) = 0 OR EXISTS (
+            SELECT 1 FROM provider_aggregates pa
+             WHERE pa.resource_provider_id = rp.id AND pa.aggregate_uuid = ANY($6::uuid[])))
+     ORDER BY shuffle, rp.id
+     LIMIT $3
 )
-SELECT rp.uuid, rp.name, rp.generation, p.classes, p.capacity, p.used, tr.traits
-  FROM per_provider p
-  JOIN resource_providers rp ON rp.id = p.id
-  CROSS JOIN LATERAL (
-      SELECT coalesce(array_agg(t.name ORDER BY t.name), '{}') AS traits
-        FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
-       WHERE pt.resource_provider_id = rp.id) tr
- WHERE p.satisfied = cardinality($1::text[]) AND rp.parent_provider_id IS NULL
-   AND tr.traits @> $4::text[] AND NOT tr.traits && $5::text[]
-   AND (cardinality($6::uuid[]) = 0 OR EXISTS (
-        SELECT 1 FROM provider_aggregates pa
-         WHERE pa.resource_provider_id = rp.id AND pa.aggregate_uuid = ANY($6::uuid[])))
- ORDER BY CASE WHEN $7 THEN random() END, rp.id
- LIMIT $3;
+-- every class's capacity and usage, and the traits, as the summary texts the triggers of
+-- sql/0025 keep per provider (candidates.py decodes them): one primary-key probe each
+SELECT c.uuid, c.name, c.generation, s.resources, s.traits
+  FROM chosen c
+  JOIN provider_summaries s ON s.provider_id = c.id
+ ORDER BY c.shuffle, c.id;
 
 -- name: flat_candidates
 -- The common request in the common world, answered by PostgreSQL (the function

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from nova_async.common import errors
+from nova_async.placement import candidates, catalog, providers
 from nova_async.placement import messages as m
 from nova_async.placement.client import PlacementClient
 from tests.harness import running
@@ -196,3 +197,34 @@ async def test_one_consumer_claimed_and_released_at_once(placement, pool):
     assert sum((await usage(pool, a)).values()) + sum((await usage(pool, b)).values()) == \
         sum(n for res in held.values() for n in res.values())
     await assert_usage_is_sum_of_allocations(pool)
+
+
+async def test_scheduler_candidates_describe_and_filter_the_chosen(placement, pool):
+    """candidates.find, the scheduler's question: every class's capacity and usage and the
+    sorted traits of each provider chosen, and its trait and aggregate filters."""
+    h, client = placement
+    fast, plain, child = new(), new(), new()
+    aggregate = str(uuid.uuid4())
+    await client.ensure_provider(fast, "fast", HOST)
+    await client.ensure_provider(plain, "plain", HOST)
+    await providers.create_provider(pool, uuid=child, name="child", parent_uuid=fast)
+    await providers.set_inventories(pool, child, {"VCPU": providers.Inventory(total=64)}, generation=0)
+    await catalog.set_provider_traits(pool, fast, ["HW_CPU_X86_SSE42", "HW_CPU_X86_AVX2"], None)
+    await catalog.set_provider_aggregates(pool, plain, [aggregate], None)
+    assert (await client.claim(new(), fast, {"VCPU": 2, "MEMORY_MB": 1024}, "p", "u")).ok
+
+    found = {c.name: c for c in await candidates.find(pool, {"VCPU": 1})}
+    assert sorted(found) == ["fast", "plain"]   # roots only: the child is no host of its own
+    assert found["fast"].capacity == {"VCPU": 32, "MEMORY_MB": 65536}
+    assert found["fast"].used == {"VCPU": 2, "MEMORY_MB": 1024}
+    assert found["fast"].traits == ("HW_CPU_X86_AVX2", "HW_CPU_X86_SSE42")
+    assert found["plain"].traits == () and found["plain"].used == {"VCPU": 0, "MEMORY_MB": 0}
+
+    async def names(**filters) -> list[str]:
+        return [c.name for c in await candidates.find(pool, {"VCPU": 1}, **filters)]
+    assert await names(required=["HW_CPU_X86_AVX2"]) == ["fast"]
+    assert await names(required=["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE3"]) == []
+    assert await names(forbidden=["HW_CPU_X86_SSE42"]) == ["plain"]
+    assert await names(member_of=[aggregate]) == ["plain"]
+    assert await names(limit=1) == ["fast"]      # without randomize: the first by id
+    assert len(await candidates.find(pool, {"VCPU": 31, "MEMORY_MB": 1})) == 1
