@@ -9,7 +9,9 @@ A boot checks and writes under one per-project lock (a PostgreSQL advisory lock 
 the end of the API database's transaction): count, decide how many of the requested servers
 fit, insert them into their cell, count again, and only then commit and let go of the lock.
 Fifty concurrent requests against a quota of ten thus get exactly ten servers between them,
-and the recount catches any writer that did not take the lock. A server moving between cells
+and the recount catches any writer that did not take the lock. The lock is held for as few
+round trips as can be: taken together with the limits, and with no counting at all when
+every resource a boot adds to is unlimited. A server moving between cells
 is copied before it is deleted, so a count can only see it twice, never miss it."""
 
 from __future__ import annotations
@@ -37,8 +39,22 @@ class QuotaExceeded(errors.Forbidden):
 
 async def limits(db: asyncpg.Pool | asyncpg.Connection, defaults: QuotaSettings,
                  project_id: str) -> dict[str, int]:
-    found = {r["resource"]: r["hard_limit"] for r in await db.fetch(Q.limits, project_id)}
+    return _with_defaults(await db.fetch(Q.limits, project_id), defaults)
+
+
+async def lock_and_limits(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str) -> dict[str, int]:
+    """lock_project and limits in one round trip: what a boot does first, under the lock."""
+    return _with_defaults(await conn.fetch(Q.lock_and_limits, project_id), defaults)
+
+
+def _with_defaults(rows: list[asyncpg.Record], defaults: QuotaSettings) -> dict[str, int]:
+    found = {r["resource"]: r["hard_limit"] for r in rows}
     return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}
+
+
+def unlimited(limit: dict[str, int], each: dict[str, int]) -> bool:
+    """Whether nothing `each` adds to has a limit: then there is nothing to count."""
+    return all(limit[res] < 0 for res, amount in each.items() if amount > 0)
 
 
 async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:

@@ -87,8 +87,7 @@ async def create_server_group(request: web.Request) -> web.Response:
         raise errors.InvalidInput("Only the anti-affinity policy takes the rule max_server_per_host.")
     state = request.app[STATE]
     async with state.pool.acquire() as conn, conn.transaction():
-        await quotas.lock_project(conn, ctx.project_id)
-        limit = (await quotas.limits(conn, state.settings.quota, ctx.project_id))["server_groups"]
+        limit = (await quotas.lock_and_limits(conn, state.settings.quota, ctx.project_id))["server_groups"]
         used = await conn.fetchval(Q.count_in_project, ctx.project_id)
         if 0 <= limit <= used:
             raise quotas.QuotaExceeded(f"Quota exceeded, too many server groups (limit {limit}).")

@@ -15,6 +15,11 @@ DELETE FROM quota_limits WHERE project_id = $1;
 -- happen one at a time, so concurrent requests cannot both take the last unit.
 SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0));
 
+-- name: lock_and_limits
+-- lock_project, then limits, in one round trip (the function is sql/0030's): the limits as
+-- the lock's last holder left them.
+SELECT resource, hard_limit FROM quota_lock_and_limits($1);
+
 -- name: instance_usage
 -- What a project's instances use: every instance that is not deleted counts, ERROR included.
 SELECT count(*) AS instances,

@@ -12,7 +12,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 -- A boot request's instances ($1 uuids, $2 names, $3 hostnames, $4 launch indexes; the rest
 -- is the same for all) with their `create` actions (request $22), in one statement. Returns
 -- the project's usage as this statement's snapshot saw it, without the new instances: the
--- caller adds them (the recount that catches a writer that did not take the quota lock).
+-- caller adds them (the recount that catches a writer that did not take the quota lock);
+-- zeros when $23 is false (no limit to check: nothing is counted).
 WITH new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
@@ -31,7 +32,7 @@ SELECT count(*) AS instances,
        coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
        coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
   FROM instances
- WHERE project_id = $5 AND deleted_at IS NULL;
+ WHERE $23::bool AND project_id = $5 AND deleted_at IS NULL;
 
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,

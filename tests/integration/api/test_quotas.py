@@ -103,3 +103,23 @@ async def test_fifty_concurrent_boots_never_pass_a_quota_of_ten(cloud):
     assert statuses == [202] * 10 + [403] * 40
     servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
     assert len(servers) == 10
+
+
+async def test_unlimited_boots_still_wait_for_a_quota_update_racing_them(cloud):
+    """With nothing limited a boot counts nothing, but it still takes the project's lock, so a
+    quota update racing twenty boots sees every boot that went before it: either it is refused
+    (more are used than it would allow) or no boot after it passes the new limit."""
+    h = cloud
+    await set_quota(h, instances=-1, cores=-1, ram=-1)
+    boots = [h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name=f"u{i}")) for i in range(20)]
+    update = h.http.put(Q, headers={**h.admin, **V257}, json={"quota_set": {"instances": 5}})
+    responses = await asyncio.gather(*boots[:10], update, *boots[10:])
+    updated = responses.pop(10)
+    accepted = sum(r.status == 202 for r in responses)
+    assert {r.status for r in responses} <= {202, 403}
+    if updated.status == 200:
+        assert accepted <= 5
+    else:
+        assert updated.status == 400 and accepted > 5
+    servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
+    assert len(servers) == accepted
