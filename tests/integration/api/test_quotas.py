@@ -111,15 +111,32 @@ async def test_unlimited_boots_still_wait_for_a_quota_update_racing_them(cloud):
     (more are used than it would allow) or no boot after it passes the new limit."""
     h = cloud
     await set_quota(h, instances=-1, cores=-1, ram=-1)
-    boots = [h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name=f"u{i}")) for i in range(20)]
-    update = h.http.put(Q, headers={**h.admin, **V257}, json={"quota_set": {"instances": 5}})
-    responses = await asyncio.gather(*boots[:10], update, *boots[10:])
-    updated = responses.pop(10)
-    accepted = sum(r.status == 202 for r in responses)
+    await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="u0")), 202)
+    boots = [asyncio.ensure_future(h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name=f"u{i}")))
+             for i in range(1, 21)]
+    while sum(b.done() for b in boots) < 2:   # the update comes while boots are under way
+        await asyncio.sleep(0.002)
+    updated = await h.http.put(Q, headers={**h.admin, **V257}, json={"quota_set": {"instances": 5}})
+    responses = await asyncio.gather(*boots)
     assert {r.status for r in responses} <= {202, 403}
+    accepted = 1 + sum(r.status == 202 for r in responses)
     if updated.status == 200:
         assert accepted <= 5
     else:
         assert updated.status == 400 and accepted > 5
     servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
     assert len(servers) == accepted
+
+
+async def test_a_limit_set_after_unlimited_boots_holds_for_the_next_ones(cloud):
+    """Boots after unlimited ones (which counted nothing) count again as soon as a limit is
+    set: concurrent ones stop exactly at it."""
+    h = cloud
+    await set_quota(h, instances=-1, cores=-1, ram=-1)
+    await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="free")), 202)
+    await set_quota(h, instances=3)
+    responses = await asyncio.gather(*(h.http.post(V + "/servers", headers=h.alice,
+                                                   json=boot_body(h, name=f"l{i}")) for i in range(6)))
+    assert sorted(r.status for r in responses) == [202] * 2 + [403] * 4
+    servers = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
+    assert len(servers) == 3
