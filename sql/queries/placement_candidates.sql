@@ -144,44 +144,15 @@ SELECT name FROM traits WHERE name = ANY($1::text[]);
 -- traits. $3 limits the number of providers (NULL: no limit); $4 traits it must have, $5
 -- traits it must not have, $6 aggregates of which it must be in at least one (empty: any).
 -- $7 true: a random sample of $3 of them (the scheduler's bounded question), else by id.
--- Asked once per scheduling decision, so it does the least it can for every provider: one
--- pass over the inventories of the requested classes says who has room, the trait and
--- aggregate tests are index probes made only when asked for, and only the providers chosen
--- are described, from texts kept ready.
-WITH wanted AS (
-    SELECT * FROM unnest($1::text[], $2::int[]) AS w(resource_class, amount)
-),
-with_room AS (
-    SELECT i.resource_provider_id AS id
-      FROM wanted w JOIN inventories i ON i.resource_class = w.resource_class
-     WHERE i.capacity - i.used >= w.amount
-       AND w.amount BETWEEN i.min_unit AND i.max_unit
-       AND w.amount % i.step_size = 0
-     GROUP BY i.resource_provider_id
-    HAVING count(*) = cardinality($1::text[])
-),
-chosen AS (
-    SELECT rp.id, rp.uuid, rp.name, rp.generation, CASE WHEN $7 THEN random() END AS shuffle
-      FROM with_room r JOIN resource_providers rp ON rp.id = r.id
-     WHERE rp.parent_provider_id IS NULL
-       AND (cardinality($4::text[]) = 0 OR cardinality($4::text[]) = (
-            SELECT count(*) FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
-             WHERE pt.resource_provider_id = rp.id AND t.name = ANY($4::text[])))
-       AND (cardinality($5::text[]) = 0 OR NOT EXISTS (
-            SELECT 1 FROM provider_traits pt JOIN traits t ON t.id = pt.trait_id
-             WHERE pt.resource_provider_id = rp.id AND t.name = ANY($5::text[])))
-       AND (cardinality($6::uuid[]) = 0 OR EXISTS (
-            SELECT 1 FROM provider_aggregates pa
-             WHERE pa.resource_provider_id = rp.id AND pa.aggregate_uuid = ANY($6::uuid[])))
-     ORDER BY shuffle, rp.id
-     LIMIT $3
-)
--- every class's capacity and usage, and the traits, as the summary texts the triggers of
--- sql/0025 keep per provider (candidates.py decodes them): one primary-key probe each
+-- Asked once per scheduling decision, so it does the least it can for every provider: the
+-- function placement_root_candidates (sql/0031) picks the providers with one pass over the
+-- inventories of the requested classes, and only those chosen are described here, by the
+-- summary texts the triggers of sql/0025 keep per provider (candidates.py decodes them).
 SELECT c.uuid, c.name, c.generation, s.resources, s.traits
-  FROM chosen c
+  FROM placement_root_candidates($1::text[], $2::int[], $3::int, $4::text[], $5::text[], $6::uuid[],
+                                 $7::bool) c
   JOIN provider_summaries s ON s.provider_id = c.id
- ORDER BY c.shuffle, c.id;
+ ORDER BY c.ord;
 
 -- name: flat_candidates
 -- The common request in the common world, answered by PostgreSQL (the function
