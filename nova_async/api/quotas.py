@@ -9,10 +9,13 @@ A boot checks and writes under one per-project lock (a PostgreSQL advisory lock 
 the end of the API database's transaction): count, decide how many of the requested servers
 fit, insert them into their cell, count again, and only then commit and let go of the lock.
 Fifty concurrent requests against a quota of ten thus get exactly ten servers between them,
-and the recount catches any writer that did not take the lock. The lock is held for as few
-round trips as can be: taken together with the limits, and with no counting at all when
-every resource a boot adds to is unlimited. A server moving between cells
-is copied before it is deleted, so a count can only see it twice, never miss it."""
+and the recount catches any writer that did not take the lock. A server moving between cells
+is copied before it is deleted, so a count can only see it twice, never miss it.
+
+The lock caps how many boots one project gets accepted per second, so it is held for as few
+round trips as can be: it is taken together with the limits, and a boot for which nothing it
+adds to is limited counts nothing (it still takes the lock, so a quota update that counts
+waits for it)."""
 
 from __future__ import annotations
 
