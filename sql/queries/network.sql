@@ -147,13 +147,15 @@ UPDATE ports
 RETURNING *;
 
 -- name: delete_device_ports
-DELETE FROM ports WHERE device_id = $1 AND auto_created;
+-- This and the other queries by device say `device_id <> ''` too, which a device id always is:
+-- only then may a generic plan use the partial index ports_device, not read every port.
+DELETE FROM ports WHERE device_id = $1 AND device_id <> '' AND auto_created;
 
 -- name: release_device_ports
 UPDATE ports
    SET device_id = '', device_owner = '', binding_host = '', device_index = 0,
        status = 'DOWN', updated_at = now()
- WHERE device_id = $1 AND NOT auto_created;
+ WHERE device_id = $1 AND device_id <> '' AND NOT auto_created;
 
 -- name: device_vifs
 -- One row per (port, fixed IP) of a device, in NIC order.
@@ -163,7 +165,7 @@ SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.m
   JOIN networks n ON n.id = p.network_id
   LEFT JOIN ip_allocations a ON a.port_id = p.id
   LEFT JOIN subnets s ON s.id = a.subnet_id
- WHERE p.device_id = $1
+ WHERE p.device_id = $1 AND p.device_id <> ''
  ORDER BY p.device_index, p.created_at, p.id, a.ip_address;
 
 -- name: project_usage
@@ -186,7 +188,7 @@ SELECT n.project_id AS network_project_id, n.shared AS network_shared, n.id AS n
 -- $2, as device_vifs shows them; no rows when it has none yet.
 WITH rebound AS (
     UPDATE ports SET binding_host = $2, status = 'ACTIVE', updated_at = now()
-     WHERE device_id = $1 AND binding_host <> $2
+     WHERE device_id = $1 AND device_id <> '' AND binding_host <> $2
 )
 SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.mtu,
        a.ip_address, s.id AS subnet_id, s.cidr, s.gateway_ip, s.ip_version
@@ -194,7 +196,7 @@ SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.m
   JOIN networks n ON n.id = p.network_id
   LEFT JOIN ip_allocations a ON a.port_id = p.id
   LEFT JOIN subnets s ON s.id = a.subnet_id
- WHERE p.device_id = $1
+ WHERE p.device_id = $1 AND p.device_id <> ''
  ORDER BY p.device_index, p.created_at, p.id, a.ip_address;
 
 -- name: insert_port_with_ip
@@ -233,3 +235,8 @@ WITH pool AS (
     SELECT $14::uuid, free.candidate, port.id FROM free, port
 )
 SELECT free.candidate AS address, port.* FROM free LEFT JOIN port ON true;
+
+-- name: allocate_ports
+-- AllocatePorts when every NIC is a new port on a whole network ($4; NULL: the project's only
+-- network): the function of sql/0032, rows as device_vifs shows them.
+SELECT * FROM network_allocate_ports($1, $2, $3, $4::uuid[]);

@@ -183,3 +183,38 @@ async def test_none_means_no_nic_and_auto_means_the_only_network(h):
     assert vif.network_id == net
     with pytest.raises(errors.InvalidInput, match="none"):
         await client.validate(ALICE, none + on(net))
+
+
+async def test_allocate_refuses_what_validate_refuses_and_leaves_nothing(h):
+    """A build's allocation checks again what the API validated (things change in between):
+    the same errors, and no port made for a request that is refused in part."""
+    own = await make_network(h, h.alice)
+    bare = await make_network(h, h.alice, cidr=None, name="bare")
+    bobs = await make_network(h, h.bob, name="bobs", cidr="10.9.0.0/24")
+    client = NetworkClient(h.bus)
+    instance = str(uuid.uuid4())
+    for wrong in (str(uuid.uuid4()), bobs):
+        with pytest.raises(errors.NotFound, match=wrong):
+            await client.allocate(instance, "proj-a", "h", on(own, wrong))
+    with pytest.raises(errors.InvalidInput, match=f"Network {bare} has no subnet"):
+        await client.allocate(instance, "proj-a", "h", on(own, bare))
+    assert await ports_of(h) == []
+    # a network named twice is two NICs, two addresses
+    vifs = await client.allocate(instance, "proj-a", "h", on(own, own))
+    assert [v.ips[0].address for v in vifs] == ["10.0.0.2", "10.0.0.3"]
+    assert len({v.mac_address for v in vifs}) == 2
+
+
+async def test_the_lowest_free_address_after_releases(h):
+    """A subnet remembers where its free addresses begin; a released address below that is
+    the next one handed out, then the search goes on above the highest."""
+    net = await make_network(h, h.alice, cidr="10.40.0.0/24")
+    client = NetworkClient(h.bus)
+    instances = [str(uuid.uuid4()) for _ in range(4)]
+    for instance in instances:
+        await client.allocate(instance, "proj-a", "h", on(net))   # .2 .3 .4 .5
+    await client.deallocate(instances[1])
+    await client.deallocate(instances[2])
+    got = [(await client.allocate(str(uuid.uuid4()), "proj-a", "h", on(net)))[0].ips[0].address
+           for _ in range(3)]
+    assert got == ["10.40.0.3", "10.40.0.4", "10.40.0.6"]
