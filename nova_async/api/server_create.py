@@ -175,7 +175,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
             if inserted:
                 await asyncio.shield(cell.pool.execute(CQ.forget_instances, uuids))
             raise
-    await state.conductor.schedule_and_build(uuids, ctx)
+    await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))
 

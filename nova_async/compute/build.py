@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import ipaddress
 import traceback
 from collections.abc import Awaitable
@@ -58,6 +59,8 @@ T = TypeVar("T")
 # emulated UART costs boot time. An image's os_command_line replaces it, as in Nova.
 DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet"
 BUILD_EVENT = "compute_build_and_run_instance"
+NETWORK_EVENT = "compute_allocate_network"
+BLOCK_DEVICES_EVENT = "compute_prepare_block_devices"
 
 
 class DeleteRaced(errors.Conflict):
@@ -130,8 +133,10 @@ async def _settled(step: Awaitable[T]) -> T | BaseException:
 
 async def build_and_run(host: Host, instance_uuid: str, request_id: str,
                         alternates: list[Destination] | None = None) -> None:
-    # The row, and the build's event started when the build goes ahead, in one statement.
-    row = await host.pool.fetchrow(IQ.get_for_build, instance_uuid, request_id, BUILD_EVENT, host.name)
+    # The row, and the events of the build and of its first two steps started when the build
+    # goes ahead, in one statement.
+    row = await host.pool.fetchrow(IQ.get_for_build, instance_uuid, request_id,
+                                   [BUILD_EVENT, NETWORK_EVENT, BLOCK_DEVICES_EVENT], host.name)
     if row is None:
         log.info("build skipped: the instance is gone")
         return
@@ -142,10 +147,12 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         log.warning("build skipped: the instance was placed on another host", instance_host=row["host"])
         return
     await host.notify("instance.create.start", instance_uuid)
+    build_event, *step_events = row["event_ids"] or (None, None, None)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name,
-                                   started=row["event_id"]) as step:
-            await _build(host, row, request_id)
+                                   started=build_event) as step:
+            await _build(host, row, request_id, started=dict(zip((NETWORK_EVENT, BLOCK_DEVICES_EVENT),
+                                                                 step_events)))
             step.recorded = True  # with the rest of the success, below
     except DeleteRaced:
         log.info("instance deleted while building; finishing the delete")
@@ -169,15 +176,23 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.end", instance_uuid, state="active")
 
 
-async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None) -> None:
-    """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`."""
+async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None,
+                 started: dict[str, int | None] | None = None) -> None:
+    """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`.
+    `started`: the events of those two steps, when the caller started them already."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])
     requested = requested_networks(row["requested_networks"])
+
+    def event(name: str) -> contextlib.AbstractAsyncContextManager[instances.Step]:
+        if started is None:
+            return instances.event(host.pool, instance_uuid, request_id, name, host.name)
+        return instances.event(host.pool, instance_uuid, request_id, name, host.name, started=started[name])
+
     async with asyncio.TaskGroup() as tg:
-        net = tg.create_task(_settled(_network(host, row, requested, request_id)),
+        net = tg.create_task(_settled(_network(host, row, requested, event(NETWORK_EVENT))),
                              name=f"compute:{instance_uuid}:network")
-        blk = tg.create_task(_settled(_block_devices(host, row, flavor, request_id)),
+        blk = tg.create_task(_settled(_block_devices(host, row, flavor, event(BLOCK_DEVICES_EVENT))),
                              name=f"compute:{instance_uuid}:block-devices")
     for outcome in (net.result(), blk.result()):
         if isinstance(outcome, BaseException):
@@ -207,9 +222,9 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
 
 
 async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNetwork],
-                   request_id: str) -> list[Vif]:
+                   event: contextlib.AbstractAsyncContextManager[instances.Step]) -> list[Vif]:
     instance_uuid = str(row["uuid"])
-    async with instances.event(host.pool, instance_uuid, request_id, "compute_allocate_network", host.name) as step:
+    async with event as step:
         vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
         records = [vif_record(v) for v in vifs]
         bridges = list(dict.fromkeys(v.bridge for v in vifs if v.bridge)) if host.real_guests else []
@@ -224,10 +239,10 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
 
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
-                         request_id: str) -> tuple[list[disks.Disk], BootFiles]:
+                         event: contextlib.AbstractAsyncContextManager[instances.Step]
+                         ) -> tuple[list[disks.Disk], BootFiles]:
     instance_uuid = str(row["uuid"])
-    async with instances.event(host.pool, instance_uuid, request_id, "compute_prepare_block_devices",
-                               host.name):
+    async with event:
         if not row["image_ref"]:
             raise errors.InvalidInput("Booting from a volume is not supported yet: "
                                       "the instance has no image.")

@@ -13,8 +13,10 @@ class ConductorClient:
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
 
-    async def schedule_and_build(self, instance_uuids: list[str], context: RequestContext) -> None:
-        await self.bus.cast(TOPIC, m.ScheduleAndBuildInstances(instance_uuids=instance_uuids), context=context)
+    async def schedule_and_build(self, instance_uuids: list[str], context: RequestContext,
+                                 cell_uuid: str | None = None) -> None:
+        await self.bus.cast(TOPIC, m.ScheduleAndBuildInstances(instance_uuids=instance_uuids, cell_uuid=cell_uuid),
+                            context=context)
 
     async def reschedule(self, msg: m.RescheduleInstance, context: RequestContext) -> None:
         await self.bus.cast(TOPIC, msg, context=context)

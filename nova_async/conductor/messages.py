@@ -10,6 +10,7 @@ class ScheduleAndBuildInstances(Message, frozen=True, kw_only=True):
     """Schedule the instances (rows already written by the API, BUILD/scheduling) and build them."""
 
     instance_uuids: list[str]
+    cell_uuid: str | None = None  # the cell the API wrote them into (None: look them up)
 
 
 class RescheduleInstance(Message, frozen=True, kw_only=True):

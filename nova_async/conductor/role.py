@@ -28,7 +28,7 @@ from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
-from nova_async.scheduler.messages import RequestSpec
+from nova_async.scheduler.messages import SELECT_EVENT, RequestSpec
 
 log = structlog.get_logger("conductor")
 Q = queries("instances")
@@ -77,41 +77,56 @@ class ConductorRole(Role):
                 log.exception("tidying the cells failed; trying again next time")
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
-        # A boot request's instances are all in one cell (the one the API wrote them into).
-        for cell, uuids in (await self.cells.group_by_cell(msg.instance_uuids)).items():
+        # A boot request's instances are all in one cell: the one the API wrote them into,
+        # which it names. Nothing moves an instance before it has a host, so whatever is not
+        # found there (a copy of the request redelivered after a move) is looked up.
+        remaining = msg.instance_uuids
+        if msg.cell_uuid is not None:
+            found = await self._schedule_in(await self.cells.get(msg.cell_uuid), remaining, ctx)
+            remaining = [u for u in remaining if u not in found]
+            if not remaining:
+                return
+        for cell, uuids in (await self.cells.group_by_cell(remaining)).items():
             await self._schedule_in(cell, sorted(uuids, key=msg.instance_uuids.index), ctx)
 
-    async def _schedule_in(self, cell: Cell, instance_uuids: list[str], ctx: RequestContext) -> None:
-        rows = []
-        # The rows, with the scheduling event of those to schedule started (one statement).
+    async def _schedule_in(self, cell: Cell, instance_uuids: list[str], ctx: RequestContext) -> set[str]:
+        """Schedule and build those of the instances that are in `cell` and still need it;
+        the uuids of those found there."""
+        rows, found = [], set()
+        # The rows, with the scheduling events of those to schedule started (one statement).
         for row in await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, ctx.request_id, EVENT,
-                                         [u for u in instance_uuids if u in self._scheduling]):
+                                         [u for u in instance_uuids if u in self._scheduling],
+                                         SELECT_EVENT):
+            found.add(str(row["uuid"]))
             if row["task_state"] == "deleting":
                 await self._finish_delete(cell.pool, str(row["uuid"]))
             elif row["vm_state"] == "building" and row["host"] is None and str(row["uuid"]) not in self._scheduling:
                 rows.append(row)
             elif row["event_id"] is not None:
-                # Another copy of the request took it up while the statement ran: this step
-                # is not going to happen here after all.
-                await cell.pool.execute(CQ.drop_event, row["event_id"])
+                # Another copy of the request took it up while the statement ran: these steps
+                # are not going to happen here after all.
+                await cell.pool.execute(CQ.drop_events, [row["event_id"], row["scheduler_event_id"]])
         if not rows:
-            return None
+            return found
         uuids = [str(r["uuid"]) for r in rows]
         self._scheduling.update(uuids)
         try:
             await self._schedule_and_build(cell, rows, uuids, ctx)
         finally:
             self._scheduling.difference_update(uuids)
-        return None
+        return found
 
     async def _schedule_and_build(self, cell: Cell, rows: list, uuids: list[str], ctx: RequestContext) -> None:
         db = cell.pool
         spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
         request_id = ctx.request_id
         started = {str(r["uuid"]): r["event_id"] for r in rows}
+        scheduler_events = {str(r["uuid"]): r["scheduler_event_id"] for r in rows
+                            if r["scheduler_event_id"] is not None}
         try:
             async with instances.events(db, uuids, request_id, EVENT, started=started) as steps:
-                selections = await self.scheduler.select_destinations(uuids, spec, ctx)
+                selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid,
+                                                                      events=scheduler_events)
                 for step in steps:
                     step.recorded = True  # with each instance's host, below
         except Exception as exc:
@@ -128,10 +143,11 @@ class ConductorRole(Role):
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
             target = await self.cells.of_host(chosen.host) or cell
+            finished = [started.get(uuid), scheduler_events.get(uuid)]
             if target is cell:
-                placed = await db.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, started.get(uuid))
+                placed = await db.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, finished)
             else:  # the host is in another cell: the instance moves there first
-                await db.execute(Q.finish_event, started.get(uuid), "Success", None)
+                await db.execute(CQ.finish_events, finished)
                 await self.cells.move(uuid, cell, target)
                 placed = await target.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
             if placed is None:  # deleted while we scheduled: give the claim back

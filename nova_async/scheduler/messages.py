@@ -50,9 +50,18 @@ class RequestSpec(Message, frozen=True, kw_only=True):
         return {rc: amount for rc, amount in wanted.items() if amount > 0}
 
 
+SELECT_EVENT = "scheduler_select_destinations_and_claim"  # the action event of a decision
+
+
 class SelectDestinations(Message, frozen=True, kw_only=True):
     instance_uuids: list[str]
     spec: RequestSpec
+    # Where the conductor found the instances and the scheduling events it started for them
+    # there (instance uuid -> event id): the scheduler then records only an Error in them,
+    # the conductor the Success with each instance's host. Without them (a resize), the
+    # scheduler looks the cell up and records its events itself.
+    cell_uuid: str | None = None
+    events: dict[str, int] = {}
 
 
 class Destination(Message, frozen=True, kw_only=True):

@@ -34,11 +34,17 @@ class SchedulerRole(Role):
         started, result = time.perf_counter(), "failed"
         try:
             # Every instance of one decision is in one cell: the one its boot request was written to.
-            cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
+            if msg.cell_uuid is not None:
+                cell = await self.cells.get(msg.cell_uuid)
+            else:
+                cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
             db = cell.pool if cell else self.cells.default.pool
-            async with instances.events(db, msg.instance_uuids, ctx.request_id,
-                                        "scheduler_select_destinations_and_claim"):
+            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT,
+                                        started=msg.events or None) as steps:
                 selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
+                if msg.events:  # the conductor records the Success, with each instance's host
+                    for step in steps:
+                        step.recorded = True
             result = "placed"
         except errors.NoValidHost:
             result = "no_valid_host"

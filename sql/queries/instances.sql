@@ -42,20 +42,23 @@ UPDATE instances
 RETURNING *;
 
 -- name: get_for_build
--- The instance compute is asked to build on host $4, with its build event ($3, of request
--- $2) started when the build is to go ahead (`event_id`; NULL when it is skipped: not
--- building, being deleted, or placed on another host).
+-- The instance compute is asked to build on host $4, with the events $3 of request $2 (the
+-- build's, then the steps that start with it) started when the build is to go ahead
+-- (`event_ids`, in $3's order; NULL when it is skipped: not building, being deleted, or
+-- placed on another host).
 WITH i AS (
     SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL
 ), ev AS (
     INSERT INTO instance_action_events (action_id, event, host)
-    SELECT a.id, $3, $4 FROM instance_actions a, i
+    SELECT a.id, e.name, $4 FROM instance_actions a, i, unnest($3::text[]) WITH ORDINALITY AS e(name, ord)
      WHERE a.instance_uuid = $1 AND a.request_id = $2
        AND i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
        AND (i.host IS NULL OR i.host = $4)
-    RETURNING id
+     ORDER BY e.ord
+    RETURNING id, event
 )
-SELECT i.*, (SELECT id FROM ev) AS event_id FROM i;
+SELECT i.*, (SELECT array_agg(ev.id ORDER BY array_position($3::text[], ev.event)) FROM ev) AS event_ids
+  FROM i;
 
 -- name: set_network_info
 UPDATE instances SET network_info = $2, updated_at = now()
