@@ -108,6 +108,9 @@ async def main() -> None:
             p50, p95 = statistics.median(active), pct(active, .95)
             print(f"POST->ACTIVE             p50 {p50 * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   (target p95 < 1000 ms; "
                   f"Nova fake driver median {NOVA_FAKE_DRIVER_MEDIAN_S} s at 50 concurrent)")
+            accepted = [p[2] for p in posted]
+            print(f"POST answered (202)      p50 {statistics.median(accepted) * 1000:6.0f} ms   "
+                  f"p95 {pct(accepted, .95) * 1000:6.0f} ms   (a batch goes once the one before was answered)")
             print(f"boots/s                  {len(active) / wall:8.1f}")
         print(f"service CPU per server   {cpu / args.servers * 1000:8.1f} ms   (nova-async and its PostgreSQL, "
               f"user + system; steadier than rates on a shared box)")

@@ -152,8 +152,8 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name,
                                    started=build_event) as step:
             await _build(host, row, request_id, started=dict(zip((NETWORK_EVENT, BLOCK_DEVICES_EVENT),
-                                                                 step_events)))
-            step.recorded = True  # with the rest of the success, below
+                                                                 step_events)), finishes=build_event)
+            step.recorded = True  # with the instance made ACTIVE
     except DeleteRaced:
         log.info("instance deleted while building; finishing the delete")
         await terminate(host, instance_uuid, request_id)
@@ -169,7 +169,6 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         return
     log.info("instance active")
     metrics.build_finished("active")
-    await host.pool.execute(CQ.build_succeeded, instance_uuid, request_id, step.id)
     if host.failed_builds:  # most builds succeed: only then is there something to reset
         host.failed_builds = False
         await host.api_pool.execute(CQ.reset_failed_builds, host.node_uuid)
@@ -177,9 +176,10 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
 
 
 async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None,
-                 started: dict[str, int | None] | None = None) -> None:
+                 started: dict[str, int | None] | None = None, finishes: int | None = None) -> None:
     """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`.
-    `started`: the events of those two steps, when the caller started them already."""
+    `started`: the events of those two steps, when the caller started them already.
+    `finishes`: a build's event, whose Success and the end of its action go with ACTIVE."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])
     requested = requested_networks(row["requested_networks"])
@@ -217,7 +217,8 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
         spawn.recorded = True  # with the state, below
-    if await host.pool.fetchrow(IQ.set_active_after, instance_uuid, spawn.id, then) is None:
+    if await host.pool.fetchrow(IQ.set_active_after, instance_uuid, spawn.id, then, finishes,
+                                request_id if finishes is not None else None) is None:
         raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ T = TypeVar("T")
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
 _GONE = (libvirt.VIR_ERR_NO_DOMAIN,)
+OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED event is expected
 _NOT_RUNNING = (libvirt.VIR_ERR_OPERATION_INVALID,)
 # The lifecycle events that can change what Nova shows (defined/undefined cannot).
 _POWER_EVENTS = frozenset({
@@ -80,6 +82,9 @@ class Hypervisor:
         self._executor = executor
         self._conn: libvirt.virConnect | None = None
         self._watch: int | None = None
+        # Guests start() booted whose STARTED event is still to come, with when that stops
+        # being likely: the event tells the caller, which set the state itself, nothing new.
+        self._own_starts: dict[str, float] = {}
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -101,11 +106,14 @@ class Hypervisor:
 
     async def watch(self, on_change: Callable[[str], None]) -> None:
         """Call `on_change(instance_uuid)` on the event loop whenever one of our guests starts,
-        stops, pauses, resumes, crashes or suspends, whoever made it happen. Delivered only
-        when events.enable() ran before this connection was opened."""
+        stops, pauses, resumes, crashes or suspends, whoever made it happen, but for the start
+        that start() itself made. Delivered only when events.enable() ran before this
+        connection was opened."""
         def relay(_conn: Any, dom: libvirt.virDomain, event: int, _detail: int, _opaque: Any) -> None:
             try:
                 instance_uuid = uuid_from_domain_name(dom.name())
+                if event == libvirt.VIR_DOMAIN_EVENT_STARTED and self._own_start(dom.name()):
+                    return
                 if event in _POWER_EVENTS and instance_uuid is not None:
                     on_change(instance_uuid)
             except Exception:  # an exception must not reach libvirt's dispatcher
@@ -142,13 +150,27 @@ class Hypervisor:
                          hypervisor_version=version, domain_type="qemu")
 
     async def start(self, xml: str) -> None:
-        """Define the domain and boot it; a domain that cannot boot is not left defined."""
+        """Define the domain and boot it; a domain that cannot boot is not left defined.
+        Its STARTED event is not relayed to watch(): the caller knows, and sets the state."""
         dom = await self._libvirt("define the domain", self.conn.defineXML, xml)
+        name = dom.name()
+        if self._watch is not None:
+            self._own_starts[name] = time.monotonic() + OWN_START_EVENT_WINDOW
         try:
             await self._libvirt("start the domain", dom.create)
         except BaseException:
+            self._own_starts.pop(name, None)
             await self._quietly(dom.undefine)
             raise
+
+    def _own_start(self, name: str) -> bool:
+        """Whether a STARTED event of domain `name` is the one start() is waiting for (taken
+        once). Entries whose event never came are dropped once expired."""
+        now = time.monotonic()
+        expected = self._own_starts.pop(name, None)
+        if len(self._own_starts) > 1000:
+            self._own_starts = {n: t for n, t in self._own_starts.items() if t > now}
+        return expected is not None and expected > now
 
     async def define(self, xml: str) -> None:
         """Define (or redefine) the domain without booting it: a stopped server's guest."""

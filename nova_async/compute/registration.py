@@ -75,10 +75,11 @@ async def register(host: Host, settings: ComputeSettings) -> None:
     disk_gb = local_disk_gb(host)
     async with host.api_pool.acquire() as conn, conn.transaction():
         service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
-        node_uuid = await conn.fetchval(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
-                                        hypervisor_type, facts.hypervisor_version, facts.vcpus,
-                                        facts.memory_mb, disk_gb, service_id)
-    host.service_id, host.node_uuid = str(service_id), str(node_uuid)
+        node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
+                                   hypervisor_type, facts.hypervisor_version, facts.vcpus,
+                                   facts.memory_mb, disk_gb, service_id)
+    host.service_id, host.node_uuid = str(service_id), str(node["uuid"])
+    host.failed_builds = node["failed_builds"] > 0
     host.domain_type = domain_type
     await host.placement.ensure_provider(host.node_uuid, host.name,
                                          inventories(facts.vcpus, facts.memory_mb, disk_gb, settings))

@@ -20,7 +20,7 @@ ON CONFLICT (hypervisor_hostname) DO UPDATE
        hypervisor_version = EXCLUDED.hypervisor_version, vcpus = EXCLUDED.vcpus,
        memory_mb = EXCLUDED.memory_mb, local_gb = EXCLUDED.local_gb,
        service_id = EXCLUDED.service_id, updated_at = now()
-RETURNING uuid;
+RETURNING uuid, failed_builds;
 
 -- name: heartbeat
 -- Every compute service of this process at once ($1 ids): they live and die together.
@@ -72,11 +72,3 @@ UPDATE compute_nodes SET failed_builds = failed_builds + 1 WHERE uuid = $1;
 -- name: reset_failed_builds
 UPDATE compute_nodes SET failed_builds = 0 WHERE uuid = $1 AND failed_builds > 0;
 
--- name: build_succeeded
--- The build's event $3 a Success, and instance $1's action (request $2) finished, in one
--- statement.
-WITH done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $3
-)
-UPDATE instance_actions SET finish_time = now(), updated_at = now()
- WHERE instance_uuid = $1 AND request_id = $2;

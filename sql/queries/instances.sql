@@ -32,14 +32,24 @@ RETURNING *;
 -- The instance ACTIVE and RUNNING (launched now, unless it was before), with the Success of
 -- the event ($2) whose end made it so, unless a delete got there first; $3 is
 -- the task_state it is left in (NULL, or 'powering-off' when a rebuild stops it again).
+-- When it did become ACTIVE, also the Success of event $4 and the end of the action of
+-- request $5 (a build's; NULL: none).
 WITH done AS (
     UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $2
+), active AS (
+    UPDATE instances
+       SET vm_state = 'active', task_state = $3::text, power_state = 1,
+           launched_at = coalesce(launched_at, now()), updated_at = now()
+     WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
+    RETURNING *
+), built AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success'
+     WHERE id = $4 AND EXISTS (SELECT 1 FROM active)
+), finished AS (
+    UPDATE instance_actions SET finish_time = now(), updated_at = now()
+     WHERE instance_uuid = $1 AND request_id = $5 AND EXISTS (SELECT 1 FROM active)
 )
-UPDATE instances
-   SET vm_state = 'active', task_state = $3::text, power_state = 1,
-       launched_at = coalesce(launched_at, now()), updated_at = now()
- WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
-RETURNING *;
+SELECT * FROM active;
 
 -- name: get_for_build
 -- The instance compute is asked to build on host $4, with the events $3 of request $2 (the

@@ -66,6 +66,28 @@ async def test_a_guest_paused_behind_our_back_keeps_its_vm_state_and_shows_its_p
     assert await guest(h, host, server_id) == GUEST["PAUSED"]
 
 
+async def test_a_boot_is_not_synced_for_its_own_start_but_a_start_by_hand_is(cloud, monkeypatch):
+    h = cloud
+    synced: list[str] = []
+    real_sync = lifecycle.sync
+
+    async def counting(host, instance_uuid):
+        synced.append(instance_uuid)
+        await real_sync(host, instance_uuid)
+
+    monkeypatch.setattr(lifecycle, "sync", counting)
+    server_id, host = await boot(h)
+    await asyncio.sleep(0.3)   # the STARTED event of the build's own start has come and gone
+    assert server_id not in synced
+    domain(h, host, server_id).destroy()
+    await until(h, server_id, "stopped", 4)
+    synced.clear()
+    domain(h, host, server_id).create()            # `virsh start`: not ours, so it is looked at
+    async with asyncio.timeout(10):
+        while server_id not in synced:
+            await asyncio.sleep(0.02)
+
+
 async def test_reconciliation_repairs_what_no_event_reported(pool, tmp_path, cell1):
     compute = {"simulate_hosts": 1, "sync_power_state_interval": 0.2}
     async with running(pool, ROLES, tmp_path, compute=compute) as h:
