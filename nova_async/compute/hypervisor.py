@@ -31,8 +31,8 @@ T = TypeVar("T")
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
 _GONE = (libvirt.VIR_ERR_NO_DOMAIN,)
-OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED event is expected
 _NOT_RUNNING = (libvirt.VIR_ERR_OPERATION_INVALID,)
+OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED event is expected
 # The lifecycle events that can change what Nova shows (defined/undefined cannot).
 _POWER_EVENTS = frozenset({
     libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_SUSPENDED, libvirt.VIR_DOMAIN_EVENT_RESUMED,
