@@ -61,6 +61,7 @@ DECLARE
     sub       record;
     k         int;
     new_port  uuid;
+    new_mac   macaddr;
     address   inet;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('nova-async:ports:' || device, 0));
@@ -116,8 +117,9 @@ BEGIN
     END IF;
 
     FOR k IN 1..coalesce(cardinality(nets), 0) LOOP
-        SELECT s.id, s.network_id, s.cidr, s.allocation_pools, s.allocated_below INTO sub
-          FROM subnets s WHERE s.id = subnet_of[k];
+        SELECT s.id, s.network_id, s.cidr, s.gateway_ip, s.ip_version, s.allocation_pools, s.allocated_below
+          INTO sub FROM subnets s WHERE s.id = subnet_of[k];
+        SELECT n.name, n.mtu INTO net FROM networks n WHERE n.id = nets[k];
         -- the lowest free address of the first pool that has one, searched from where the
         -- subnet's mark says the free ones begin: most often the mark itself, one index probe
         address := NULL;
@@ -161,7 +163,7 @@ BEGIN
                      || lpad(to_hex(floor(random() * 256)::int), 2, '0'))::macaddr,
                     device, 'compute:nova', 'ACTIVE', host, true, k - 1)
             ON CONFLICT ON CONSTRAINT ports_mac_address_key DO NOTHING
-            RETURNING p.id INTO new_port;
+            RETURNING p.id, p.mac_address INTO new_port, new_mac;
             EXIT WHEN new_port IS NOT NULL;
         END LOOP;
         IF new_port IS NULL THEN
@@ -171,16 +173,11 @@ BEGIN
         -- every pool address below this one is taken (a pool before it is full, or this is the
         -- lowest free one of its pool)
         UPDATE subnets s SET allocated_below = address + 1 WHERE s.id = sub.id;
+        -- the port as device_vifs would read it back, in NIC order
+        port_id := new_port; network_id := nets[k]; mac_address := new_mac; network_name := net.name;
+        mtu := net.mtu; ip_address := address; subnet_id := sub.id; cidr := sub.cidr;
+        gateway_ip := sub.gateway_ip; ip_version := sub.ip_version;
+        RETURN NEXT;
     END LOOP;
-
-    RETURN QUERY
-    SELECT p.id, p.network_id, p.mac_address, n.name, n.mtu, a.ip_address, s.id, s.cidr,
-           s.gateway_ip, s.ip_version
-      FROM ports p
-      JOIN networks n ON n.id = p.network_id
-      LEFT JOIN ip_allocations a ON a.port_id = p.id
-      LEFT JOIN subnets s ON s.id = a.subnet_id
-     WHERE p.device_id = device AND p.device_id <> ''
-     ORDER BY p.device_index, p.created_at, p.id, a.ip_address;
 END
 $$;

@@ -4,6 +4,9 @@
 -- name: host_states
 -- $1 provider uuids from placement's candidates, $2 service_down_time in seconds.
 -- `up` is judged by the database clock, the one the heartbeats were written with.
+-- The service is joined LATERAL (its LIMIT keeps the planner from flattening it back into a
+-- plain join), a primary-key probe per node: joined plainly, the plan hashed every service of
+-- the cloud for the fifty nodes of a decision.
 SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_builds,
        cn.vcpus, cn.memory_mb,
        s.id IS NOT NULL AS has_service,
@@ -17,10 +20,12 @@ SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_b
                    FROM aggregates a JOIN aggregate_hosts ah ON ah.aggregate_id = a.id
                   WHERE ah.host = cn.host AND a.deleted_at IS NULL), '[]') AS aggregate_metadata
   FROM compute_nodes cn
-  LEFT JOIN services s
-    ON s.id = coalesce(cn.service_id,
-                       (SELECT x.id FROM services x
-                         WHERE x.host = cn.host AND x.binary_name = 'nova-compute'))
+  LEFT JOIN LATERAL (
+        SELECT * FROM services x
+         WHERE x.id = coalesce(cn.service_id,
+                               (SELECT y.id FROM services y
+                                 WHERE y.host = cn.host AND y.binary_name = 'nova-compute'))
+         LIMIT 1) s ON true
  WHERE cn.uuid = ANY($1::uuid[]);
 
 -- name: building
