@@ -4,9 +4,9 @@
 -- name: host_states
 -- $1 provider uuids from placement's candidates, $2 service_down_time in seconds.
 -- `up` is judged by the database clock, the one the heartbeats were written with.
--- Nodes and their services are joined LATERAL (a LIMIT keeps the planner from flattening them
--- back into plain joins), a primary-key probe each: joined plainly, the plan read every node
--- and hashed every service of the cloud for the fifty nodes of a decision.
+-- The service is joined LATERAL (its LIMIT keeps the planner from flattening it back into a
+-- plain join), a primary-key probe per node: joined plainly, the plan hashed every service of
+-- the cloud for the fifty nodes of a decision.
 SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_builds,
        cn.vcpus, cn.memory_mb,
        s.id IS NOT NULL AS has_service,
@@ -19,24 +19,20 @@ SELECT cn.uuid, cn.host, cn.hypervisor_hostname, cn.hypervisor_type, cn.failed_b
        coalesce((SELECT jsonb_agg(a.metadata ORDER BY a.id)
                    FROM aggregates a JOIN aggregate_hosts ah ON ah.aggregate_id = a.id
                   WHERE ah.host = cn.host AND a.deleted_at IS NULL), '[]') AS aggregate_metadata
-  FROM unnest($1::uuid[]) AS wanted(uuid)
- CROSS JOIN LATERAL (SELECT * FROM compute_nodes n WHERE n.uuid = wanted.uuid LIMIT 1) cn
+  FROM compute_nodes cn
   LEFT JOIN LATERAL (
         SELECT * FROM services x
          WHERE x.id = coalesce(cn.service_id,
                                (SELECT y.id FROM services y
                                  WHERE y.host = cn.host AND y.binary_name = 'nova-compute'))
-         LIMIT 1) s ON true;
+         LIMIT 1) s ON true
+ WHERE cn.uuid = ANY($1::uuid[]);
 
 -- name: building
--- Instances building now on each of the hosts $1 (asked of every cell), host by host through
--- the index instances_building (sql/0034): a plan for the whole list could read every live
--- instance of the cell instead.
-SELECT h.host, b.building
-  FROM unnest($1::text[]) AS h(host)
- CROSS JOIN LATERAL (SELECT count(*) AS building FROM instances i
-                      WHERE i.host = h.host AND i.deleted_at IS NULL AND i.vm_state = 'building') b
- WHERE b.building > 0;
+-- Instances building now on each of the hosts $1 (asked of every cell).
+SELECT host, count(*) AS building FROM instances
+ WHERE host = ANY($1::text[]) AND deleted_at IS NULL AND vm_state = 'building'
+ GROUP BY host;
 
 -- name: count_hosts
 SELECT count(*) FROM compute_nodes;
