@@ -27,7 +27,7 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, boot_one, pct, peak_rss_mb, prepare, service_cpu_s, watch
+from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, pct, peak_rss_mb, prepare, service_cpu_s, watch
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
@@ -87,7 +87,7 @@ async def main() -> None:
             done: dict[str, tuple[float, str]] = {}
             watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
             posted = []
-            cpu0 = service_cpu_s(proc.pid, state)
+            cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
             t0 = time.perf_counter()
             for first in range(0, args.servers, args.batch):
                 batch = range(first, min(first + args.batch, args.servers))
@@ -95,6 +95,7 @@ async def main() -> None:
             await asyncio.wait_for(watcher, 1800)
             wall = time.perf_counter() - t0
             cpu = service_cpu_s(proc.pid, state) - cpu0
+            own = _cpu_s(proc.pid, children_too=False) - own0
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
         span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else float("nan")
@@ -114,6 +115,7 @@ async def main() -> None:
             print(f"boots/s                  {len(active) / wall:8.1f}")
         print(f"service CPU per server   {cpu / args.servers * 1000:8.1f} ms   (nova-async and its PostgreSQL, "
               f"user + system; steadier than rates on a shared box)")
+        print(f"  of which the service     {own / args.servers * 1000:8.1f} ms   (its Python process alone)")
         print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
     finally:
         proc.send_signal(signal.SIGTERM)

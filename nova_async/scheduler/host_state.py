@@ -58,6 +58,10 @@ class HostState:
         for rc, amount in resources.items():
             self.used[rc] = self.used.get(rc, 0) + amount
 
+    def give_back(self, resources: dict[str, int]) -> None:
+        for rc, amount in resources.items():
+            self.used[rc] = self.used.get(rc, 0) - amount
+
 
 async def load(cells: Cells, candidates: list[ProviderSummary],
                service_down_time: int) -> tuple[list[HostState], int]:

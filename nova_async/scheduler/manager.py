@@ -5,7 +5,11 @@ then for each instance the weighers and claims in placement, host after host, un
 accepts. Claims are what make a choice real (placement refuses what does not fit, however
 many schedulers race), so a refused claim only moves us to the next host. The request is
 all or nothing: when one instance cannot be placed, the claims already made for the others
-are deleted before NoValidHost is raised."""
+are deleted before NoValidHost is raised.
+
+Requests that queue while the scheduler is busy are first decided together (batch.py): one
+look at the hosts and one claim for all of them. Whatever a batch cannot settle comes back
+here, to the one-request path above."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.cells import Cells
 from nova_async.placement.client import PlacementClient
-from nova_async.scheduler import filters, host_state, server_groups, weighers
+from nova_async.scheduler import batch, filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
 
@@ -44,10 +48,25 @@ class Scheduler:
         self.settings = settings
         self.filters = filters.from_settings(settings)
         self.weighers = weighers.from_settings(settings)
+        self.batches = batch.Batches(cells=cells, placement=placement, filters_=self.filters,
+                                     sample=settings.max_placement_results,
+                                     service_down_time=settings.service_down_time,
+                                     choose=self._choose, release=self._release)
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
+        if not instance_uuids:
+            return []
+        if len(set(instance_uuids)) != len(instance_uuids):
+            raise errors.InvalidInput("select_destinations: an instance uuid is listed twice")
+        if not spec.resources():
+            raise errors.InvalidInput("select_destinations: the request spec asks for no resources")
+        sample = self.settings.max_placement_results or None
         if spec.group is None:
-            return await self._select(instance_uuids, spec, None, None, self.settings.max_placement_results or None)
+            if sample is not None and batch.batchable(spec):
+                selections = await self.batches.decide(instance_uuids, spec)
+                if selections is not None:
+                    return selections
+            return await self._select(instance_uuids, spec, None, None, sample)
         # A group's placements are counted as they are made: one pass, over every host.
         async with server_groups.locked(self.pool, spec.group) as (group, conn):
             return await self._select(instance_uuids, spec, group, conn, None)
@@ -59,13 +78,7 @@ class Scheduler:
         with room is considered (cheap on big clouds); when the sample cannot take the request
         but there were more hosts, the decision is made again over all of them, so a sample
         never turns into a NoValidHost that a full look would not give."""
-        if not instance_uuids:
-            return []
-        if len(set(instance_uuids)) != len(instance_uuids):
-            raise errors.InvalidInput("select_destinations: an instance uuid is listed twice")
         resources = spec.resources()
-        if not resources:
-            raise errors.InvalidInput("select_destinations: the request spec asks for no resources")
         started = time.perf_counter()
 
         found = await self.placement.find_candidates(resources, sample)
@@ -119,6 +132,26 @@ class Scheduler:
     async def _place(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
                      resources: dict[str, int], refusals: list[str],
                      group: server_groups.GroupState | None = None) -> m.Selection | None:
+        """The best host that placement lets claim, taken; None when none does."""
+        ordered = self._ranked(hosts, resources, group)
+        for i, host in enumerate(ordered):
+            result = await self.placement.claim(uuid, host.uuid, resources, spec.project_id, spec.user_id)
+            if not result.ok:
+                host.refused = result.reason
+                refusals.append(f"{host.host}: {result.reason}")
+                continue
+            return self._take(uuid, host, ordered[i + 1:], resources, group)
+        return None
+
+    def _choose(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
+                resources: dict[str, int]) -> m.Selection | None:
+        """The best host, taken without a claim (a batch claims its choices together)."""
+        ordered = self._ranked(hosts, resources, None)
+        return self._take(uuid, ordered[0], ordered[1:], resources, None) if ordered else None
+
+    def _ranked(self, hosts: list[HostState], resources: dict[str, int],
+                group: server_groups.GroupState | None) -> list[HostState]:
+        """The hosts that can take `resources`, best first."""
         allowed = [h for h in hosts if h.fits(resources) and (group is None or group.allows(h))]
         ordered = weighers.order(self.weighers, allowed)
         if group is not None and group.policy.policy.startswith("soft-"):
@@ -129,19 +162,17 @@ class Scheduler:
             pick = random.choice(ordered[:subset])
             ordered.remove(pick)
             ordered.insert(0, pick)
-        for i, host in enumerate(ordered):
-            result = await self.placement.claim(uuid, host.uuid, resources, spec.project_id, spec.user_id)
-            if not result.ok:
-                host.refused = result.reason
-                refusals.append(f"{host.host}: {result.reason}")
-                continue
-            host.consume(resources)
-            if group is not None:
-                group.placed(host)
-            room = (h for h in ordered[i + 1:] if h.fits(resources) and (group is None or group.allows(h)))
-            alternates = [_destination(h) for h in itertools.islice(room, max(0, self.settings.max_attempts - 1))]
-            return m.Selection(instance_uuid=uuid, chosen=_destination(host), alternates=alternates)
-        return None
+        return ordered
+
+    def _take(self, uuid: str, host: HostState, after: list[HostState], resources: dict[str, int],
+              group: server_groups.GroupState | None) -> m.Selection:
+        """`host` for the instance, what it takes subtracted; the next that fit are its alternates."""
+        host.consume(resources)
+        if group is not None:
+            group.placed(host)
+        room = (h for h in after if h.fits(resources) and (group is None or group.allows(h)))
+        alternates = [_destination(h) for h in itertools.islice(room, max(0, self.settings.max_attempts - 1))]
+        return m.Selection(instance_uuid=uuid, chosen=_destination(host), alternates=alternates)
 
     async def _release(self, instance_uuids: list[str]) -> None:
         """Undo this request's claims (all or nothing)."""

@@ -1,0 +1,167 @@
+"""Decisions made together: the boot requests that queue while the scheduler is busy share
+one look at the hosts and one claim.
+
+A decision costs mostly what it reads and writes, not what it thinks: a candidates question
+to placement, the host states of the answer, and a claim, each a round trip whose price
+hardly depends on how many instances it serves. When requests arrive faster than they are
+decided, those that queued meanwhile are taken up as one batch:
+
+- per requested amount of resources, one candidates question (a random sample of at least
+  `max_placement_results` hosts with room, more when the batch wants more instances) and
+  one load of host states;
+- each request, in the order they came, is filtered and weighed over those host states and
+  its hosts are chosen, what it takes subtracted as it goes, exactly as the instances of one
+  request always were;
+- one claim in placement for every chosen instance of the batch, all or nothing.
+
+A request the batch cannot settle is decided on its own, the way every request was before,
+and so is every request of a batch whose claim placement refused (someone else took the
+room meanwhile): the one-request path looks again, at every host if need be, and explains a
+NoValidHost. Requests with a server group, host hints or a cell to stay in always take that
+path; their filters read more than host states."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from nova_async.placement import messages as pm
+from nova_async.placement.client import PlacementClient
+from nova_async.scheduler import filters, host_state
+from nova_async.scheduler import messages as m
+from nova_async.scheduler.host_state import HostState
+
+log = structlog.get_logger("scheduler")
+
+
+def batchable(spec: m.RequestSpec) -> bool:
+    """Whether a request can be decided in a batch: its filters need nothing but host states."""
+    return spec.group is None and spec.cell is None and not spec.scheduler_hints
+
+
+@dataclass
+class _Request:
+    instance_uuids: list[str]
+    spec: m.RequestSpec
+    # the selections, or None: "decide it on your own"
+    answer: asyncio.Future[list[m.Selection] | None]
+    started: float = field(default_factory=time.perf_counter)
+
+
+Choose = Callable[[str, list[HostState], m.RequestSpec, dict[str, int]], m.Selection | None]
+
+
+class Batches:
+    """Collects requests while a batch is being decided; one task decides them, batch after batch."""
+
+    def __init__(self, *, cells, placement: PlacementClient, filters_: list[filters.Filter],
+                 sample: int, service_down_time: int, choose: Choose,
+                 release: Callable[[list[str]], Awaitable[None]]) -> None:
+        self.cells = cells
+        self.placement = placement
+        self.filters = filters_
+        self.sample = sample
+        self.service_down_time = service_down_time
+        self.choose = choose          # one instance's host among host states, taken from them
+        self.release = release        # claims given back
+        self._queue: list[_Request] = []
+        self._deciding: asyncio.Task | None = None
+
+    async def decide(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection] | None:
+        """The request's selections, or None when it is to be decided on its own."""
+        request = _Request(instance_uuids, spec, asyncio.get_running_loop().create_future())
+        self._queue.append(request)
+        if self._deciding is None:
+            self._deciding = asyncio.create_task(self._run(), name="scheduler:batches")
+        return await request.answer
+
+    async def _run(self) -> None:
+        try:
+            await asyncio.sleep(0)  # those sent in the same turn of the loop join the first batch
+            while self._queue:
+                batch = [r for r in self._queue if not r.answer.done()]  # not those already gone
+                self._queue = []
+                try:
+                    await self._decide(batch)
+                except Exception as exc:  # every request of the batch hears it
+                    for request in batch:
+                        if not request.answer.done():
+                            request.answer.set_exception(exc)
+                except BaseException:
+                    for request in batch + self._queue:  # the service is stopping
+                        request.answer.cancel()
+                    self._queue = []
+                    raise
+        finally:
+            self._deciding = None
+
+    async def _decide(self, batch: list[_Request]) -> None:
+        by_amounts: dict[tuple[tuple[str, int], ...], list[_Request]] = {}
+        for request in batch:
+            by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(request)
+        chosen: list[tuple[_Request, list[m.Selection]]] = []
+        alone: list[_Request] = []
+        for amounts, requests in by_amounts.items():
+            resources = dict(amounts)
+            wanted = sum(len(r.instance_uuids) for r in requests)
+            found = await self.placement.find_candidates(resources, max(self.sample, wanted))
+            hosts, _ = await host_state.load(self.cells, found.providers, self.service_down_time)
+            for request in requests:
+                selections = self._choose_all(request, hosts, resources)
+                if selections is None:
+                    alone.append(request)
+                else:
+                    chosen.append((request, selections))
+        claims = [pm.ConsumerClaim(consumer_uuid=s.instance_uuid, allocations={s.chosen.provider_uuid: resources},
+                                   project_id=r.spec.project_id, user_id=r.spec.user_id)
+                  for r, selections in chosen for s in selections
+                  for resources in (r.spec.resources(),)]
+        if claims:
+            try:
+                claimed = await self.placement.claim_many(claims)
+            except BaseException:
+                # an answer lost on the way (a bus timeout) may hide claims that were made
+                await asyncio.shield(self.release([c.consumer_uuid for c in claims]))
+                raise
+            if not claimed.ok:
+                log.info("a batch's claim was refused; its requests are decided one by one",
+                         requests=len(chosen), reason=claimed.reason)
+                alone += [r for r, _ in chosen]
+                chosen = []
+        for request, selections in chosen:
+            if request.answer.done():  # its asker is gone (cancelled): give its claims back
+                await self.release([s.instance_uuid for s in selections])
+                continue
+            log.info("scheduled", instances=len(selections), hosts=[s.chosen.host for s in selections],
+                     batch=len(batch), ms=round((time.perf_counter() - request.started) * 1000, 1))
+            request.answer.set_result(selections)
+        for request in alone:
+            if not request.answer.done():
+                request.answer.set_result(None)
+
+    def _choose_all(self, request: _Request, hosts: list[HostState],
+                    resources: dict[str, int]) -> list[m.Selection] | None:
+        """Hosts for every instance of the request, taken from `hosts`; None (and nothing
+        taken) when one instance finds none, or when the request fails here (an error of its
+        own, which it meets again, and reports, on the one-request path)."""
+        selections: list[m.Selection] = []
+        passed: list[HostState] = []
+        try:
+            passed, _ = filters.run(self.filters, hosts, request.spec)
+            for uuid in request.instance_uuids:
+                selection = self.choose(uuid, passed, request.spec, resources)
+                if selection is None:
+                    break
+                selections.append(selection)
+            else:
+                return selections
+        except Exception:
+            pass
+        by_uuid = {h.uuid: h for h in passed}
+        for s in selections:
+            by_uuid[s.chosen.provider_uuid].give_back(resources)
+        return None
