@@ -63,13 +63,16 @@ class MemoryBus(Bus):
             async with asyncio.TaskGroup() as tg:
                 while not any(e.is_set() for e in stops):
                     await slots.acquire()
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({getter, closing}, return_when=asyncio.FIRST_COMPLETED)
-                    if getter not in done:
-                        getter.cancel()
-                        slots.release()
-                        break
-                    data, reply = getter.result()
+                    if queue.empty():  # wait for a message or the end, whichever comes first
+                        getter = asyncio.ensure_future(queue.get())
+                        done, _ = await asyncio.wait({getter, closing}, return_when=asyncio.FIRST_COMPLETED)
+                        if getter not in done:
+                            getter.cancel()
+                            slots.release()
+                            break
+                        data, reply = getter.result()
+                    else:  # a busy topic: no waiting machinery per message
+                        data, reply = queue.get_nowait()
                     metrics.set_queue_depth(topic, queue.qsize())
                     tg.create_task(self._handle(topic, data, reply, handler, slots),
                                    name=f"bus:{topic}:handler")

@@ -15,6 +15,14 @@ async def _init(conn: asyncpg.Connection) -> None:
     for kind in ("json", "jsonb"):
         await conn.set_type_codec(kind, schema="pg_catalog", encoder=lambda v: msgspec.json.encode(v).decode(),
                                   decoder=msgspec.json.decode, format="text")
+    # asyncpg looks up each array type the first time a connection meets it: a round trip
+    # whose statement costs PostgreSQL milliseconds to plan, in the middle of a request. One
+    # statement naming every array type the queries use does it once, here.
+    await conn.prepare(_ARRAY_TYPES)
+
+
+_ARRAY_TYPES = ("SELECT $1::uuid[], $2::bigint[], $3::int[], $4::bool[], $5::text[], $6::float8[], "
+                "$7::jsonb[], $8::timestamptz[]")
 
 
 async def _keep(conn: asyncpg.Connection) -> None:
