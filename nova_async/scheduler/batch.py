@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import msgspec
 import structlog
 
 from nova_async.placement import messages as pm
@@ -110,8 +111,9 @@ class Batches:
             wanted = sum(len(r.instance_uuids) for r in requests)
             found = await self.placement.find_candidates(resources, max(self.sample, wanted))
             hosts, _ = await host_state.load(self.cells, found.providers, self.service_down_time)
+            filtered: dict[bytes, list[HostState]] = {}  # requests alike pass the same hosts
             for request in requests:
-                selections = self._choose_all(request, hosts, resources)
+                selections = self._choose_all(request, hosts, resources, filtered)
                 if selections is None:
                     alone.append(request)
                 else:
@@ -143,15 +145,19 @@ class Batches:
             if not request.answer.done():
                 request.answer.set_result(None)
 
-    def _choose_all(self, request: _Request, hosts: list[HostState],
-                    resources: dict[str, int]) -> list[m.Selection] | None:
+    def _choose_all(self, request: _Request, hosts: list[HostState], resources: dict[str, int],
+                    filtered: dict[bytes, list[HostState]]) -> list[m.Selection] | None:
         """Hosts for every instance of the request, taken from `hosts`; None (and nothing
         taken) when one instance finds none, or when the request fails here (an error of its
-        own, which it meets again, and reports, on the one-request path)."""
+        own, which it meets again, and reports, on the one-request path). The filters read
+        the spec and what a host is, never its room: `filtered` keeps their answer per spec."""
         selections: list[m.Selection] = []
         passed: list[HostState] = []
         try:
-            passed, _ = filters.run(self.filters, hosts, request.spec)
+            alike = msgspec.json.encode(request.spec)
+            if alike not in filtered:
+                filtered[alike], _ = filters.run(self.filters, hosts, request.spec)
+            passed = filtered[alike]
             for uuid in request.instance_uuids:
                 selection = self.choose(uuid, passed, request.spec, resources)
                 if selection is None:
