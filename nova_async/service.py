@@ -226,7 +226,7 @@ def serve(settings: Settings) -> int:
     # The cyclic garbage collector's defaults (a pass over the young objects every 700
     # allocations) suit a script. This process allocates and frees small objects by the
     # million (rows, messages, requests), nearly none of them in cycles: passes every 10,000
-    # cost it about a tenth of the CPU time they did (schedule_rate), and a cycle is still
+    # cost it a fifth of the CPU time they did (schedule_rate), and a cycle is still
     # freed within moments.
     gc.set_threshold(10_000, 20, 20)
     try:

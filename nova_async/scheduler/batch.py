@@ -102,10 +102,15 @@ class Batches:
 
     async def _decide(self, batch: list[_Request]) -> None:
         by_amounts: dict[tuple[tuple[str, int], ...], list[_Request]] = {}
+        alone: list[_Request] = []
+        seen: set[str] = set()
         for request in batch:
+            if seen.intersection(request.instance_uuids):  # one claim holds one write per consumer
+                alone.append(request)
+                continue
+            seen.update(request.instance_uuids)
             by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(request)
         chosen: list[tuple[_Request, list[m.Selection]]] = []
-        alone: list[_Request] = []
         for amounts, requests in by_amounts.items():
             resources = dict(amounts)
             wanted = sum(len(r.instance_uuids) for r in requests)

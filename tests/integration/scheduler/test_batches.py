@@ -134,3 +134,14 @@ async def test_an_asker_gone_before_the_claim_answered_leaves_no_claim(cloud, po
         await asyncio.sleep(0.05)
     assert await cloud.placement.allocations(instance) == {}
     assert await cloud.used("a") == {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
+
+
+async def test_the_same_instance_asked_twice_at_once_is_claimed_once(cloud, pool):
+    # (a boot request redelivered over RabbitMQ while the first copy is still being decided)
+    await cloud.add_host("a")
+    instance = new()
+    first, second = await asyncio.gather(cloud.direct.select_destinations([instance], spec()),
+                                         cloud.direct.select_destinations([instance], spec()))
+    assert first[0].chosen.host == second[0].chosen.host == "a"
+    assert await pool.fetchval("SELECT count(*) FROM consumers") == 1
+    assert await cloud.used("a") == {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
