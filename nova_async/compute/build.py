@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import asyncpg
+import msgspec
 import structlog
 
 from nova_async.common import errors, metrics
@@ -43,6 +44,7 @@ from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, do
 from nova_async.compute.host import Host, describe
 from nova_async.compute.terminate import teardown, terminate
 from nova_async.db import instances
+from nova_async.db.coalesce import Coalesced
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
 from nova_async.common.context import RequestContext
@@ -53,6 +55,9 @@ from nova_async.scheduler.messages import Destination
 log = structlog.get_logger("compute.build")
 CQ = queries("compute")
 T = TypeVar("T")
+# The two writes of a build that every boot makes, shared by the builds that reach them at once.
+SET_NETWORK_INFO = Coalesced(IQ.set_network_info_after)
+SET_ACTIVE = Coalesced(IQ.set_active_after)
 
 # Nova's default for direct kernel boot is root plus the consoles; ours names only the
 # serial console (the one we log) and adds "quiet": under TCG every kernel message on the
@@ -217,8 +222,8 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
         spawn.recorded = True  # with the state, below
-    if await host.pool.fetchrow(IQ.set_active_after, instance_uuid, spawn.id, then, finishes,
-                                request_id if finishes is not None else None) is None:
+    if await SET_ACTIVE(host.pool, instance_uuid, spawn.id, then, finishes,
+                        request_id if finishes is not None else None) is None:
         raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
 
 
@@ -230,7 +235,7 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
         records = [vif_record(v) for v in vifs]
         bridges = list(dict.fromkeys(v.bridge for v in vifs if v.bridge)) if host.real_guests else []
         if not bridges:  # nothing left to do: the event's Success goes with the ports
-            await host.pool.execute(IQ.set_network_info_after, instance_uuid, records, step.id)
+            await SET_NETWORK_INFO(host.pool, instance_uuid, msgspec.json.encode(records).decode(), step.id)
             step.recorded = True
             return vifs
         await host.pool.execute(IQ.set_network_info, instance_uuid, records)

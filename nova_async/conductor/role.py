@@ -23,6 +23,7 @@ from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances
 from nova_async.conductor.resize import Resizer
 from nova_async.db import instances
+from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
@@ -35,6 +36,8 @@ Q = queries("instances")
 CQ = queries("conductor")
 GQ = queries("server_groups")
 EVENT = "conductor_schedule_and_build_instances"
+# The write that gives an instance its host, shared by the boots that reach it at once.
+SET_HOST = Coalesced(CQ.set_host_after)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
 
 
@@ -145,7 +148,7 @@ class ConductorRole(Role):
             target = await self.cells.of_host(chosen.host) or cell
             finished = [started.get(uuid), scheduler_events.get(uuid)]
             if target is cell:
-                placed = await db.fetchrow(CQ.set_host_after, uuid, chosen.host, chosen.node, finished)
+                placed = await SET_HOST(db, uuid, chosen.host, chosen.node, *finished)
             else:  # the host is in another cell: the instance moves there first
                 await db.execute(CQ.finish_events, finished)
                 await self.cells.move(uuid, cell, target)

@@ -34,15 +34,22 @@ SELECT i.*,
  ORDER BY i.launch_index;
 
 -- name: set_host_after
--- instances.set_host, with the Success of the scheduling events ($4: the conductor's and the
--- scheduler's) that chose the host.
-WITH done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = ANY ($4::bigint[])
+-- instances.set_host, with the Success of the scheduling events that chose the host ($4 the
+-- conductor's, $5 the scheduler's; either may be NULL). Coalesced (db/coalesce.py): each $n
+-- is an array, one element per instance, and `ord` says which instance a row is.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+        WITH ORDINALITY AS w(uuid, host, node, conductor_event, scheduler_event, ord)
+), done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success'
+     WHERE id = ANY ($4::bigint[] || $5::bigint[])
 )
-UPDATE instances
-   SET host = $2, node = $3, task_state = 'spawning', updated_at = now()
- WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
-RETURNING *;
+UPDATE instances i
+   SET host = w.host, node = w.node, task_state = 'spawning', updated_at = now()
+  FROM w
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid
+   AND i.deleted_at IS NULL AND i.task_state IS DISTINCT FROM 'deleting'
+RETURNING i.*, w.ord;
 
 -- name: drop_events
 DELETE FROM instance_action_events WHERE id = ANY ($1::bigint[]);

@@ -33,21 +33,31 @@ RETURNING *;
 -- the event ($2) whose end made it so, unless a delete got there first; $3 is
 -- the task_state it is left in (NULL, or 'powering-off' when a rebuild stops it again).
 -- When it did become ACTIVE, also the Success of event $4 and the end of the action of
--- request $5 (a build's; NULL: none).
-WITH done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $2
-), active AS (
-    UPDATE instances
-       SET vm_state = 'active', task_state = $3::text, power_state = 1,
-           launched_at = coalesce(launched_at, now()), updated_at = now()
-     WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
-    RETURNING *
-), built AS (
+-- request $5 (a build's; NULL: none). Coalesced (db/coalesce.py): each $n is an array, one
+-- element per instance, and `ord` says which instance a row is.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
+        WITH ORDINALITY AS w(uuid, event_id, task_state, finishes, request_id, ord)
+), done AS (
     UPDATE instance_action_events SET finish_time = now(), result = 'Success'
-     WHERE id = $4 AND EXISTS (SELECT 1 FROM active)
+     WHERE id = ANY ($2::bigint[])
+), active AS (
+    UPDATE instances i
+       SET vm_state = 'active', task_state = w.task_state, power_state = 1,
+           launched_at = coalesce(i.launched_at, now()), updated_at = now()
+      FROM w
+     WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid
+       AND i.deleted_at IS NULL AND i.task_state IS DISTINCT FROM 'deleting'
+    RETURNING i.*, w.ord
+), built AS (
+    UPDATE instance_action_events e SET finish_time = now(), result = 'Success'
+      FROM w JOIN active a ON a.ord = w.ord
+     WHERE e.id = ANY ($4::bigint[]) AND e.id = w.finishes
 ), finished AS (
-    UPDATE instance_actions SET finish_time = now(), updated_at = now()
-     WHERE instance_uuid = $1 AND request_id = $5 AND EXISTS (SELECT 1 FROM active)
+    UPDATE instance_actions ia SET finish_time = now(), updated_at = now()
+      FROM w JOIN active a ON a.ord = w.ord
+     WHERE ia.instance_uuid = ANY ($1::uuid[]) AND ia.instance_uuid = w.uuid
+       AND ia.request_id = w.request_id
 )
 SELECT * FROM active;
 
@@ -75,12 +85,20 @@ UPDATE instances SET network_info = $2, updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL;
 
 -- name: set_network_info_after
--- set_network_info, with the Success of the event ($3) that allocated the ports.
-WITH done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success' WHERE id = $3
+-- set_network_info (as JSON text: an array of lists would be read as one array of two
+-- dimensions), with the Success of the event ($3) that allocated the ports. Coalesced
+-- (db/coalesce.py): each $n is an array, one element per instance; `ord` as in set_active_after.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[])
+        WITH ORDINALITY AS w(uuid, network_info, event_id, ord)
+), done AS (
+    UPDATE instance_action_events SET finish_time = now(), result = 'Success'
+     WHERE id = ANY ($3::bigint[])
 )
-UPDATE instances SET network_info = $2, updated_at = now()
- WHERE uuid = $1 AND deleted_at IS NULL;
+UPDATE instances i SET network_info = w.network_info::jsonb, updated_at = now()
+  FROM w
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid AND i.deleted_at IS NULL
+RETURNING w.ord;
 
 -- name: mark_deleting
 -- Returns the row as it was decided: the host tells the API who must finish the delete.

@@ -1,0 +1,71 @@
+"""Coalesced statements (db/coalesce.py) on a real PostgreSQL: calls that arrive together share
+one statement, each gets its own row back, and nothing of one call leaks into another."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from nova_async.db.coalesce import Coalesced
+
+RENAME = """
+WITH w AS (SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS w(id, name, ord))
+UPDATE coalesce_things t SET name = w.name, renamed = renamed + 1 FROM w
+ WHERE t.id = ANY ($1::int[]) AND t.id = w.id
+RETURNING t.*, w.ord, pg_backend_pid() AS pid, txid_current() AS txid
+"""
+
+
+@pytest.fixture
+async def things(pool):
+    await pool.execute("CREATE TABLE coalesce_things (id int PRIMARY KEY, name text NOT NULL "
+                       "CHECK (name <> ''), renamed int NOT NULL DEFAULT 0)")
+    await pool.execute("INSERT INTO coalesce_things (id, name) SELECT g, 'n' || g FROM generate_series(1, 20) g")
+    yield pool
+    await pool.execute("DROP TABLE coalesce_things")
+
+
+async def test_calls_made_together_share_one_statement_and_get_their_own_rows(things):
+    rename = Coalesced(RENAME)
+    rows = await asyncio.gather(*(rename(things, i, f"new-{i}") for i in range(1, 11)))
+    assert [r["id"] for r in rows] == list(range(1, 11))
+    assert [r["name"] for r in rows] == [f"new-{i}" for i in range(1, 11)]
+    assert len({r["txid"] for r in rows}) == 1  # one statement, one transaction
+    assert await things.fetchval("SELECT sum(renamed) FROM coalesce_things") == 10
+
+
+async def test_a_call_the_statement_left_alone_gets_none(things):
+    rename = Coalesced(RENAME)
+    found, missing = await asyncio.gather(rename(things, 1, "x"), rename(things, 999, "y"))
+    assert found["name"] == "x" and missing is None
+
+
+async def test_the_same_key_twice_goes_in_two_statements_in_call_order(things):
+    rename = Coalesced(RENAME)
+    first, second = await asyncio.gather(rename(things, 3, "first"), rename(things, 3, "second"))
+    assert first["txid"] != second["txid"]
+    assert await things.fetchval("SELECT name FROM coalesce_things WHERE id = 3") == "second"
+    assert await things.fetchval("SELECT renamed FROM coalesce_things WHERE id = 3") == 2
+
+
+async def test_an_error_fails_every_call_of_its_statement_and_the_line_goes_on(things):
+    rename = Coalesced(RENAME)
+    assert (await rename(things, 1, "a"))["name"] == "a"
+    results = await asyncio.gather(*(rename(things, i, name) for i, name in ((2, "b"), (3, ""), (4, "d"))),
+                                   return_exceptions=True)
+    assert all(isinstance(r, asyncpg.CheckViolationError) for r in results)
+    names = dict(await things.fetch("SELECT id, name FROM coalesce_things WHERE id <= 4"))
+    assert names == {1: "a", 2: "n2", 3: "n3", 4: "n4"}  # the failed statement changed nothing
+    assert (await rename(things, 2, "b2"))["name"] == "b2"
+
+
+async def test_a_caller_gone_before_its_statement_was_sent_is_left_out(things):
+    rename = Coalesced(RENAME)
+    gone = asyncio.ensure_future(rename(things, 5, "never"))
+    await asyncio.sleep(0)   # queued; its statement is not sent yet
+    gone.cancel()
+    kept = await rename(things, 6, "kept")
+    assert kept["name"] == "kept"
+    assert await things.fetchval("SELECT name FROM coalesce_things WHERE id = 5") == "n5"
