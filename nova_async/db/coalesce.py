@@ -29,7 +29,8 @@ class Coalesced:
 
     async def __call__(self, pool: asyncpg.Pool, *args: Any) -> asyncpg.Record | None:
         line = self._lines.get(pool)
-        if line is None:
+        if line is None:  # a new pool: forget those closed since
+            self._lines = {p: other for p, other in self._lines.items() if not p.is_closing()}
             line = self._lines[pool] = _Line(pool, self.query)
         return await line.submit(args)
 
