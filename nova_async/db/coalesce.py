@@ -50,6 +50,7 @@ class _Line:
         return await answer
 
     async def _send(self) -> None:
+        calls: list[tuple[tuple[Any, ...], asyncio.Future[asyncpg.Record | None]]] = []
         try:
             await asyncio.sleep(0)  # calls made in the same turn of the loop go in the first statement
             while self._waiting:
@@ -70,14 +71,14 @@ class _Line:
                         if not answer.done():
                             answer.set_exception(exc)
                     continue
-                except BaseException:  # the service is stopping
-                    for _, answer in calls + self._waiting:
-                        answer.cancel()
-                    self._waiting = []
-                    raise
                 by_ord = {row["ord"]: row for row in rows}
                 for i, (_, answer) in enumerate(calls, 1):
                     if not answer.done():
                         answer.set_result(by_ord.get(i))
+        except BaseException:  # the service is stopping: nobody is left waiting
+            for _, answer in calls + self._waiting:
+                answer.cancel()
+            self._waiting = []
+            raise
         finally:
             self._sending = None

@@ -81,6 +81,7 @@ class Batches:
         return await request.answer
 
     async def _run(self) -> None:
+        batch: list[_Request] = []
         try:
             await asyncio.sleep(0)  # those sent in the same turn of the loop join the first batch
             while self._queue:
@@ -92,11 +93,11 @@ class Batches:
                     for request in batch:
                         if not request.answer.done():
                             request.answer.set_exception(exc)
-                except BaseException:
-                    for request in batch + self._queue:  # the service is stopping
-                        request.answer.cancel()
-                    self._queue = []
-                    raise
+        except BaseException:  # the service is stopping: nobody is left waiting
+            for request in batch + self._queue:
+                request.answer.cancel()
+            self._queue = []
+            raise
         finally:
             self._deciding = None
 
