@@ -60,7 +60,13 @@ async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subpro
     pumping = asyncio.get_running_loop().create_task(pump(), name="log-pump")
     waiting = asyncio.create_task(ready.wait())
     await asyncio.wait([waiting, pumping], return_when=asyncio.FIRST_COMPLETED, timeout=900)
-    if not ready.is_set():
+    if not ready.is_set():  # stopped, so that it does not stay behind with its PostgreSQL
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 120)
+            except TimeoutError:
+                proc.kill()
         raise SystemExit("nova-async did not become ready")
     return proc, f"http://127.0.0.1:{port}"
 
