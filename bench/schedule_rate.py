@@ -67,6 +67,7 @@ async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subpro
                 await asyncio.wait_for(proc.wait(), 120)
             except TimeoutError:
                 proc.kill()
+                await proc.wait()
         raise SystemExit("nova-async did not become ready")
     return proc, f"http://127.0.0.1:{port}"
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import msgspec
 import structlog
 
+from nova_async.config import SchedulerSettings
 from nova_async.placement import messages as pm
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler import filters, host_state
@@ -53,20 +54,19 @@ class _Request:
     started: float = field(default_factory=time.perf_counter)
 
 
-Choose = Callable[[str, list[HostState], m.RequestSpec, dict[str, int]], m.Selection | None]
+Choose = Callable[[str, list[HostState], dict[str, int]], m.Selection | None]
 
 
 class Batches:
     """Collects requests while a batch is being decided; one task decides them, batch after batch."""
 
-    def __init__(self, *, cells, placement: PlacementClient, filters_: list[filters.Filter],
-                 sample: int, service_down_time: int, choose: Choose,
+    def __init__(self, *, cells, placement: PlacementClient, settings: SchedulerSettings,
+                 host_filters: list[filters.Filter], choose: Choose,
                  release: Callable[[list[str]], Awaitable[None]]) -> None:
         self.cells = cells
         self.placement = placement
-        self.filters = filters_
-        self.sample = sample
-        self.service_down_time = service_down_time
+        self.settings = settings
+        self.filters = host_filters
         self.choose = choose          # one instance's host among host states, taken from them
         self.release = release        # claims given back
         self._queue: list[_Request] = []
@@ -112,11 +112,13 @@ class Batches:
             seen.update(request.instance_uuids)
             by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(request)
         chosen: list[tuple[_Request, list[m.Selection]]] = []
+        claims: list[pm.ConsumerClaim] = []
         for amounts, requests in by_amounts.items():
             resources = dict(amounts)
             wanted = sum(len(r.instance_uuids) for r in requests)
-            found = await self.placement.find_candidates(resources, max(self.sample, wanted))
-            hosts, _ = await host_state.load(self.cells, found.providers, self.service_down_time)
+            found = await self.placement.find_candidates(resources, max(self.settings.max_placement_results,
+                                                                        wanted))
+            hosts, _ = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
             filtered: dict[bytes, list[HostState]] = {}  # requests alike pass the same hosts
             for request in requests:
                 selections = self._choose_all(request, hosts, resources, filtered)
@@ -124,10 +126,10 @@ class Batches:
                     alone.append(request)
                 else:
                     chosen.append((request, selections))
-        claims = [pm.ConsumerClaim(consumer_uuid=s.instance_uuid, allocations={s.chosen.provider_uuid: resources},
-                                   project_id=r.spec.project_id, user_id=r.spec.user_id)
-                  for r, selections in chosen for s in selections
-                  for resources in (r.spec.resources(),)]
+                    claims += [pm.ConsumerClaim(consumer_uuid=s.instance_uuid,
+                                                allocations={s.chosen.provider_uuid: resources},
+                                                project_id=request.spec.project_id,
+                                                user_id=request.spec.user_id) for s in selections]
         if claims:
             try:
                 claimed = await self.placement.claim_many(claims)
@@ -165,7 +167,7 @@ class Batches:
                 filtered[alike], _ = filters.run(self.filters, hosts, request.spec)
             passed = filtered[alike]
             for uuid in request.instance_uuids:
-                selection = self.choose(uuid, passed, request.spec, resources)
+                selection = self.choose(uuid, passed, resources)
                 if selection is None:
                     break
                 selections.append(selection)

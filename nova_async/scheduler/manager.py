@@ -48,10 +48,8 @@ class Scheduler:
         self.settings = settings
         self.filters = filters.from_settings(settings)
         self.weighers = weighers.from_settings(settings)
-        self.batches = batch.Batches(cells=cells, placement=placement, filters_=self.filters,
-                                     sample=settings.max_placement_results,
-                                     service_down_time=settings.service_down_time,
-                                     choose=self._choose, release=self._release)
+        self.batches = batch.Batches(cells=cells, placement=placement, settings=settings,
+                                     host_filters=self.filters, choose=self._choose, release=self._release)
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
         if not instance_uuids:
@@ -143,8 +141,7 @@ class Scheduler:
             return self._take(uuid, host, ordered[i + 1:], resources, group)
         return None
 
-    def _choose(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
-                resources: dict[str, int]) -> m.Selection | None:
+    def _choose(self, uuid: str, hosts: list[HostState], resources: dict[str, int]) -> m.Selection | None:
         """The best host, taken without a claim (a batch claims its choices together)."""
         ordered = self._ranked(hosts, resources, None)
         return self._take(uuid, ordered[0], ordered[1:], resources, None) if ordered else None
