@@ -95,6 +95,7 @@ async def main() -> None:
             watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
             posted = []
             cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
+            mine0 = time.process_time()
             t0 = time.perf_counter()
             for first in range(0, args.servers, args.batch):
                 batch = range(first, min(first + args.batch, args.servers))
@@ -103,6 +104,7 @@ async def main() -> None:
             wall = time.perf_counter() - t0
             cpu = service_cpu_s(proc.pid, state) - cpu0
             own = _cpu_s(proc.pid, children_too=False) - own0
+            mine = time.process_time() - mine0
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
         span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else float("nan")
@@ -123,6 +125,8 @@ async def main() -> None:
         print(f"service CPU per server   {cpu / args.servers * 1000:8.1f} ms   (nova-async and its PostgreSQL, "
               f"user + system; steadier than rates on a shared box)")
         print(f"  of which the service     {own / args.servers * 1000:8.1f} ms   (its Python process alone)")
+        print(f"bench client CPU/server {mine / args.servers * 1000:8.1f} ms   (this script: the POSTs and the poller, "
+              f"on the same cores)")
         print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -5,17 +5,18 @@ table quota_limits). Usage is counted from the instances each time it is needed,
 cell at once, as Nova's counting quotas do: there is no usage table that a crash could leave
 wrong.
 
-A boot checks and writes under one per-project lock (a PostgreSQL advisory lock held to
-the end of the API database's transaction): count, decide how many of the requested servers
-fit, insert them into their cell, count again, and only then commit and let go of the lock.
-Fifty concurrent requests against a quota of ten thus get exactly ten servers between them,
-and the recount catches any writer that did not take the lock. A server moving between cells
-is copied before it is deleted, so a count can only see it twice, never miss it.
+A boot that counts checks and writes under its project's counting lock (PostgreSQL advisory
+locks held to the end of the API database's transaction): count, decide how many of the
+requested servers fit, insert them into their cell, count again, and only then commit and let
+go of the lock. Fifty concurrent requests against a quota of ten thus get exactly ten servers
+between them, and the recount catches any writer that did not take the lock. A server moving
+between cells is copied before it is deleted, so a count can only see it twice, never miss it.
 
-The lock caps how many boots one project gets accepted per second, so it is held for as few
-round trips as can be: it is taken together with the limits, and a boot for which nothing it
-adds to is limited counts nothing (it still takes the lock, so a quota update that counts
-waits for it)."""
+That lock caps how many boots one project gets accepted per second, so it is held for as few
+round trips as can be, and only when there is something to count: every boot holds the
+project's quota lock shared (a quota update takes it exclusively, so it waits for the boots in
+flight), reads the limits under it, and takes the counting lock only when something it adds to
+is limited (sql/0034). Boots of a project without limits are accepted side by side."""
 
 from __future__ import annotations
 
@@ -50,14 +51,19 @@ async def lock_and_limits(conn: asyncpg.Connection, defaults: QuotaSettings, pro
     return _with_defaults(await conn.fetch(Q.lock_and_limits, project_id), defaults)
 
 
+async def lock_for_boot(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str,
+                        each: dict[str, int]) -> tuple[dict[str, int], bool]:
+    """The locks a boot adding `each` per server needs, and the limits read under them, in one
+    round trip: (limits, whether the boot must count)."""
+    adds = [res for res, amount in each.items() if amount > 0]
+    row = await conn.fetchrow(Q.lock_for_boot, project_id, adds, [getattr(defaults, res) for res in adds])
+    own = row["limits"]
+    return {res: own.get(res, getattr(defaults, res)) for res in RESOURCES}, row["counting"]
+
+
 def _with_defaults(rows: list[asyncpg.Record], defaults: QuotaSettings) -> dict[str, int]:
     found = {r["resource"]: r["hard_limit"] for r in rows}
     return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}
-
-
-def unlimited(limit: dict[str, int], each: dict[str, int]) -> bool:
-    """Whether nothing `each` adds to has a limit: then there is nothing to count."""
-    return all(limit[res] < 0 for res, amount in each.items() if amount > 0)
 
 
 async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:

@@ -138,10 +138,9 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
     cell = state.cells.default  # where new instances are written; the conductor moves them if need be
     async with state.pool.acquire() as conn, conn.transaction():
-        # Quota: as many as fit, down to min_count, decided and written under the project's lock.
-        limit = await quotas.lock_and_limits(conn, state.settings.quota, ctx.project_id)
-        # nothing limited, nothing to count: the lock is held for fewer round trips
-        counted = not quotas.unlimited(limit, each)
+        # Quota: as many as fit, down to min_count, decided and written under the project's
+        # counting lock; with nothing limited there is nothing to count, and no lock to wait for
+        limit, counted = await quotas.lock_for_boot(conn, state.settings.quota, ctx.project_id, each)
         used = await quotas.usage(state.cells, ctx.project_id) if counted else quotas.total()
         quotas.check_metadata(limit, server.get("metadata", {}))
         count = quotas.how_many_fit(limit, used, each, min_count, max_count)

@@ -124,8 +124,9 @@ async def delete_server_group(request: web.Request) -> web.Response:
 
 async def join(conn: asyncpg.Connection, ctx: RequestContext, hints: dict[str, Any], instance_uuids: list[str],
                limit: dict[str, int]) -> GroupPolicy | None:
-    """At boot: put the new instances in the group the hints name (in the caller's
-    transaction, which has the project's quota lock); the policy goes into the request spec."""
+    """At boot: put the new instances in the group the hints name, in the caller's
+    transaction, under the group's row lock (boots joining one group count its members one at a
+    time, whatever quota locks they hold); the policy goes into the request spec."""
     raw = hints.get("group")
     if raw is None:
         return None

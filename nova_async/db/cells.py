@@ -192,7 +192,7 @@ class Cells:
         mapping a minute after it was written belongs to a boot request that never answered.
         Cells another process created since are opened first, so that lists and counts
         (every cell-wide query) see them from then on. (Not in each(): a boot counts usage
-        through it while holding its project's quota lock, and under a burst of boots every
+        through it while holding its project's counting lock, and under a burst of boots every
         other API connection is waiting for that lock, so one more would never come and the
         boots would fail at the command timeout.)"""
         await self.refresh()

@@ -20,6 +20,13 @@ SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0));
 -- the lock's last holder left them.
 SELECT resource, hard_limit FROM quota_lock_and_limits($1);
 
+-- name: lock_for_boot
+-- A boot's locks and limits in one round trip (the function is sql/0034's): the project's quota
+-- lock shared, plus its counting lock when the limits read under it limit any of $2 (what the
+-- boot adds to, with $3 their defaults). `limits`: the project's own limits as a JSON object;
+-- `counting`: whether the boot must count (and now holds the counting lock).
+SELECT limits, counting FROM quota_lock_for_boot($1, $2::text[], $3::int[]);
+
 -- name: instance_usage
 -- What a project's instances use: every instance that is not deleted counts, ERROR included.
 SELECT count(*) AS instances,

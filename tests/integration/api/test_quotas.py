@@ -108,7 +108,8 @@ async def test_fifty_concurrent_boots_never_pass_a_quota_of_ten(cloud):
 
 async def test_unlimited_boots_still_take_the_project_lock(cloud):
     """With nothing limited a boot counts nothing, but it still takes the project's quota
-    lock: a quota update (which counts under that lock) never misses a boot writing beside it."""
+    lock (shared): a quota update (which counts under that lock, exclusively) never misses a
+    boot writing beside it."""
     h = cloud
     await set_quota(h, instances=-1, cores=-1, ram=-1)
     async with h.pool.acquire() as conn, conn.transaction():
@@ -117,6 +118,37 @@ async def test_unlimited_boots_still_take_the_project_lock(cloud):
         await asyncio.sleep(0.5)
         assert not boot.done()   # it waits for the lock …
     assert (await boot).status == 202   # … and goes on once the lock is free
+
+
+async def test_unlimited_boots_do_not_wait_for_each_other_but_a_quota_update_waits_for_them(cloud):
+    h = cloud
+    await set_quota(h, instances=-1, cores=-1, ram=-1)
+    each = {"instances": 1, "cores": 1, "ram": 1024}
+    async with h.pool.acquire() as conn, conn.transaction():
+        # an unlimited boot in flight: it holds the quota lock shared, and no counting lock
+        limit, counting = await quotas.lock_for_boot(conn, h.deps.settings.quota, "proj-a", each)
+        assert not counting and limit["instances"] == -1
+        await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="side")), 202)
+        update = asyncio.ensure_future(set_quota(h, instances=5))
+        await asyncio.sleep(0.5)
+        assert not update.done()   # the quota update waits for the boot in flight …
+    await update                   # … and is made once it is gone
+    async with h.pool.acquire() as conn, conn.transaction():
+        limit, counting = await quotas.lock_for_boot(conn, h.deps.settings.quota, "proj-a", each)
+        assert counting and limit["instances"] == 5
+
+
+async def test_boots_that_count_wait_for_each_other(cloud):
+    h = cloud
+    await set_quota(h, instances=-1, cores=20, ram=-1)   # cores limited: every boot counts
+    each = {"instances": 1, "cores": 1, "ram": 1024}
+    async with h.pool.acquire() as conn, conn.transaction():
+        limit, counting = await quotas.lock_for_boot(conn, h.deps.settings.quota, "proj-a", each)
+        assert counting and limit["cores"] == 20
+        boot = asyncio.ensure_future(h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="c")))
+        await asyncio.sleep(0.5)
+        assert not boot.done()   # a boot that counts waits for the one counting before it
+    assert (await boot).status == 202
 
 
 async def test_a_limit_set_after_unlimited_boots_holds_for_the_next_ones(cloud):
