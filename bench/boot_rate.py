@@ -81,6 +81,18 @@ def service_cpu_s(pid: int, state: str) -> float:
     return total
 
 
+async def stop(proc: asyncio.subprocess.Process, grace: float = 120) -> None:
+    """SIGTERM, so that the service stops its PostgreSQL too; killed if it takes longer than `grace`."""
+    if proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
 async def start(state: str, hosts: int, transport: str = "memory") -> tuple[asyncio.subprocess.Process, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -171,8 +183,7 @@ async def run_once(servers: int, hosts: int, transport: str) -> dict[str, float]
                 "active_p95": pct(active, .95) if active else nan,
                 "boots_s": len(active) / wall, "rss_mb": peak_rss_mb(proc.pid)}
     finally:
-        proc.send_signal(signal.SIGTERM)
-        await proc.wait()
+        await stop(proc)
         shutil.rmtree(state, ignore_errors=True)
 
 

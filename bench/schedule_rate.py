@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import socket
 import statistics
 import sys
@@ -27,7 +26,8 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, pct, peak_rss_mb, prepare, service_cpu_s, watch
+from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, pct, peak_rss_mb, prepare, service_cpu_s,
+                       stop, watch)
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
@@ -61,13 +61,7 @@ async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subpro
     waiting = asyncio.create_task(ready.wait())
     await asyncio.wait([waiting, pumping], return_when=asyncio.FIRST_COMPLETED, timeout=900)
     if not ready.is_set():  # stopped, so that it does not stay behind with its PostgreSQL
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 120)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop(proc)
         raise SystemExit("nova-async did not become ready")
     return proc, f"http://127.0.0.1:{port}"
 
@@ -129,8 +123,7 @@ async def main() -> None:
               f"on the same cores)")
         print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        await proc.wait()
+        await stop(proc)
         shutil.rmtree(state, ignore_errors=True)
 
 

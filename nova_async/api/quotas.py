@@ -43,12 +43,12 @@ class QuotaExceeded(errors.Forbidden):
 
 async def limits(db: asyncpg.Pool | asyncpg.Connection, defaults: QuotaSettings,
                  project_id: str) -> dict[str, int]:
-    return _with_defaults(await db.fetch(Q.limits, project_id), defaults)
+    return _with_defaults(_own(await db.fetch(Q.limits, project_id)), defaults)
 
 
 async def lock_and_limits(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str) -> dict[str, int]:
     """lock_project and limits in one round trip: what a boot does first, under the lock."""
-    return _with_defaults(await conn.fetch(Q.lock_and_limits, project_id), defaults)
+    return _with_defaults(_own(await conn.fetch(Q.lock_and_limits, project_id)), defaults)
 
 
 async def lock_for_boot(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str,
@@ -57,13 +57,17 @@ async def lock_for_boot(conn: asyncpg.Connection, defaults: QuotaSettings, proje
     round trip: (limits, whether the boot must count)."""
     adds = [res for res, amount in each.items() if amount > 0]
     row = await conn.fetchrow(Q.lock_for_boot, project_id, adds, [getattr(defaults, res) for res in adds])
-    own = row["limits"]
-    return {res: own.get(res, getattr(defaults, res)) for res in RESOURCES}, row["counting"]
+    return _with_defaults(row["limits"], defaults), row["counting"]
 
 
-def _with_defaults(rows: list[asyncpg.Record], defaults: QuotaSettings) -> dict[str, int]:
-    found = {r["resource"]: r["hard_limit"] for r in rows}
-    return {res: found.get(res, getattr(defaults, res)) for res in RESOURCES}
+def _own(rows: list[asyncpg.Record]) -> dict[str, int]:
+    """A project's own limits, from (resource, hard_limit) rows."""
+    return {r["resource"]: r["hard_limit"] for r in rows}
+
+
+def _with_defaults(own: dict[str, int], defaults: QuotaSettings) -> dict[str, int]:
+    """Every limit: the project's own where it has one, else the configured default."""
+    return {res: own.get(res, getattr(defaults, res)) for res in RESOURCES}
 
 
 async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:
