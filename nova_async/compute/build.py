@@ -31,6 +31,7 @@ import ipaddress
 import traceback
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
@@ -55,7 +56,9 @@ from nova_async.scheduler.messages import Destination
 log = structlog.get_logger("compute.build")
 CQ = queries("compute")
 T = TypeVar("T")
-# The two writes of a build that every boot makes, shared by the builds that reach them at once.
+# The read and the two writes of a build that every boot makes, shared by the builds that
+# reach them at once.
+GET_FOR_BUILD = Coalesced(IQ.get_for_build, shared=1)
 SET_NETWORK_INFO = Coalesced(IQ.set_network_info_after)
 SET_ACTIVE = Coalesced(IQ.set_active_after)
 
@@ -140,8 +143,8 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
                         alternates: list[Destination] | None = None) -> None:
     # The row, and the events of the build and of its first two steps started when the build
     # goes ahead, in one statement.
-    row = await host.pool.fetchrow(IQ.get_for_build, instance_uuid, request_id,
-                                   [BUILD_EVENT, NETWORK_EVENT, BLOCK_DEVICES_EVENT], host.name)
+    row = await GET_FOR_BUILD(host.pool, instance_uuid, request_id, host.name,
+                              [BUILD_EVENT, NETWORK_EVENT, BLOCK_DEVICES_EVENT])
     if row is None:
         log.info("build skipped: the instance is gone")
         return
@@ -252,12 +255,25 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
         if not row["image_ref"]:
             raise errors.InvalidInput("Booting from a volume is not supported yet: "
                                       "the instance has no image.")
-        image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
-        base = await host.images.fetch(image)
-        boot = await boot_files(host, image.properties, row["project_id"]) if host.real_guests else BootFiles()
+        base, properties = await _base_image(host, row)
+        boot = await boot_files(host, properties, row["project_id"]) if host.real_guests else BootFiles()
         disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
                                         ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
         return disk_list, boot
+
+
+async def _base_image(host: Host, row: asyncpg.Record) -> tuple[Path, dict[str, str]]:
+    """The instance's image in this host's cache, and the image's properties. As in Nova, the
+    image service is asked only when the image is not cached yet: the properties otherwise
+    are those the API read when it accepted the request (its spec keeps them), so an image
+    changed or deleted since does not change what the instance boots. A rebuild names another
+    image than its spec: that one is asked for."""
+    spec = row["request_spec"] or {}
+    base = host.images.cached(row["image_ref"])
+    if base is not None and spec.get("image_id") == row["image_ref"]:
+        return base, dict(spec.get("image_properties") or {})
+    image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
+    return await host.images.fetch(image), dict(image.properties)
 
 
 async def boot_files(host: Host, properties: dict[str, str], project_id: str) -> BootFiles:

@@ -67,6 +67,13 @@ class ImageCache:
         self.base_dir = instances_root / BASE_DIR
         self._locks: dict[str, asyncio.Lock] = {}
 
+    def cached(self, image_id: str) -> Path | None:
+        """The image's base file when this host has it already (no one need be asked for it)."""
+        if not _IMAGE_ID.match(image_id):
+            return None
+        target = self.base_dir / image_id
+        return target if target.exists() else None
+
     async def fetch(self, image: ImageInfo) -> Path:
         if not _IMAGE_ID.match(image.id):
             raise errors.InvalidInput(f"image id {image.id!r} cannot name a file")

@@ -12,7 +12,11 @@ call gets its row back, or None when the statement left it alone (a row deleted 
 Two calls for the same key (the first argument: an instance uuid) never share a statement,
 so an UPDATE … FROM unnest(…) meets each row once. An error fails every call of the
 statement it was in; a statement runs in its own implicit transaction, as each call's
-statement did before."""
+statement did before. A call made on a connection (inside the caller's transaction) is a
+statement of its own, over arrays of one.
+
+`shared` arguments (the last ones of a call) are not arrays: they are passed as they are,
+after the arrays, and only calls that agree on them share a statement."""
 
 from __future__ import annotations
 
@@ -23,22 +27,33 @@ import asyncpg
 
 
 class Coalesced:
-    def __init__(self, query: str) -> None:
+    def __init__(self, query: str, *, shared: int = 0) -> None:
         self.query = query
+        self.shared = shared
         self._lines: dict[asyncpg.Pool, _Line] = {}   # per pool (each cell has its own)
 
-    async def __call__(self, pool: asyncpg.Pool, *args: Any) -> asyncpg.Record | None:
-        line = self._lines.get(pool)
+    async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> asyncpg.Record | None:
+        if not isinstance(db, asyncpg.Pool):
+            rows = await db.fetch(self.query, *_statement_args([args], self.shared))
+            return rows[0] if rows else None
+        line = self._lines.get(db)
         if line is None:  # a new pool: forget those closed since
             self._lines = {p: other for p, other in self._lines.items() if not p.is_closing()}
-            line = self._lines[pool] = _Line(pool, self.query)
+            line = self._lines[db] = _Line(db, self.query, self.shared)
         return await line.submit(args)
 
 
+def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
+    """One array per argument of the calls, then the shared arguments (the calls agree on them)."""
+    split = len(calls[0]) - shared
+    return [list(column) for column in zip(*(args[:split] for args in calls))] + list(calls[0][split:])
+
+
 class _Line:
-    def __init__(self, pool: asyncpg.Pool, query: str) -> None:
+    def __init__(self, pool: asyncpg.Pool, query: str, shared: int) -> None:
         self.pool = pool
         self.query = query
+        self.shared = shared
         self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[asyncpg.Record | None]]] = []
         self._sending: asyncio.Task | None = None
 
@@ -55,17 +70,22 @@ class _Line:
             await asyncio.sleep(0)  # calls made in the same turn of the loop go in the first statement
             while self._waiting:
                 calls, keys, later = [], set(), []
+                shared = None
                 for args, answer in self._waiting:
                     if answer.done():  # its caller is gone
                         continue
-                    (later if args[0] in keys else calls).append((args, answer))
-                    keys.add(args[0])
+                    if shared is None:
+                        shared = args[len(args) - self.shared:]
+                    alike = args[len(args) - self.shared:] == shared
+                    (later if args[0] in keys or not alike else calls).append((args, answer))
+                    if alike:
+                        keys.add(args[0])
                 self._waiting = later
                 if not calls:
                     continue
                 try:
-                    rows = await self.pool.fetch(self.query, *(list(column) for column in
-                                                               zip(*(args for args, _ in calls))))
+                    rows = await self.pool.fetch(self.query, *_statement_args([args for args, _ in calls],
+                                                                              self.shared))
                 except Exception as exc:
                     for _, answer in calls:
                         if not answer.done():

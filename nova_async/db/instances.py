@@ -16,6 +16,7 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.db.coalesce import Coalesced
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("instances")
@@ -25,6 +26,9 @@ Q = queries("instances")
 NOSTATE, RUNNING, PAUSED, SHUTDOWN, CRASHED, SUSPENDED = 0, 1, 3, 4, 6, 7
 
 _ANY = object()  # set_state without a compare-and-swap on task_state
+# Steps that many instances reach at once (a burst of boots) are recorded together.
+START_EVENT = Coalesced(Q.start_event)
+FINISH_EVENT = Coalesced(Q.finish_event)
 
 
 async def get(db: asyncpg.Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
@@ -78,7 +82,11 @@ async def event(db, uuid: str, request_id: str, name: str, host: str | None = No
     """Record one step of an action: its start, then Success or Error with the reason.
     `started`: the event's id when the caller's own statement already started it (None: its
     action was not found, nothing is recorded)."""
-    event_id = await db.fetchval(Q.start_event, uuid, request_id, name, host, None) if started is _ANY else started
+    if started is _ANY:
+        row = await START_EVENT(db, uuid, request_id, name, host)
+        event_id = None if row is None else row["id"]
+    else:
+        event_id = started
     step = Step(event_id)
     try:
         yield step
@@ -86,10 +94,10 @@ async def event(db, uuid: str, request_id: str, name: str, host: str | None = No
         if event_id is not None:
             detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
             tb = "".join(traceback.format_exception(exc))[-4000:]
-            await db.execute(Q.finish_event, event_id, "Error", f"{detail}\n{tb}")
+            await FINISH_EVENT(db, event_id, "Error", f"{detail}\n{tb}")
         raise
     if event_id is not None and not step.recorded:
-        await db.execute(Q.finish_event, event_id, "Success", None)
+        await FINISH_EVENT(db, event_id, "Success", None)
 
 
 @contextlib.asynccontextmanager

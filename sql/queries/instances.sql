@@ -62,22 +62,30 @@ WITH w AS (
 SELECT * FROM active;
 
 -- name: get_for_build
--- The instance compute is asked to build on host $4, with the events $3 of request $2 (the
--- build's, then the steps that start with it) started when the build is to go ahead
--- (`event_ids`, in $3's order; NULL when it is skipped: not building, being deleted, or
--- placed on another host).
-WITH i AS (
-    SELECT * FROM instances WHERE uuid = $1 AND deleted_at IS NULL
+-- The instance $1 that compute is asked to build on host $3, with the events $4 of its
+-- action of request $2 (the build's, then the steps that start with it) started when the
+-- build is to go ahead (`event_ids`, in $4's order; NULL when it is skipped: not building,
+-- being deleted, or placed on another host). Coalesced (db/coalesce.py): $1..$3 are arrays,
+-- one element per instance, $4 is shared, and `ord` says which instance a row is.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS w(uuid, request_id, host, ord)
+), i AS (
+    SELECT inst.*, w.ord, w.request_id AS for_request, w.host AS for_host
+      FROM instances inst JOIN w ON inst.uuid = w.uuid
+     WHERE inst.uuid = ANY ($1::uuid[]) AND inst.deleted_at IS NULL
 ), ev AS (
     INSERT INTO instance_action_events (action_id, event, host)
-    SELECT a.id, e.name, $4 FROM instance_actions a, i, unnest($3::text[]) WITH ORDINALITY AS e(name, ord)
-     WHERE a.instance_uuid = $1 AND a.request_id = $2
-       AND i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
-       AND (i.host IS NULL OR i.host = $4)
-     ORDER BY e.ord
-    RETURNING id, event
+    SELECT a.id, e.name, i.for_host
+      FROM i JOIN instance_actions a ON a.instance_uuid = i.uuid AND a.request_id = i.for_request
+     CROSS JOIN unnest($4::text[]) WITH ORDINALITY AS e(name, n)
+     WHERE i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
+       AND (i.host IS NULL OR i.host = i.for_host)
+     ORDER BY i.ord, e.n
+    RETURNING id, action_id, event
 )
-SELECT i.*, (SELECT array_agg(ev.id ORDER BY array_position($3::text[], ev.event)) FROM ev) AS event_ids
+SELECT i.*, (SELECT array_agg(ev.id ORDER BY array_position($4::text[], ev.event))
+               FROM ev JOIN instance_actions a ON a.id = ev.action_id
+              WHERE a.instance_uuid = i.uuid) AS event_ids
   FROM i;
 
 -- name: set_network_info
@@ -131,12 +139,32 @@ UPDATE instance_actions SET finish_time = now(), updated_at = now(), message = c
  WHERE instance_uuid = $1 AND request_id = $2;
 
 -- name: start_event
-INSERT INTO instance_action_events (action_id, event, host, details)
-SELECT id, $3, $4, $5 FROM instance_actions WHERE instance_uuid = $1 AND request_id = $2
-RETURNING id;
+-- Event $3 of instance $1's action of request $2 started, on host $4; `id` is the event's
+-- (no row: there is no such action). Coalesced (db/coalesce.py): each $n is an array, one
+-- element per call, and `ord` says which call a row answers.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
+        WITH ORDINALITY AS w(uuid, request_id, event, host, ord)
+), started AS (
+    INSERT INTO instance_action_events (action_id, event, host)
+    SELECT a.id, w.event, w.host FROM w
+      JOIN instance_actions a ON a.instance_uuid = w.uuid AND a.request_id = w.request_id
+     ORDER BY w.ord
+    RETURNING id, action_id
+)
+SELECT s.id, w.ord FROM started s
+  JOIN instance_actions a ON a.id = s.action_id
+  JOIN w ON w.uuid = a.instance_uuid AND w.request_id = a.request_id;
 
 -- name: finish_event
-UPDATE instance_action_events SET finish_time = now(), result = $2, traceback = $3 WHERE id = $1;
+-- Event $1 finished with result $2 (and traceback $3). Coalesced, as start_event.
+WITH w AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS w(id, result, traceback, ord)
+)
+UPDATE instance_action_events e SET finish_time = now(), result = w.result, traceback = w.traceback
+  FROM w
+ WHERE e.id = ANY ($1::bigint[]) AND e.id = w.id
+RETURNING w.ord;
 
 -- name: list_actions
 SELECT * FROM instance_actions WHERE instance_uuid = $1 ORDER BY start_time DESC, id DESC;

@@ -15,15 +15,16 @@ FLAVOR = {"id": "f1", "name": "m1.test", "vcpus": 1, "memory_mb": 256, "root_gb"
 
 async def add_instance(pool, *, host: str | None, image_ref: str = fakes.IMAGE_ID, vm_state: str = "building",
                        task_state: str | None = "spawning", display_name: str = "vm",
-                       flavor: dict[str, Any] | None = None, network_id: str = "net-1") -> tuple[str, str]:
+                       flavor: dict[str, Any] | None = None, network_id: str = "net-1",
+                       request_spec: dict[str, Any] | None = None) -> tuple[str, str]:
     """An instance row as the API and conductor leave it, plus its create action."""
     instance_uuid, request_id = str(uuid.uuid4()), f"req-{uuid.uuid4()}"
     await pool.execute(
         "INSERT INTO instances (uuid, display_name, project_id, user_id, reservation_id, flavor, image_ref,"
         " request_spec, requested_networks, host, node, vm_state, task_state)"
-        " VALUES ($1, $2, 'proj', 'user', 'r-1', $3, $4, '{}', $5, $6, $6, $7, $8)",
+        " VALUES ($1, $2, 'proj', 'user', 'r-1', $3, $4, $9, $5, $6, $6, $7, $8)",
         instance_uuid, display_name, flavor or FLAVOR, image_ref, [{"network_id": network_id}], host,
-        vm_state, task_state)
+        vm_state, task_state, request_spec or {})
     await pool.execute("INSERT INTO instance_actions (instance_uuid, request_id, action, project_id, user_id)"
                        " VALUES ($1, $2, 'create', 'proj', 'user')", instance_uuid, request_id)
     return instance_uuid, request_id

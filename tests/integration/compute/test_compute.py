@@ -90,6 +90,22 @@ async def test_build_then_terminate(pool, tmp_path, cell1):
         assert (await events(cell1, uuid, rid))["compute_terminate_instance"] == "Success"
 
 
+async def test_an_image_in_the_cache_boots_with_the_properties_the_request_kept(pool, tmp_path, cell1):
+    # As Nova: the image service is asked for an image only to fetch it. Once cached, a build
+    # uses what the API read when it accepted the request (the spec), whatever the image
+    # service says now; a spec that names another image (a rebuild's) is not trusted.
+    async with running(pool, ROLES, tmp_path, compute=SIM) as h:
+        image = h.roles["image"]
+        spec = {"image_id": fakes.IMAGE_ID, "image_properties": {"hw_disk_bus": "virtio"}}
+        with h.bus.listen() as notes:
+            for expected_asks, request_spec in ((1, spec), (1, spec), (2, {**spec, "image_id": "other"})):
+                uuid, rid = await add_instance(cell1, host="sim-1", request_spec=request_spec)
+                await ComputeClient(h.bus).build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
+                note = await next_note(notes, uuid, "instance.create.end", "instance.create.error")
+                assert note.event_type == "instance.create.end", note.payload
+                assert len(image.asked(GetImage, image_id=fakes.IMAGE_ID)) == expected_asks
+
+
 async def test_failed_build_leaves_error_with_reason_and_nothing_behind(pool, tmp_path, cell1):
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
         uuid, rid = await add_instance(cell1, host="sim-1", image_ref=fakes.MISSING_IMAGE)

@@ -69,3 +69,32 @@ async def test_a_caller_gone_before_its_statement_was_sent_is_left_out(things):
     kept = await rename(things, 6, "kept")
     assert kept["name"] == "kept"
     assert await things.fetchval("SELECT name FROM coalesce_things WHERE id = 5") == "n5"
+
+
+SUFFIXED = """
+WITH w AS (SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS w(id, name, ord))
+UPDATE coalesce_things t SET name = w.name || $3::text, renamed = renamed + 1 FROM w
+ WHERE t.id = ANY ($1::int[]) AND t.id = w.id
+RETURNING t.*, w.ord, txid_current() AS txid
+"""
+
+
+async def test_shared_arguments_are_passed_once_and_only_calls_that_agree_share_a_statement(things):
+    rename = Coalesced(SUFFIXED, shared=1)
+    rows = await asyncio.gather(rename(things, 1, "a", "-x"), rename(things, 2, "b", "-y"),
+                                rename(things, 3, "c", "-x"))
+    assert [r["name"] for r in rows] == ["a-x", "b-y", "c-x"]
+    assert rows[0]["txid"] == rows[2]["txid"] != rows[1]["txid"]
+
+
+async def test_a_call_on_a_connection_is_a_statement_of_its_own_in_that_transaction(things):
+    rename = Coalesced(RENAME)
+    async with things.acquire() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        row = await rename(conn, 7, "undone")
+        assert row["name"] == "undone" and row["ord"] == 1
+        assert row["txid"] == await conn.fetchval("SELECT txid_current()")
+        assert await rename(conn, 999, "nobody") is None
+        await tx.rollback()
+    assert await things.fetchval("SELECT name FROM coalesce_things WHERE id = 7") == "n7"
