@@ -97,27 +97,24 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         raise errors.InvalidInput("max_count may be at most 1000.")
     user_data = _user_data(server)
 
-    try:
-        flavor = await flavor_store.get(state.pool, str(server["flavorRef"]).rsplit("/", 1)[-1])
-    except errors.NotFound:
-        raise errors.InvalidInput(f"Flavor {server['flavorRef']} could not be found.") from None
-    if flavor["disabled"]:
-        raise errors.InvalidInput(f"Flavor {flavor['id']} is disabled.")
-
-    image = await usable_image(state, ctx, _image_ref(server), flavor)
+    image_ref = _image_ref(server)
+    requested = _requested_networks(server, version)
+    # The flavor, the image and the networks are looked up at once (three services, three
+    # round trips that do not wait for each other); what is wrong is told in that order.
+    flavor, image, networks = await asyncio.gather(
+        _flavor(state, str(server["flavorRef"])), find_image(state, ctx, image_ref),
+        _check_networks(state, ctx, requested), return_exceptions=True)
+    for outcome in (flavor, image):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    check_image(image, flavor)
+    if isinstance(networks, BaseException):
+        raise networks
 
     key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, server.get("key_name"))
     zone = server.get("availability_zone")
     if zone is not None and not await state.pool.fetchval(Q.zone_exists, zone):
         raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
-
-    requested = _requested_networks(server, version)
-    if requested != [NO_NETWORK]:
-        # An empty list ("auto") is checked too: it fails up front when the choice is ambiguous.
-        try:
-            await state.networks.validate(ctx, requested)
-        except errors.NotFound as exc:
-            raise errors.InvalidInput(exc.message) from None
 
     flavor_copy = {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
                    "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
@@ -217,8 +214,35 @@ def _check_policy_clash(policy: str, hints: dict[str, list[str]]) -> None:
         raise errors.InvalidInput("The different_host hint contradicts the affinity policy of the server group.")
 
 
+async def _flavor(state: ApiState, ref: str) -> Any:
+    try:
+        flavor = await flavor_store.get(state.pool, ref.rsplit("/", 1)[-1])
+    except errors.NotFound:
+        raise errors.InvalidInput(f"Flavor {ref} could not be found.") from None
+    if flavor["disabled"]:
+        raise errors.InvalidInput(f"Flavor {flavor['id']} is disabled.")
+    return flavor
+
+
+async def _check_networks(state: ApiState, ctx: RequestContext, requested: list[RequestedNetwork]) -> None:
+    if requested == [NO_NETWORK]:
+        return
+    # An empty list ("auto") is checked too: it fails up front when the choice is ambiguous.
+    try:
+        await state.networks.validate(ctx, requested)
+    except errors.NotFound as exc:
+        raise errors.InvalidInput(exc.message) from None
+
+
 async def usable_image(state: ApiState, ctx: RequestContext, ref: str, flavor: Any) -> ImageInfo:
     """The image a boot or rebuild names, if the caller may use it and `flavor` can hold it."""
+    image = await find_image(state, ctx, ref)
+    check_image(image, flavor)
+    return image
+
+
+async def find_image(state: ApiState, ctx: RequestContext, ref: str) -> ImageInfo:
+    """The active image `ref` names, if the caller may use it."""
     image_ref = str(ref).rsplit("/", 1)[-1]
     try:
         image = await state.images.get(image_ref, ctx.project_id, ctx.is_admin)
@@ -226,6 +250,11 @@ async def usable_image(state: ApiState, ctx: RequestContext, ref: str, flavor: A
         raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
     if image.status != "active":
         raise errors.InvalidInput(f"Image {image_ref} is not active.")
+    return image
+
+
+def check_image(image: ImageInfo, flavor: Any) -> None:
+    """InvalidInput when `flavor` cannot hold `image`."""
     if flavor["root_gb"] and (image.size or 0) > flavor["root_gb"] * GiB:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image. Flavor disk is "
                                   f"{flavor['root_gb'] * GiB} bytes, image is {image.size} bytes.")
@@ -235,7 +264,6 @@ async def usable_image(state: ApiState, ctx: RequestContext, ref: str, flavor: A
     if flavor["root_gb"] and image.min_disk > flavor["root_gb"]:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image "
                                   f"(image needs {image.min_disk} GB).")
-    return image
 
 
 def _hostname(name: str) -> str:

@@ -163,6 +163,11 @@ async def test_no_valid_host_says_why(cloud):
     ({"flavorRef": "nope"}, "Flavor nope"),
     ({"imageRef": "9b1f0e0e-0000-4000-8000-000000000000"}, "Image"),
     ({"networks": [{"uuid": "9b1f0e0e-0000-4000-8000-000000000000"}]}, "9b1f0e0e"),
+    # looked up at once, told in order: flavor, image, networks
+    ({"flavorRef": "nope", "imageRef": "9b1f0e0e-0000-4000-8000-000000000000",
+      "networks": [{"uuid": "9b1f0e0e-0000-4000-8000-000000000000"}]}, "Flavor nope"),
+    ({"imageRef": "9b1f0e0e-0000-4000-8000-000000000000",
+      "networks": [{"uuid": "9b1f0e0e-0000-4000-8000-000000000000"}]}, "Image"),
     ({"min_count": 3, "max_count": 2}, "min_count"),
     ({"min_count": -1}, "min_count"),
     ({"name": "x" * 256}, "name"),
