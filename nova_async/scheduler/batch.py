@@ -18,7 +18,14 @@ A request the batch cannot settle is decided on its own, the way every request w
 and so is every request of a batch whose claim placement refused (someone else took the
 room meanwhile): the one-request path looks again, at every host if need be, and explains a
 NoValidHost. Requests with a server group, host hints or a cell to stay in always take that
-path; their filters read more than host states."""
+path; their filters read more than host states.
+
+Two batches overlap: while one batch's claim is on its way, the next batch looks and
+chooses (one batch looks at a time, so the next one gathers everything that queued
+meanwhile). The claims still on their way, and those that landed after the next batch's
+look began, may be missing from what it read: what they take is subtracted from its host
+states. A claim counted twice (the look saw it already) only makes a host look fuller than
+it is; placement's claim is the judge either way."""
 
 from __future__ import annotations
 
@@ -55,10 +62,19 @@ class _Request:
 
 
 Choose = Callable[[str, list[HostState], dict[str, int]], m.Selection | None]
+DECIDERS = 2   # one batch looking and choosing, one claiming
+
+
+@dataclass
+class _Claiming:
+    """What a batch chose and is claiming: per provider, what it takes."""
+    taking: list[tuple[str, dict[str, int]]]
+    landed: float | None = None    # when its claim was answered (monotonic); None: on its way
 
 
 class Batches:
-    """Collects requests while a batch is being decided; one task decides them, batch after batch."""
+    """Collects requests while batches are being decided; two tasks decide them, batch after
+    batch, one looking while the other claims."""
 
     def __init__(self, *, cells, placement: PlacementClient, settings: SchedulerSettings,
                  host_filters: list[filters.Filter], choose: Choose,
@@ -70,14 +86,16 @@ class Batches:
         self.choose = choose          # one instance's host among host states, taken from them
         self.release = release        # claims given back
         self._queue: list[_Request] = []
-        self._deciding: asyncio.Task | None = None
+        self.deciders: set[asyncio.Task] = set()
+        self._looking = asyncio.Lock()
+        self._claiming: list[_Claiming] = []     # recent claims, which the next look may miss
 
     async def decide(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection] | None:
         """The request's selections, or None when it is to be decided on its own."""
         request = _Request(instance_uuids, spec, asyncio.get_running_loop().create_future())
         self._queue.append(request)
-        if self._deciding is None:
-            self._deciding = asyncio.create_task(self._run(), name="scheduler:batches")
+        if len(self.deciders) < DECIDERS:
+            self.deciders.add(asyncio.create_task(self._run(), name="scheduler:batches"))
         return await request.answer
 
     async def _run(self) -> None:
@@ -85,23 +103,38 @@ class Batches:
         try:
             await asyncio.sleep(0)  # those sent in the same turn of the loop join the first batch
             while self._queue:
-                batch = [r for r in self._queue if not r.answer.done()]  # not those already gone
-                self._queue = []
+                async with self._looking:   # the batch is what queued until it is its turn to look
+                    batch = [r for r in self._queue if not r.answer.done()]  # not those already gone
+                    self._queue = []
+                    if not batch:
+                        break
+                    try:
+                        looked = await self._look(batch)
+                    except Exception as exc:
+                        self._fail(batch, exc)
+                        continue
                 try:
-                    await self._decide(batch)
-                except Exception as exc:  # every request of the batch hears it
-                    for request in batch:
-                        if not request.answer.done():
-                            request.answer.set_exception(exc)
+                    await self._settle(batch, *looked)
+                except Exception as exc:
+                    self._fail(batch, exc)
         except BaseException:  # the service is stopping: nobody is left waiting
             for request in batch + self._queue:
                 request.answer.cancel()
             self._queue = []
             raise
-        finally:
-            self._deciding = None
+        finally:  # at once: a request queued from now on starts a decider of its own
+            self.deciders.discard(asyncio.current_task())
 
-    async def _decide(self, batch: list[_Request]) -> None:
+    @staticmethod
+    def _fail(batch: list[_Request], exc: Exception) -> None:
+        for request in batch:  # every request of the batch hears it
+            if not request.answer.done():
+                request.answer.set_exception(exc)
+
+    async def _look(self, batch: list[_Request]) -> tuple[list[tuple[_Request, list[m.Selection]]],
+                                                          list[pm.ConsumerClaim], list[_Request],
+                                                          _Claiming | None]:
+        """The batch's choices and their claims, and the requests to decide alone."""
         by_amounts: dict[tuple[tuple[str, int], ...], list[_Request]] = {}
         alone: list[_Request] = []
         seen: set[str] = set()
@@ -113,12 +146,14 @@ class Batches:
             by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(request)
         chosen: list[tuple[_Request, list[m.Selection]]] = []
         claims: list[pm.ConsumerClaim] = []
+        began = time.monotonic()
         for amounts, requests in by_amounts.items():
             resources = dict(amounts)
             wanted = sum(len(r.instance_uuids) for r in requests)
             found = await self.placement.find_candidates(resources, max(self.settings.max_placement_results,
                                                                         wanted))
             hosts, _ = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
+            self._subtract_missed(hosts, began)
             filtered: dict[bytes, list[HostState]] = {}  # requests alike pass the same hosts
             for request in requests:
                 selections = self._choose_all(request, hosts, resources, filtered)
@@ -130,6 +165,29 @@ class Batches:
                                                 allocations={s.chosen.provider_uuid: resources},
                                                 project_id=request.spec.project_id,
                                                 user_id=request.spec.user_id) for s in selections]
+        claiming = None
+        if claims:
+            claiming = _Claiming([(p, amounts) for c in claims for p, amounts in c.allocations.items()])
+            self._claiming.append(claiming)
+        return chosen, claims, alone, claiming
+
+    def _subtract_missed(self, hosts: list[HostState], began: float) -> None:
+        """Take from `hosts` what the claims a look that began at `began` may have missed
+        would take: those on their way, and those answered since. One look runs at a time,
+        so a claim answered before this one began is in what it read, and in every later
+        look's: it is forgotten."""
+        self._claiming = [c for c in self._claiming if c.landed is None or c.landed > began]
+        if not self._claiming:
+            return
+        by_uuid = {h.uuid: h for h in hosts}
+        for claiming in self._claiming:
+            for provider, amounts in claiming.taking:
+                if provider in by_uuid:
+                    by_uuid[provider].consume(amounts)
+
+    async def _settle(self, batch: list[_Request], chosen: list[tuple[_Request, list[m.Selection]]],
+                      claims: list[pm.ConsumerClaim], alone: list[_Request], claiming: _Claiming | None) -> None:
+        """Claim what the batch chose, and answer every request of it."""
         if claims:
             try:
                 claimed = await self.placement.claim_many(claims)
@@ -137,6 +195,9 @@ class Batches:
                 # an answer lost on the way (a bus timeout) may hide claims that were made
                 await asyncio.shield(self.release([c.consumer_uuid for c in claims]))
                 raise
+            finally:
+                if claiming is not None:
+                    claiming.landed = time.monotonic()
             if not claimed.ok:
                 log.info("a batch's claim was refused; its requests are decided one by one",
                          requests=len(chosen), reason=claimed.reason)

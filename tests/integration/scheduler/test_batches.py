@@ -129,11 +129,36 @@ async def test_an_asker_gone_before_the_claim_answered_leaves_no_claim(cloud, po
         await asking
     go_on.set()
     for _ in range(100):  # the batch finishes on its own, then gives the claim back
-        if await pool.fetchval("SELECT count(*) FROM allocations") == 0 and cloud.direct.batches._deciding is None:
+        if await pool.fetchval("SELECT count(*) FROM allocations") == 0 and not cloud.direct.batches.deciders:
             break
         await asyncio.sleep(0.05)
     assert await cloud.placement.allocations(instance) == {}
     assert await cloud.used("a") == {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
+
+
+async def test_a_batch_that_looks_while_another_claims_leaves_that_claim_its_room(cloud):
+    # a takes three instances, b one (a has more of everything: it weighs best while it has
+    # more left). The first batch chooses a twice; while its claim is on its way, the next
+    # batch must not see a's room as if nothing were being taken there.
+    await cloud.add_host("a", vcpus=3, memory_mb=3072, disk_gb=30)
+    await cloud.add_host("b", vcpus=1, memory_mb=1024, disk_gb=10)
+    held, go_on = asyncio.Event(), asyncio.Event()
+
+    async def hold(claims):
+        held.set()
+        await go_on.wait()
+
+    cloud.counting.before_claim_many = hold
+    first = [asyncio.create_task(cloud.direct.select_destinations([new()], spec())) for _ in range(2)]
+    await held.wait()
+    second = await asyncio.gather(*(cloud.direct.select_destinations([new()], spec()) for _ in range(2)))
+    go_on.set()
+    first = await asyncio.gather(*first)
+    assert Counter(s.chosen.host for r in first for s in r) == {"a": 2}
+    assert Counter(s.chosen.host for r in second for s in r) == {"a": 1, "b": 1}
+    # both batches claimed whole: nothing was refused and decided again one by one
+    assert cloud.counting.asked["claim_many"] == 2 and cloud.counting.asked["claim"] == 0
+    assert await cloud.used("a") == {"VCPU": 3, "MEMORY_MB": 3072, "DISK_GB": 30}
 
 
 async def test_the_same_instance_asked_twice_at_once_is_claimed_once(cloud, pool):
