@@ -67,9 +67,9 @@ DECIDERS = 2   # one batch looking and choosing, one claiming
 
 @dataclass
 class _Claiming:
-    """What a batch chose and is claiming: per provider, what it takes."""
-    taking: list[tuple[str, dict[str, int]]]
-    landed: float | None = None    # when its claim was answered (monotonic); None: on its way
+    """A batch's claims, from its choice on."""
+    claims: list[pm.ConsumerClaim]
+    landed: float | None = None    # when placement answered them (monotonic); None: on their way
 
 
 class Batches:
@@ -132,9 +132,8 @@ class Batches:
                 request.answer.set_exception(exc)
 
     async def _look(self, batch: list[_Request]) -> tuple[list[tuple[_Request, list[m.Selection]]],
-                                                          list[pm.ConsumerClaim], list[_Request],
-                                                          _Claiming | None]:
-        """The batch's choices and their claims, and the requests to decide alone."""
+                                                          list[_Request], _Claiming | None]:
+        """The batch's choices, the requests to decide alone, and the choices' claims."""
         by_amounts: dict[tuple[tuple[str, int], ...], list[_Request]] = {}
         alone: list[_Request] = []
         seen: set[str] = set()
@@ -167,9 +166,9 @@ class Batches:
                                                 user_id=request.spec.user_id) for s in selections]
         claiming = None
         if claims:
-            claiming = _Claiming([(p, amounts) for c in claims for p, amounts in c.allocations.items()])
+            claiming = _Claiming(claims)
             self._claiming.append(claiming)
-        return chosen, claims, alone, claiming
+        return chosen, alone, claiming
 
     def _subtract_missed(self, hosts: list[HostState], began: float) -> None:
         """Take from `hosts` what the claims a look that began at `began` may have missed
@@ -181,23 +180,23 @@ class Batches:
             return
         by_uuid = {h.uuid: h for h in hosts}
         for claiming in self._claiming:
-            for provider, amounts in claiming.taking:
-                if provider in by_uuid:
-                    by_uuid[provider].consume(amounts)
+            for claim in claiming.claims:
+                for provider, amounts in claim.allocations.items():
+                    if provider in by_uuid:
+                        by_uuid[provider].consume(amounts)
 
     async def _settle(self, batch: list[_Request], chosen: list[tuple[_Request, list[m.Selection]]],
-                      claims: list[pm.ConsumerClaim], alone: list[_Request], claiming: _Claiming | None) -> None:
+                      alone: list[_Request], claiming: _Claiming | None) -> None:
         """Claim what the batch chose, and answer every request of it."""
-        if claims:
+        if claiming is not None:
             try:
-                claimed = await self.placement.claim_many(claims)
+                claimed = await self.placement.claim_many(claiming.claims)
             except BaseException:
                 # an answer lost on the way (a bus timeout) may hide claims that were made
-                await asyncio.shield(self.release([c.consumer_uuid for c in claims]))
+                await asyncio.shield(self.release([c.consumer_uuid for c in claiming.claims]))
                 raise
             finally:
-                if claiming is not None:
-                    claiming.landed = time.monotonic()
+                claiming.landed = time.monotonic()
             if not claimed.ok:
                 log.info("a batch's claim was refused; its requests are decided one by one",
                          requests=len(chosen), reason=claimed.reason)

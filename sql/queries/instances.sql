@@ -70,22 +70,22 @@ SELECT * FROM active;
 WITH w AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS w(uuid, request_id, host, ord)
 ), i AS (
-    SELECT inst.*, w.ord, w.request_id AS for_request, w.host AS for_host
+    SELECT inst.*, w.ord, w.host AS for_host, a.id AS for_action
       FROM instances inst JOIN w ON inst.uuid = w.uuid
+      LEFT JOIN instance_actions a ON a.instance_uuid = w.uuid AND a.request_id = w.request_id
      WHERE inst.uuid = ANY ($1::uuid[]) AND inst.deleted_at IS NULL
 ), ev AS (
     INSERT INTO instance_action_events (action_id, event, host)
-    SELECT a.id, e.name, i.for_host
-      FROM i JOIN instance_actions a ON a.instance_uuid = i.uuid AND a.request_id = i.for_request
-     CROSS JOIN unnest($4::text[]) WITH ORDINALITY AS e(name, n)
-     WHERE i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
+    SELECT i.for_action, e.name, i.for_host
+      FROM i CROSS JOIN unnest($4::text[]) WITH ORDINALITY AS e(name, n)
+     WHERE i.for_action IS NOT NULL
+       AND i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
        AND (i.host IS NULL OR i.host = i.for_host)
      ORDER BY i.ord, e.n
     RETURNING id, action_id, event
 )
 SELECT i.*, (SELECT array_agg(ev.id ORDER BY array_position($4::text[], ev.event))
-               FROM ev JOIN instance_actions a ON a.id = ev.action_id
-              WHERE a.instance_uuid = i.uuid) AS event_ids
+               FROM ev WHERE ev.action_id = i.for_action) AS event_ids
   FROM i;
 
 -- name: set_network_info

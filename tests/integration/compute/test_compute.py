@@ -90,10 +90,10 @@ async def test_build_then_terminate(pool, tmp_path, cell1):
         assert (await events(cell1, uuid, rid))["compute_terminate_instance"] == "Success"
 
 
-async def test_an_image_in_the_cache_boots_with_the_properties_the_request_kept(pool, tmp_path, cell1):
+async def test_an_image_in_the_cache_is_not_asked_for_again_unless_the_spec_names_another(pool, tmp_path, cell1):
     # As Nova: the image service is asked for an image only to fetch it. Once cached, a build
-    # uses what the API read when it accepted the request (the spec), whatever the image
-    # service says now; a spec that names another image (a rebuild's) is not trusted.
+    # goes on what the API read when it accepted the request (the spec); a spec that names
+    # another image than the instance (a rebuild's) is not trusted.
     async with running(pool, ROLES, tmp_path, compute=SIM) as h:
         image = h.roles["image"]
         spec = {"image_id": fakes.IMAGE_ID, "image_properties": {"hw_disk_bus": "virtio"}}
