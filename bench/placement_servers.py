@@ -99,37 +99,23 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 @contextlib.asynccontextmanager
 async def nova_async(state_dir: Path, dsn: str) -> AsyncIterator[str]:
-    """`nova-async serve --roles placement,identity --auth noauth`; yields its placement URL."""
+    """`nova-async serve --roles placement,identity --auth noauth`; yields its placement URL.
+
+    Its log goes straight to a file, as upstream's does: a pipe drained by this process would
+    wake the timing client for every request's log line."""
     port = free_port()
     log_path = state_dir / "nova-async.log"
     state_dir.mkdir(parents=True, exist_ok=True)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "nova_async", "serve", "--roles", "placement,identity", "--auth", "noauth",
-        "--state-dir", str(state_dir), "--database", dsn, "--listen", f"127.0.0.1:{port}",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    ready = asyncio.Event()
-
-    async def pump() -> None:  # keep the pipe drained for the whole run, into a file
-        assert proc.stdout is not None
-        with log_path.open("wb") as log:
-            async for line in proc.stdout:
-                log.write(line)
-                if b"nova-async ready" in line:
-                    ready.set()
-
-    pumping = asyncio.create_task(pump(), name="bench:nova-async-log")
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "nova_async", "serve", "--roles", "placement,identity", "--auth", "noauth",
+            "--state-dir", str(state_dir), "--database", dsn, "--listen", f"127.0.0.1:{port}",
+            stdout=log, stderr=subprocess.STDOUT)
     try:
-        waiting = asyncio.create_task(ready.wait())
-        await asyncio.wait([waiting, pumping], timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
-        waiting.cancel()
-        if not ready.is_set():
-            raise SystemExit(f"nova-async did not become ready; see {log_path}:\n"
-                             + log_path.read_text(errors="replace")[-3000:])
+        await _wait_http(f"http://127.0.0.1:{port}/placement/", proc, log_path, "nova-async")
         yield f"http://127.0.0.1:{port}/placement"
     finally:
         await _stop(proc)
-        await pumping
 
 
 def _write_config(conf_dir: Path, socket_dir: Path) -> None:
@@ -140,7 +126,7 @@ def _write_config(conf_dir: Path, socket_dir: Path) -> None:
         f"[placement_database]\nconnection = postgresql+psycopg2://nova@/{UPSTREAM_DB}?host={socket_dir}\n")
 
 
-async def _wait_http(url: str, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+async def _wait_http(url: str, proc: asyncio.subprocess.Process, log_path: Path, name: str) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
@@ -151,7 +137,7 @@ async def _wait_http(url: str, proc: asyncio.subprocess.Process, log_path: Path)
                     if resp.status == 200:
                         return
             await asyncio.sleep(0.2)
-    raise SystemExit(f"upstream placement did not answer at {url}; see {log_path}:\n"
+    raise SystemExit(f"{name} did not answer at {url}; see {log_path}:\n"
                      + log_path.read_text(errors="replace")[-3000:])
 
 
@@ -175,7 +161,7 @@ async def upstream(work_dir: Path, socket_dir: Path, workers: int) -> AsyncItera
             "--timeout", "600", WSGI_APP, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        await _wait_http(url + "/", proc, log_path)
+        await _wait_http(url + "/", proc, log_path, "upstream placement")
         yield url
     finally:
         await _stop(proc)

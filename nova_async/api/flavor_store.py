@@ -9,8 +9,10 @@ import asyncpg
 
 from nova_async.common import errors
 from nova_async.db.queries import queries
+from nova_async.db.shared_read import SharedRead
 
 Q = queries("flavors")
+GET = SharedRead(Q.get)   # a burst of boots asks for the same flavor
 
 
 async def create(pool: asyncpg.Pool, spec: dict[str, Any]) -> asyncpg.Record:
@@ -27,7 +29,7 @@ async def create(pool: asyncpg.Pool, spec: dict[str, Any]) -> asyncpg.Record:
 
 
 async def get(pool: asyncpg.Pool, flavor_id: str) -> asyncpg.Record:
-    row = await pool.fetchrow(Q.get, str(flavor_id))
+    row = await GET(pool, str(flavor_id))
     if row is None:
         raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
     return row

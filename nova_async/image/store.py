@@ -20,10 +20,12 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import check, parse_uuid
 from nova_async.db.queries import queries
+from nova_async.db.shared_read import SharedRead
 from nova_async.image import patch, schemas
 from nova_async.image.blobs import HASH_ALGO, ImageFiles
 
 Q = queries("image")
+GET_IMAGE = SharedRead(Q.get_image)   # a burst of boots asks for the same image
 log = structlog.get_logger("image")
 
 Db = asyncpg.Pool | asyncpg.Connection
@@ -73,7 +75,7 @@ async def _visible(db: Db, ctx: RequestContext, image_id: str, *, for_update: bo
     canonical = parse_uuid(image_id)
     if canonical is None:
         raise _not_found(image_id)
-    row = await db.fetchrow(Q.get_image_for_update if for_update else Q.get_image, canonical)
+    row = await (db.fetchrow(Q.get_image_for_update, canonical) if for_update else GET_IMAGE(db, canonical))
     if row is None or not may_see(row, ctx):
         raise _not_found(image_id)
     return row

@@ -21,10 +21,13 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.web import parse_uuid
 from nova_async.db.queries import queries
+from nova_async.db.shared_read import SharedRead
 from nova_async.network import ipam, networks, ports
 from nova_async.network import messages as m
 
 Q = queries("network")
+NETWORK_TARGET = SharedRead(Q.network_target, many=True)   # a burst of boots names the same network
+Db = asyncpg.Pool | asyncpg.Connection
 
 DEVICE_OWNER = "compute:nova"
 
@@ -43,10 +46,9 @@ def _usable(row: asyncpg.Record | dict | None, project_id: str) -> bool:
     return row is not None and (row["project_id"] == project_id or row["shared"])
 
 
-async def _network_target(conn: asyncpg.Connection, project_id: str, network_id: str,
-                          fixed_ip: str | None) -> Target:
+async def _network_target(db: Db, project_id: str, network_id: str, fixed_ip: str | None) -> Target:
     canonical = parse_uuid(network_id)
-    rows = await conn.fetch(Q.network_target, canonical) if canonical else []
+    rows = await NETWORK_TARGET(db, canonical) if canonical else []
     net = {"id": rows[0]["network_uuid"], "project_id": rows[0]["network_project_id"],
            "shared": rows[0]["network_shared"], "name": rows[0]["network_name"],
            "mtu": rows[0]["network_mtu"]} if rows else None
@@ -63,29 +65,30 @@ async def _network_target(conn: asyncpg.Connection, project_id: str, network_id:
             addr = str(ipam.parse_address(fixed_ip, s["cidr"], "fixed ip"))
         except errors.InvalidInput:
             continue
-        if await conn.fetchval(Q.ip_taken, s["id"], addr):
+        if await db.fetchval(Q.ip_taken, s["id"], addr):
             raise errors.Conflict(f"IP address {addr} already allocated in subnet {s['id']}.", code="ip_in_use")
         return Target(network=net, subnet=s, fixed_ip=addr)
     raise errors.InvalidInput(f"Fixed IP {fixed_ip} is not a usable address on network {network_id}.")
 
 
-async def _port_target(conn: asyncpg.Connection, project_id: str, req: m.RequestedNetwork,
-                       instance_uuid: str | None) -> Target:
+async def _port_target(db: Db, project_id: str, req: m.RequestedNetwork, instance_uuid: str | None) -> Target:
     assert req.port_id is not None
     canonical = parse_uuid(req.port_id)
-    port = await conn.fetchrow(Q.get_port, canonical) if canonical else None
+    port = await db.fetchrow(Q.get_port, canonical) if canonical else None
     if port is None or port["project_id"] != project_id:
         raise ports.not_found(req.port_id)
     if port["device_id"] and port["device_id"] != instance_uuid:
         raise errors.Conflict(f"Port {req.port_id} is still in use by {port['device_id']}.", code="port_in_use")
     if req.network_id and parse_uuid(req.network_id) != str(port["network_id"]):
         raise errors.InvalidInput(f"Port {req.port_id} is not on network {req.network_id}.")
-    net = await conn.fetchrow(Q.get_network, port["network_id"])
+    net = await db.fetchrow(Q.get_network, port["network_id"])
     return Target(network=net, port=port)
 
 
-async def _resolve(conn: asyncpg.Connection, project_id: str, requested: Sequence[m.RequestedNetwork],
+async def _resolve(db: Db, project_id: str, requested: Sequence[m.RequestedNetwork],
                    instance_uuid: str | None = None) -> list[Target]:
+    """What each requested NIC is to be. Read from the pool (a check before a boot is accepted),
+    each question is a statement of its own; on a connection, in its transaction."""
     if any(r.network_id == "none" for r in requested):
         # Nova's `"networks": "none"`: the instance is to have no NIC at all.
         if len(requested) > 1:
@@ -94,25 +97,24 @@ async def _resolve(conn: asyncpg.Connection, project_id: str, requested: Sequenc
     requested = [r for r in requested if r.network_id != "auto"]
     if not requested:
         # Nothing named ("auto" or no "networks"): the project's only network, if it has one.
-        usable = await networks.usable_networks(conn, project_id)
+        usable = await networks.usable_networks(db, project_id)
         if len(usable) > 1:
             raise errors.Conflict("Multiple possible networks found, use a Network ID to be more specific.",
                                   code="network_ambiguous")
-        return [await _network_target(conn, project_id, str(n["id"]), None) for n in usable]
+        return [await _network_target(db, project_id, str(n["id"]), None) for n in usable]
     targets = []
     for req in requested:
         if req.port_id:
-            targets.append(await _port_target(conn, project_id, req, instance_uuid))
+            targets.append(await _port_target(db, project_id, req, instance_uuid))
         elif req.network_id:
-            targets.append(await _network_target(conn, project_id, req.network_id, req.fixed_ip))
+            targets.append(await _network_target(db, project_id, req.network_id, req.fixed_ip))
         else:
             raise errors.InvalidInput("Each requested network needs a network id or a port id.")
     return targets
 
 
 async def validate(pool: asyncpg.Pool, project_id: str, requested: Sequence[m.RequestedNetwork]) -> None:
-    async with pool.acquire() as conn:
-        await _resolve(conn, project_id, requested)
+    await _resolve(pool, project_id, requested)
 
 
 # What a refusal raised by network_allocate_ports (sql/0032) stands for, by its DETAIL.
