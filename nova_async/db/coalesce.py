@@ -16,7 +16,9 @@ statement did before. A call made on a connection (inside the caller's transacti
 statement of its own, over arrays of one.
 
 `shared` arguments (the last ones of a call) are not arrays: they are passed as they are,
-after the arrays, and only calls that agree on them share a statement."""
+after the arrays, and only calls that agree on them share a statement.
+
+`many`: a call gets every row of its `ord` (a list, perhaps empty), not one row or None."""
 
 from __future__ import annotations
 
@@ -27,19 +29,20 @@ import asyncpg
 
 
 class Coalesced:
-    def __init__(self, query: str, *, shared: int = 0) -> None:
+    def __init__(self, query: str, *, shared: int = 0, many: bool = False) -> None:
         self.query = query
         self.shared = shared
+        self.many = many
         self._lines: dict[asyncpg.Pool, _Line] = {}   # per pool (each cell has its own)
 
-    async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> asyncpg.Record | None:
+    async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> Any:
         if not isinstance(db, asyncpg.Pool):
             rows = await db.fetch(self.query, *_statement_args([args], self.shared))
-            return rows[0] if rows else None
+            return rows if self.many else rows[0] if rows else None
         line = self._lines.get(db)
         if line is None:  # a new pool: forget those closed since
             self._lines = {p: other for p, other in self._lines.items() if not p.is_closing()}
-            line = self._lines[db] = _Line(db, self.query, self.shared)
+            line = self._lines[db] = _Line(db, self.query, self.shared, self.many)
         return await line.submit(args)
 
 
@@ -50,22 +53,23 @@ def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
 
 
 class _Line:
-    def __init__(self, pool: asyncpg.Pool, query: str, shared: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, query: str, shared: int, many: bool) -> None:
         self.pool = pool
         self.query = query
         self.shared = shared
-        self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[asyncpg.Record | None]]] = []
+        self.many = many
+        self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending: asyncio.Task | None = None
 
-    async def submit(self, args: tuple[Any, ...]) -> asyncpg.Record | None:
-        answer: asyncio.Future[asyncpg.Record | None] = asyncio.get_running_loop().create_future()
+    async def submit(self, args: tuple[Any, ...]) -> Any:
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting.append((args, answer))
         if self._sending is None:
             self._sending = asyncio.create_task(self._send(), name="db:coalesced")
         return await answer
 
     async def _send(self) -> None:
-        calls: list[tuple[tuple[Any, ...], asyncio.Future[asyncpg.Record | None]]] = []
+        calls: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         try:
             await asyncio.sleep(0)  # calls made in the same turn of the loop go in the first statement
             while self._waiting:
@@ -91,10 +95,15 @@ class _Line:
                         if not answer.done():
                             answer.set_exception(exc)
                     continue
-                by_ord = {row["ord"]: row for row in rows}
+                by_ord: dict[int, Any] = {}
+                for row in rows:
+                    if self.many:
+                        by_ord.setdefault(row["ord"], []).append(row)
+                    else:
+                        by_ord[row["ord"]] = row
                 for i, (_, answer) in enumerate(calls, 1):
                     if not answer.done():
-                        answer.set_result(by_ord.get(i))
+                        answer.set_result(by_ord.get(i, [] if self.many else None))
         except BaseException:  # the service is stopping: nobody is left waiting
             for _, answer in calls + self._waiting:
                 answer.cancel()

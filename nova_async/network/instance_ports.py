@@ -2,12 +2,13 @@
 
 - validate: before a boot is accepted, every requested network/port must be usable by the
   instance's project (its own or shared networks, its own free ports).
-- allocate: one transaction per instance makes all its ports, or none. It is idempotent: a
+- allocate: an instance gets all its ports, or none. It is idempotent: a
   per-instance advisory lock plus "ports with this device_id already exist" means a retried
   or duplicated request gets the same ports back, rebound to the new host. When every NIC is
   a new port on a whole network (most boots), that transaction is one statement
-  (network_allocate_ports, sql/0032); ports named by id and fixed addresses take the
-  general path below, which gives the same answers.
+  (network_allocate_ports, sql/0032), shared by the instances whose ports are asked for at
+  once (sql/0035), each still made or refused alone; ports named by id and fixed addresses
+  take the general path below, which gives the same answers.
 - deallocate: ports made for the instance are deleted; ports the user made are released.
 """
 
@@ -20,12 +21,15 @@ import asyncpg
 
 from nova_async.common import errors
 from nova_async.common.web import parse_uuid
+from nova_async.db.coalesce import Coalesced
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
 from nova_async.network import ipam, networks, ports
 from nova_async.network import messages as m
 
 Q = queries("network")
+# The common case's allocations, shared by the boots that reach it at once (one transaction).
+ALLOCATE_PORTS = Coalesced(Q.allocate_ports, many=True)
 NETWORK_TARGET = SharedRead(Q.network_target, many=True)   # a burst of boots names the same network
 Db = asyncpg.Pool | asyncpg.Connection
 
@@ -143,14 +147,15 @@ def _whole_networks(requested: Sequence[m.RequestedNetwork]) -> list[str] | None
 
 async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
     wanted = _whole_networks(msg.requested)
-    if wanted is not False:  # the common case, in one statement
-        try:
-            return _vifs(await pool.fetch(Q.allocate_ports, msg.instance_uuid, msg.host, msg.project_id, wanted))
-        except asyncpg.RaiseError as exc:
-            refusal = _REFUSALS.get(getattr(exc, "detail", None) or "")
+    if wanted is not False:  # the common case, in one statement with the others arriving now
+        networks_text = None if wanted is None else "{" + ",".join(wanted) + "}"  # canonical uuids
+        rows = await ALLOCATE_PORTS(pool, msg.instance_uuid, msg.host, msg.project_id, networks_text)
+        if rows and rows[0]["message"] is not None:
+            refusal = _REFUSALS.get(rows[0]["refusal"] or "")
             if refusal is None:
-                raise
-            raise refusal(exc.message, code=exc.detail) from None
+                raise errors.NovaAsyncError(f"network_allocate_ports: {rows[0]['message']}")
+            raise refusal(rows[0]["message"], code=rows[0]["refusal"])
+        return _vifs(rows)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.lock_device, msg.instance_uuid)
         existing = await conn.fetch(Q.rebind_device_vifs, msg.instance_uuid, msg.host)

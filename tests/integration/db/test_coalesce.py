@@ -98,3 +98,20 @@ async def test_a_call_on_a_connection_is_a_statement_of_its_own_in_that_transact
         assert await rename(conn, 999, "nobody") is None
         await tx.rollback()
     assert await things.fetchval("SELECT name FROM coalesce_things WHERE id = 7") == "n7"
+
+
+# every thing whose id is at most the call's bound, one row each
+AT_MOST = """
+SELECT t.id, w.ord, txid_current() AS txid
+  FROM unnest($1::int[]) WITH ORDINALITY AS w(bound, ord) JOIN coalesce_things t ON t.id <= w.bound
+ ORDER BY w.ord, t.id
+"""
+
+
+async def test_many_gives_each_call_all_its_rows_in_order_or_none(things):
+    at_most = Coalesced(AT_MOST, many=True)
+    three, none, one = await asyncio.gather(at_most(things, 3), at_most(things, 0), at_most(things, 1))
+    assert [r["id"] for r in three] == [1, 2, 3] and none == [] and [r["id"] for r in one] == [1]
+    assert three[0]["txid"] == one[0]["txid"]
+    async with things.acquire() as conn:
+        assert [r["id"] for r in await at_most(conn, 2)] == [1, 2] and await at_most(conn, 0) == []

@@ -11,8 +11,9 @@ import pytest
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.network import instance_ports
 from nova_async.network.client import NetworkClient
-from nova_async.network.messages import RequestedNetwork
+from nova_async.network.messages import AllocatePorts, RequestedNetwork
 from tests.harness import running
 
 ALICE = RequestContext(user_id="alice", project_id="proj-a", roles=("member",))
@@ -218,3 +219,26 @@ async def test_the_lowest_free_address_after_releases(h):
     got = [(await client.allocate(str(uuid.uuid4()), "proj-a", "h", on(net)))[0].ips[0].address
            for _ in range(3)]
     assert got == ["10.40.0.3", "10.40.0.4", "10.40.0.6"]
+
+
+async def test_allocations_made_together_share_a_transaction_and_are_refused_alone(h, pool):
+    """Boots on one network in a burst: their ports are made by one statement (one transaction,
+    one wait for the subnet), and one that is refused takes nothing from the others."""
+    own = await make_network(h, h.alice, cidr="10.50.0.0/24")
+    bobs = await make_network(h, h.bob, name="bobs", cidr="10.51.0.0/24")
+    instances = [str(uuid.uuid4()) for _ in range(10)]
+
+    def asking(instance, network):
+        return AllocatePorts(instance_uuid=instance, project_id="proj-a", host="h", requested=on(network))
+    results = await asyncio.gather(*(instance_ports.allocate(pool, asking(i, own)) for i in instances[:5]),
+                                   instance_ports.allocate(pool, asking(str(uuid.uuid4()), bobs)),
+                                   *(instance_ports.allocate(pool, asking(i, own)) for i in instances[5:]),
+                                   return_exceptions=True)
+    refused = results.pop(5)
+    assert isinstance(refused, errors.NotFound) and bobs in refused.message
+    assert sorted((vifs[0].ips[0].address for vifs in results), key=ipaddress.ip_address) == \
+        [f"10.50.0.{n}" for n in range(2, 12)]
+    # created_at is now(): the time its transaction began
+    assert await pool.fetchval("SELECT count(DISTINCT created_at) FROM ports WHERE device_id = ANY($1)",
+                               instances) == 1
+    assert await ports_of(h, network_id=bobs) == []
