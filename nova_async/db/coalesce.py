@@ -18,7 +18,8 @@ statement of its own, over arrays of one.
 `shared` arguments (the last ones of a call) are not arrays: they are passed as they are,
 after the arrays, and only calls that agree on them share a statement.
 
-`many`: a call gets every row of its `ord` (a list, perhaps empty), not one row or None."""
+`many`: a call gets every row of its `ord` (a list, perhaps empty), not one row or None.
+`most`: at most this many calls in one statement; the rest wait for the next one."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ import asyncpg
 
 
 class Coalesced:
-    def __init__(self, query: str, *, shared: int = 0, many: bool = False) -> None:
+    def __init__(self, query: str, *, shared: int = 0, many: bool = False, most: int | None = None) -> None:
         self.query = query
         self.shared = shared
         self.many = many
+        self.most = most
         self._lines: dict[asyncpg.Pool, _Line] = {}   # per pool (each cell has its own)
 
     async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> Any:
@@ -42,7 +44,7 @@ class Coalesced:
         line = self._lines.get(db)
         if line is None:  # a new pool: forget those closed since
             self._lines = {p: other for p, other in self._lines.items() if not p.is_closing()}
-            line = self._lines[db] = _Line(db, self.query, self.shared, self.many)
+            line = self._lines[db] = _Line(db, self)
         return await line.submit(args)
 
 
@@ -53,11 +55,12 @@ def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
 
 
 class _Line:
-    def __init__(self, pool: asyncpg.Pool, query: str, shared: int, many: bool) -> None:
+    def __init__(self, pool: asyncpg.Pool, statement: Coalesced) -> None:
         self.pool = pool
-        self.query = query
-        self.shared = shared
-        self.many = many
+        self.query = statement.query
+        self.shared = statement.shared
+        self.many = statement.many
+        self.most = statement.most
         self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending: asyncio.Task | None = None
 
@@ -81,7 +84,8 @@ class _Line:
                     if shared is None:
                         shared = args[len(args) - self.shared:]
                     alike = args[len(args) - self.shared:] == shared
-                    (later if args[0] in keys or not alike else calls).append((args, answer))
+                    full = self.most is not None and len(calls) >= self.most
+                    (later if args[0] in keys or not alike or full else calls).append((args, answer))
                     if alike:
                         keys.add(args[0])
                 self._waiting = later

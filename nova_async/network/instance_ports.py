@@ -29,7 +29,9 @@ from nova_async.network import messages as m
 
 Q = queries("network")
 # The common case's allocations, shared by the boots that reach it at once (one transaction).
-ALLOCATE_PORTS = Coalesced(Q.allocate_ports, many=True)
+# Each call is a subtransaction: past 64 in one transaction (PostgreSQL's cache of them per
+# session), every other session's snapshot has to look them up while it runs.
+ALLOCATE_PORTS = Coalesced(Q.allocate_ports, many=True, most=64)
 NETWORK_TARGET = SharedRead(Q.network_target, many=True)   # a burst of boots names the same network
 Db = asyncpg.Pool | asyncpg.Connection
 

@@ -115,3 +115,11 @@ async def test_many_gives_each_call_all_its_rows_in_order_or_none(things):
     assert three[0]["txid"] == one[0]["txid"]
     async with things.acquire() as conn:
         assert [r["id"] for r in await at_most(conn, 2)] == [1, 2] and await at_most(conn, 0) == []
+
+
+async def test_most_bounds_the_calls_of_a_statement_and_the_rest_follow_in_order(things):
+    rename = Coalesced(RENAME, most=3)
+    rows = await asyncio.gather(*(rename(things, i, f"m{i}") for i in range(1, 8)))
+    assert [r["name"] for r in rows] == [f"m{i}" for i in range(1, 8)]
+    assert [len({r["txid"] for r in rows[k:k + 3]}) for k in (0, 3, 6)] == [1, 1, 1]
+    assert len({r["txid"] for r in rows}) == 3
