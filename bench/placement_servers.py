@@ -110,7 +110,7 @@ async def nova_async(state_dir: Path, dsn: str) -> AsyncIterator[str]:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "nova_async", "serve", "--roles", "placement,identity", "--auth", "noauth",
             "--state-dir", str(state_dir), "--database", dsn, "--listen", f"127.0.0.1:{port}",
-            stdout=log, stderr=subprocess.STDOUT)
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         await _wait_http(f"http://127.0.0.1:{port}/placement/", proc, log_path, "nova-async")
         yield f"http://127.0.0.1:{port}/placement"

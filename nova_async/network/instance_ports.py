@@ -2,13 +2,13 @@
 
 - validate: before a boot is accepted, every requested network/port must be usable by the
   instance's project (its own or shared networks, its own free ports).
-- allocate: an instance gets all its ports, or none. It is idempotent: a
-  per-instance advisory lock plus "ports with this device_id already exist" means a retried
-  or duplicated request gets the same ports back, rebound to the new host. When every NIC is
-  a new port on a whole network (most boots), that transaction is one statement
-  (network_allocate_ports, sql/0032), shared by the instances whose ports are asked for at
-  once (sql/0035), each still made or refused alone; ports named by id and fixed addresses
-  take the general path below, which gives the same answers.
+- allocate: an instance gets all its ports, or none. It is idempotent: a per-instance
+  advisory lock plus "ports with this device_id already exist" means a retried or duplicated
+  request gets the same ports back, rebound to the new host. When every NIC is a new port on
+  a whole network (most boots), an instance's ports are one statement (network_allocate_ports,
+  sql/0032), and the instances whose ports are asked for at once share one transaction
+  (sql/0035), each still made or refused alone. Ports named by id and fixed addresses take
+  the general path below, one transaction per instance, which gives the same answers.
 - deallocate: ports made for the instance are deleted; ports the user made are released.
 """
 
