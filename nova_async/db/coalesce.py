@@ -57,10 +57,7 @@ def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
 class _Line:
     def __init__(self, pool: asyncpg.Pool, statement: Coalesced) -> None:
         self.pool = pool
-        self.query = statement.query
-        self.shared = statement.shared
-        self.many = statement.many
-        self.most = statement.most
+        self.statement = statement   # its query and how calls share it
         self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._sending: asyncio.Task | None = None
 
@@ -72,6 +69,7 @@ class _Line:
         return await answer
 
     async def _send(self) -> None:
+        statement = self.statement
         calls: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         try:
             await asyncio.sleep(0)  # calls made in the same turn of the loop go in the first statement
@@ -82,9 +80,9 @@ class _Line:
                     if answer.done():  # its caller is gone
                         continue
                     if shared is None:
-                        shared = args[len(args) - self.shared:]
-                    alike = args[len(args) - self.shared:] == shared
-                    full = self.most is not None and len(calls) >= self.most
+                        shared = args[len(args) - statement.shared:]
+                    alike = args[len(args) - statement.shared:] == shared
+                    full = statement.most is not None and len(calls) >= statement.most
                     (later if args[0] in keys or not alike or full else calls).append((args, answer))
                     if alike:
                         keys.add(args[0])
@@ -92,8 +90,8 @@ class _Line:
                 if not calls:
                     continue
                 try:
-                    rows = await self.pool.fetch(self.query, *_statement_args([args for args, _ in calls],
-                                                                              self.shared))
+                    rows = await self.pool.fetch(statement.query, *_statement_args([args for args, _ in calls],
+                                                                                   statement.shared))
                 except Exception as exc:
                     for _, answer in calls:
                         if not answer.done():
@@ -101,13 +99,13 @@ class _Line:
                     continue
                 by_ord: dict[int, Any] = {}
                 for row in rows:
-                    if self.many:
+                    if statement.many:
                         by_ord.setdefault(row["ord"], []).append(row)
                     else:
                         by_ord[row["ord"]] = row
                 for i, (_, answer) in enumerate(calls, 1):
                     if not answer.done():
-                        answer.set_result(by_ord.get(i, [] if self.many else None))
+                        answer.set_result(by_ord.get(i, [] if statement.many else None))
         except BaseException:  # the service is stopping: nobody is left waiting
             for _, answer in calls + self._waiting:
                 answer.cancel()

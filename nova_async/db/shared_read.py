@@ -72,4 +72,4 @@ class _Line:
 
     def __init__(self) -> None:
         self.waiting: list[asyncio.Future[Any]] = []
-        self.sending: asyncio.Task | None = None
+        self.sending: asyncio.Task | None = None   # held, so that the task is not collected
