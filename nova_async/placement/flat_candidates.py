@@ -2,13 +2,12 @@
 
 Most clouds have flat providers (a compute node is one provider, no children, nothing shared)
 and most requests are one unnumbered group. Then a candidate is simply a provider with room
-for every requested class, every allocation request has the same shape with only the
-provider's uuid changing, and the response body's two lists can be built inside PostgreSQL
-(the function placement_flat_candidates of sql/0028, which placement_candidates.sql
-`flat_candidates` calls) and passed to the client as bytes, joined here in one copy: no rows
-decoded, no Python objects per provider, one round trip. Each provider's summary is kept ready
-as text by triggers (provider_summaries, sql/0025), so a request without limit mostly
-concatenates stored strings.
+for every requested class, and every allocation request has the same shape with only the
+provider's uuid changing. PostgreSQL finds them (the function placement_flat_candidate_rows of
+sql/0038, which placement_candidates.sql `flat_candidates` calls: one comparison per provider
+against the room its summary row keeps) and sends one row per candidate, its uuid and its
+provider_summaries entry as bytes, kept ready by triggers (provider_summaries, sql/0025); the
+body is joined here from those, one join per list.
 
 Whether the world is flat is decided by the same statement, in the same snapshot; when it is
 not (or the request needs more than this path speaks), `answer` returns None and the caller
@@ -42,7 +41,7 @@ class Shape:
 
 def _template(shape: Shape, resources: dict[str, int]) -> list[str]:
     """One allocation request as text, cut where the provider's uuid goes: two pieces, or three
-    when it names the provider twice (1.34+, in mappings), which is all the function speaks."""
+    when it names the provider twice (1.34+, in mappings)."""
     if shape.dict_allocations:
         body: dict = {"allocations": {_HOLE: {"resources": resources}}}
         if shape.mappings:
@@ -67,22 +66,25 @@ async def answer(pool: asyncpg.Pool, req: CandidateRequest, shape: Shape) -> byt
     forbidden = sorted(g.forbidden | req.root_forbidden)
     member_of = sorted(next(iter(g.member_of), frozenset()))
     classes = list(g.resources)
-    template = _template(shape, g.resources)
     rows = await pool.fetch(
         Q.flat_candidates, classes, [g.resources[rc] for rc in classes], shape.all_classes,
         required, forbidden, bool(required or forbidden or member_of or g.not_member_of), member_of,
-        sorted(g.not_member_of), req.limit, template, shape.traits, shape.tree)
+        sorted(g.not_member_of), req.limit, shape.traits, shape.tree)
     first = rows[0]
     if first["unknown"]:
         raise errors.InvalidInput(f"No such trait(s): {', '.join(sorted(set(first['unknown'])))}.",
                                   code="placement.query.bad_value")
     if not first["flat"]:
         return None
-    if first["part"] is None:
-        return b'{"allocation_requests":[],"provider_summaries":{}}'
-    # the two lists come in pieces, the requests less the first one's head and the last one's
-    # tail: the body is put together in one copy
-    requests = [r["piece"] for r in rows if r["part"] == 1]
-    summaries = [r["piece"] for r in rows if r["part"] == 2]
-    return b"".join((b'{"allocation_requests":[', template[0].encode(), *requests, template[-1].encode(),
-                     b'],"provider_summaries":{', *summaries, b"}}"))
+    # every allocation request is the template around the candidate's uuid; the summaries come
+    # ready as bytes: the body is put together in one join each
+    pieces = _template(shape, g.resources)
+    candidates = rows[1:]
+    if len(pieces) == 2:
+        head, tail = pieces
+        requests = ",".join([head + r[2] + tail for r in candidates])
+    else:
+        head, middle, tail = pieces
+        requests = ",".join([head + r[2] + middle + r[2] + tail for r in candidates])
+    return b"".join((b'{"allocation_requests":[', requests.encode(), b'],"provider_summaries":{',
+                     b",".join([r[3] for r in candidates]), b"}}"))

@@ -156,18 +156,15 @@ SELECT c.uuid, c.name, c.generation, s.resources, s.traits
 
 -- name: flat_candidates
 -- The common request in the common world, answered by PostgreSQL (the function
--- placement_flat_candidates, sql/0028 and 0026, which say how): one unnumbered group (resources,
--- plain required/forbidden traits, at most one any-of member_of group) while no provider has a
--- parent and none shares. $1 classes, $2 amounts; $3 whether summaries show every class (1.27+)
--- or the requested ones; $4 traits it must have, $5 traits it must not have; $6 whether there is
--- any filter at all ($4, $5, $7, $8), $7 aggregates of which it must be in one (empty: any), $8
--- aggregates it must be in none of; $9 how many at most (NULL: all); $10 an allocation request's
--- text cut where the provider's uuid goes (two or three pieces); $11 traits in summaries (1.17+);
--- $12 tree fields in summaries (1.29+). `flat` false: the world is not flat, nothing was built,
--- ask the tree search. `unknown`: the trait names that do not exist (a 400). `part`, `piece`:
--- the two lists of the body (1 requests, 2 summaries) in pieces, in order, for
--- flat_candidates.py to put together; NULL without candidates.
-SELECT f.world_flat AS flat, f.unknown_traits AS unknown, f.part, f.piece
-  FROM placement_flat_candidates($1::text[], $2::int[], $3::bool, $4::text[], $5::text[], $6::bool,
-                                 $7::uuid[], $8::uuid[], $9::int, $10::text[], $11::bool,
-                                 $12::bool) f;
+-- placement_flat_candidate_rows, sql/0038, which says how): one unnamed group (resources, plain
+-- required/forbidden traits, at most one any-of member_of group) while no provider has a parent
+-- and none shares. $1 classes, $2 amounts; $3 whether summaries show every class (1.27+) or the
+-- requested ones; $4 traits it must have, $5 traits it must not have; $6 whether there is any
+-- filter at all ($4, $5, $7, $8), $7 aggregates of which it must be in one (empty: any), $8
+-- aggregates it must be in none of; $9 how many at most (NULL: all); $10 traits in summaries
+-- (1.17+); $11 tree fields in summaries (1.29+). The first row: `flat` false (the world is not
+-- flat: ask the tree search) and `unknown` (the trait names that do not exist: a 400). Then one
+-- row per candidate, in order: `uuid` and `entry`, its provider_summaries entry as bytes.
+SELECT f.flat, f.unknown, f.uuid, f.entry
+  FROM placement_flat_candidate_rows($1::text[], $2::int[], $3::bool, $4::text[], $5::text[], $6::bool,
+                                     $7::uuid[], $8::uuid[], $9::int, $10::bool, $11::bool) f;

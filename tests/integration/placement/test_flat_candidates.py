@@ -49,6 +49,7 @@ QUERIES = [
     "resources=VCPU:1&root_required=CUSTOM_GOLD",
     "resources=VCPU:1&root_required=!HW_CPU_X86_SSE&required=HW_CPU_X86_AVX2&limit=1",
     "resources=VCPU:100",
+    "resources=VCPU:1,SRIOV_NET_VF:1",                    # a class no inventory has (sql/0038)
     # member_of: the fast path walks the aggregates' members (sql/0028)
     "resources=VCPU:1&required=HW_CPU_X86_AVX2&member_of={A}",
     "resources=VCPU:1,MEMORY_MB:1024&required=HW_CPU_X86_AVX2&member_of=in:{A},{B}&limit=1",
