@@ -11,23 +11,18 @@
 --     generation; provider_summaries' generated entry on every refresh;
 --   * a foreign key is checked by one query per written row: six per claim of three classes
 --     (its consumer, its inventory), each taking a row lock that writes to the WAL;
---   * the refresh of the provider's summary text was a second trigger, on inventories, that
---     the usage trigger's UPDATE set off.
 --
--- Together that was about a quarter of a claim's time in the database. The same rules now
--- hold in ways a claim does not pay for:
+-- Together that was about a sixth of a claim's time in the database. The same rules now hold
+-- in ways a claim does not pay for:
 --
 --   * the CHECKs on an inventory's definition, and on a provider's name, are BEFORE triggers on
 --     the columns they test (`UPDATE OF`), so only a statement that sets those columns runs
 --     them. They raise check_violation naming the same constraint as before, which
 --     providers.py turns into the same 400. `used >= 0` stays a CHECK: claims change `used`.
 --   * inventories.capacity and .summary, and provider_summaries.flat_entry, are plain columns
---     written by the statements that change what they are made of: the inventory's own
---     BEFORE trigger (its definition), the usage trigger (`used`), the summary triggers
---     (resources, traits). The texts are made by one function each.
---   * the usage trigger updates `used`, the inventory's text and the provider's summary in one
---     statement. A change of an inventory's definition refreshes the summary from a row
---     trigger on those columns (a statement trigger cannot name columns).
+--     written by the statements that change what they are made of: the inventory's BEFORE
+--     trigger (its definition), the usage trigger (`used`, the only writer of `used`), the
+--     summary triggers (resources, traits). Each text is made by one function.
 --   * allocation -> inventory: an inventory whose `used` is not 0 cannot be deleted (a BEFORE
 --     DELETE trigger, the foreign key's error code); `used` is the sum of the inventory's
 --     allocations, kept by the usage trigger in the same transaction (0025). And the usage

@@ -18,10 +18,10 @@
 --     a claim pays one more aggregate over the rows it already reads.
 --   * placement_flat_candidate_rows answers with a first row (whether the world is flat, the
 --     unknown trait names) and then one row per candidate: its uuid and its provider_summaries
---     entry as bytes. flat_candidates.py joins them; asyncpg reads many small rows faster than
---     a few big ones. Which of the three searches runs (everyone; filtered by traits,
---     aggregates or a limit; members of the named aggregates) is decided before any of them
---     is planned, so a request runs one small plan instead of one plan holding all three.
+--     entry as bytes, which flat_candidates.py joins. The three searches of 0028 (everyone;
+--     filtered by traits, aggregates or a limit; the members of named aggregates) stay one
+--     statement, after a first one that settles what they share: whether the world is flat,
+--     the named traits, the request's points.
 
 CREATE TABLE resource_class_numbers (
     name   text PRIMARY KEY,
@@ -134,11 +134,11 @@ SET jit = off
 AS $fn$
 #variable_conflict use_column
 DECLARE
-    is_flat      bool;
-    unknown_     text[];
-    required_ids int[];
+    is_flat       bool;
+    unknown_      text[];
+    required_ids  int[];
     forbidden_ids int[];
-    points       int8multirange;
+    points        int8multirange;
 BEGIN
     WITH named AS MATERIALIZED (  -- the traits the request names, each by a probe of the name index
         SELECT t.id, t.name

@@ -9,7 +9,7 @@ against the room its summary row keeps) and sends one row per candidate, its uui
 provider_summaries entry as bytes, kept ready by triggers (provider_summaries, sql/0025); the
 body is joined here from those, one join per list.
 
-Whether the world is flat is decided by the same statement, in the same snapshot; when it is
+Whether the world is flat is decided by the same call, in the same snapshot; when it is
 not (or the request needs more than this path speaks), `answer` returns None and the caller
 runs the general tree search (tree_candidates), which gives the same answers, only slower."""
 
@@ -76,15 +76,15 @@ async def answer(pool: asyncpg.Pool, req: CandidateRequest, shape: Shape) -> byt
                                   code="placement.query.bad_value")
     if not first["flat"]:
         return None
-    # every allocation request is the template around the candidate's uuid; the summaries come
-    # ready as bytes: the body is put together in one join each
+    # each candidate's row is (flat, unknown, uuid, entry): every allocation request is the
+    # template around the uuid, and the summary entries come ready as bytes
+    uuids = [r[2] for r in rows[1:]]
     pieces = _template(shape, g.resources)
-    candidates = rows[1:]
     if len(pieces) == 2:
         head, tail = pieces
-        requests = ",".join([head + r[2] + tail for r in candidates])
+        requests = ",".join([head + u + tail for u in uuids])
     else:
         head, middle, tail = pieces
-        requests = ",".join([head + r[2] + middle + r[2] + tail for r in candidates])
+        requests = ",".join([head + u + middle + u + tail for u in uuids])
     return b"".join((b'{"allocation_requests":[', requests.encode(), b'],"provider_summaries":{',
-                     b",".join([r[3] for r in candidates]), b"}}"))
+                     b",".join([r[3] for r in rows[1:]]), b"}}"))
