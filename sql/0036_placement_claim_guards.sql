@@ -185,35 +185,18 @@ DECLARE
     wanted  int;
     counted int;
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        WITH d AS (SELECT n.resource_provider_id, n.resource_class, sum(n.used) AS delta
-                     FROM new_rows n GROUP BY 1, 2),
-             changed AS (
-                UPDATE inventories i
-                   SET used = i.used + d.delta,
-                       summary = placement_inventory_text(i.resource_class, i.capacity, i.used + d.delta)
-                  FROM d
-                 WHERE i.resource_provider_id = d.resource_provider_id
-                   AND i.resource_class = d.resource_class
-                RETURNING 1)
-        SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM changed) INTO wanted, counted;
-        IF counted <> wanted THEN
-            RAISE EXCEPTION 'an allocation names an inventory that does not exist'
-                USING ERRCODE = 'foreign_key_violation', TABLE = 'allocations';
-        END IF;
-    ELSIF TG_OP = 'DELETE' THEN
+    -- an UPDATE gives back what its old rows held, then takes what its new rows hold
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
         UPDATE inventories i
            SET used = i.used - d.delta,
                summary = placement_inventory_text(i.resource_class, i.capacity, i.used - d.delta)
           FROM (SELECT o.resource_provider_id, o.resource_class, sum(o.used) AS delta
                   FROM old_rows o GROUP BY 1, 2) d
          WHERE i.resource_provider_id = d.resource_provider_id AND i.resource_class = d.resource_class;
-    ELSE
-        WITH d AS (SELECT x.resource_provider_id, x.resource_class, sum(x.used) AS delta
-                     FROM (SELECT n.resource_provider_id, n.resource_class, n.used FROM new_rows n
-                           UNION ALL
-                           SELECT o.resource_provider_id, o.resource_class, -o.used FROM old_rows o) x
-                    GROUP BY 1, 2 HAVING sum(x.used) <> 0),
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        WITH d AS (SELECT n.resource_provider_id, n.resource_class, sum(n.used) AS delta
+                     FROM new_rows n GROUP BY 1, 2),
              changed AS (
                 UPDATE inventories i
                    SET used = i.used + d.delta,

@@ -47,36 +47,20 @@ ALTER TABLE provider_summaries
     ADD COLUMN room    int8multirange NOT NULL DEFAULT '{}',
     ADD COLUMN stepped bool NOT NULL DEFAULT false;
 
--- 0036's definition trigger, which now also numbers the inventory's class
-CREATE OR REPLACE FUNCTION placement_inventory_defined() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    broken text := CASE
-        WHEN NEW.resource_class !~ '^[A-Z0-9_]{1,255}$' THEN 'inventories_resource_class_check'
-        WHEN NEW.total < 1 THEN 'inventories_total_check'
-        WHEN NEW.reserved < 0 THEN 'inventories_reserved_check'
-        WHEN NEW.min_unit < 1 THEN 'inventories_min_unit_check'
-        WHEN NEW.max_unit < 1 THEN 'inventories_max_unit_check'
-        WHEN NEW.step_size < 1 THEN 'inventories_step_size_check'
-        WHEN NOT NEW.allocation_ratio > 0 THEN 'inventories_allocation_ratio_check'
-    END;
+-- every inventory's class has a number, given the first time the class appears
+CREATE FUNCTION placement_inventory_class_number() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF broken IS NOT NULL THEN
-        RAISE EXCEPTION 'new row for relation "inventories" violates check constraint "%"', broken
-            USING ERRCODE = 'check_violation', CONSTRAINT = broken, TABLE = 'inventories';
-    END IF;
-    NEW.capacity := floor((NEW.total - NEW.reserved) * NEW.allocation_ratio)::bigint;
-    NEW.summary := placement_inventory_text(NEW.resource_class, NEW.capacity, NEW.used);
-    IF TG_OP = 'INSERT' OR NEW.resource_class IS DISTINCT FROM OLD.resource_class THEN
+    SELECT n.number INTO NEW.class_number FROM resource_class_numbers n WHERE n.name = NEW.resource_class;
+    IF NEW.class_number IS NULL THEN
+        INSERT INTO resource_class_numbers (name) VALUES (NEW.resource_class) ON CONFLICT (name) DO NOTHING;
         SELECT n.number INTO NEW.class_number FROM resource_class_numbers n WHERE n.name = NEW.resource_class;
-        IF NEW.class_number IS NULL THEN
-            INSERT INTO resource_class_numbers (name) VALUES (NEW.resource_class)
-            ON CONFLICT (name) DO NOTHING;
-            SELECT n.number INTO NEW.class_number FROM resource_class_numbers n WHERE n.name = NEW.resource_class;
-        END IF;
     END IF;
     RETURN NEW;
 END
 $$;
+
+CREATE TRIGGER inventories_class_number BEFORE INSERT OR UPDATE OF resource_class ON inventories
+    FOR EACH ROW EXECUTE FUNCTION placement_inventory_class_number();
 
 -- 0036's refresh, which now also writes the room: one pass over the provider's inventories
 CREATE OR REPLACE FUNCTION placement_summary_refresh_resources() RETURNS trigger LANGUAGE plpgsql AS $$

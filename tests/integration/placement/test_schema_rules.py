@@ -106,3 +106,12 @@ async def test_the_texts_follow_claims_and_definitions(pool, provider):
     inventory, entry = await texts()
     assert inventory == {"capacity": 32, "used": 0} == entry["resources"]["VCPU"]
     assert entry["root_provider_uuid"] == rp and entry["traits"] == []
+
+
+async def test_an_updated_allocation_moves_the_usage(pool, provider):
+    rp, pid = provider
+    await claim(pool, rp, 2)
+    await pool.execute("UPDATE allocations SET used = 5 WHERE resource_provider_id = $1", pid)
+    assert await pool.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 5
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await pool.execute("UPDATE allocations SET resource_class = 'MEMORY_MB' WHERE resource_provider_id = $1", pid)
