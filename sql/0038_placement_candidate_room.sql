@@ -75,7 +75,9 @@ BEGIN
                   coalesce(range_agg(placement_room_range(i.class_number, i.min_unit, i.max_unit,
                                                           i.capacity, i.used)), '{}') AS room,
                   coalesce(bool_or(i.step_size > 1), false) AS stepped,
-                  coalesce(array_agg(i.resource_class ORDER BY i.resource_class COLLATE "C"), '{}') AS classes
+                  -- classes change only when inventories come or go, not with a claim's usage
+                  coalesce(array_agg(i.resource_class ORDER BY i.resource_class COLLATE "C")
+                           FILTER (WHERE TG_OP <> 'UPDATE'), '{}') AS classes
              FROM inventories i WHERE i.resource_provider_id = p.id) r
      WHERE s.provider_id = p.id;
     RETURN NULL;

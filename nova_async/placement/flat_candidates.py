@@ -78,7 +78,8 @@ async def answer(pool: asyncpg.Pool, req: CandidateRequest, shape: Shape) -> byt
         return None
     # each candidate's row is (flat, unknown, uuid, entry): every allocation request is the
     # template around the uuid, and the summary entries come ready as bytes
-    uuids = [r[2] for r in rows[1:]]
+    candidates = rows[1:]
+    uuids = [r[2] for r in candidates]
     pieces = _template(shape, g.resources)
     if len(pieces) == 2:
         head, tail = pieces
@@ -87,4 +88,4 @@ async def answer(pool: asyncpg.Pool, req: CandidateRequest, shape: Shape) -> byt
         head, middle, tail = pieces
         requests = ",".join([head + u + middle + u + tail for u in uuids])
     return b"".join((b'{"allocation_requests":[', requests.encode(), b'],"provider_summaries":{',
-                     b",".join([r[3] for r in rows[1:]]), b"}}"))
+                     b",".join([r[3] for r in candidates]), b"}}"))

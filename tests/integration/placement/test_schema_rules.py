@@ -42,6 +42,10 @@ async def test_an_inventory_definition_is_checked(pool, provider, column, value,
     with pytest.raises(asyncpg.CheckViolationError) as caught:
         await pool.execute(f"UPDATE inventories SET {column} = $2 WHERE resource_provider_id = $1", pid, value)
     assert caught.value.constraint_name == constraint
+
+
+async def test_an_inventory_class_name_is_checked(pool, provider):
+    _, pid = provider
     with pytest.raises(asyncpg.CheckViolationError) as caught:
         await pool.execute("INSERT INTO inventories (resource_provider_id, resource_class, total, max_unit) "
                            "VALUES ($1, 'not a class', 1, 1)", pid)
