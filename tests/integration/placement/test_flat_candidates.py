@@ -223,7 +223,11 @@ async def test_summaries_follow_every_write(world, monkeypatch):
     for query in ("resources=VCPU:1", "resources=VCPU:1,DISK_GB:5", "resources=VCPU:2&required=CUSTOM_GOLD",
                   "resources=DISK_GB:1&limit=5", "resources=VCPU:1&member_of={A}",
                   "resources=VCPU:1&member_of=in:{A},{B}&required=CUSTOM_GOLD",
-                  "resources=VCPU:2&member_of={B}&limit=1", "resources=VCPU:1,DISK_GB:5&member_of={A}"):
+                  "resources=VCPU:2&member_of={B}&limit=1", "resources=VCPU:1,DISK_GB:5&member_of={A}",
+                  # p3 lost HW_CPU_X86_AVX2 and gained CUSTOM_GOLD (its trait ids, sql/0039)
+                  "resources=VCPU:2&member_of=in:{A},{B}&required=HW_CPU_X86_AVX2",
+                  "resources=VCPU:2&member_of=in:{A},{B}&required=!CUSTOM_GOLD",
+                  "resources=VCPU:2&required=!CUSTOM_GOLD&limit=5"):
         for version in ("1.26", "1.39"):
             spy.enabled = True
             fast = await ask(h, query, version, names)
