@@ -12,12 +12,14 @@ prints plain JSON."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
+import msgspec
 import structlog
 
 # syslog priorities, by structlog method name
@@ -45,6 +47,19 @@ def choose_format(fmt: str, stream: IO[Any], environ: Mapping[str, str] | None =
     return "console" if stream.isatty() else "json"
 
 
+_ENCODER = msgspec.json.Encoder(enc_hook=repr)
+
+
+def _json(event: dict[str, Any], **_: Any) -> str:
+    """A line's JSON: msgspec's encoder, several times faster than the standard library's on
+    the line every request writes; what it cannot encode (a key that is not a string, say)
+    goes through the standard library's, as structlog would have sent it."""
+    try:
+        return _ENCODER.encode(event).decode()
+    except (TypeError, msgspec.EncodeError):
+        return json.dumps(event, default=repr)
+
+
 def _syslog_priority(_: Any, method: str, line: str) -> str:
     return f"<{PRIORITY.get(method, 6)}>{line}"
 
@@ -53,7 +68,7 @@ def configure(fmt: str = "auto", level: int = logging.INFO) -> None:
     stream = sys.stderr
     fmt = choose_format(fmt, stream)
     renderer: Any = (structlog.dev.ConsoleRenderer(colors=stream.isatty()) if fmt == "console"
-                     else structlog.processors.JSONRenderer())
+                     else structlog.processors.JSONRenderer(serializer=_json))
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -63,7 +78,8 @@ def configure(fmt: str = "auto", level: int = logging.INFO) -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, *tail],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        # one write per line (PrintLogger writes the line and its newline apart)
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(stream)
