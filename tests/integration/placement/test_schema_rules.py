@@ -11,6 +11,7 @@ import uuid
 import asyncpg
 import pytest
 
+from nova_async.db.queries import queries
 from nova_async.placement import allocations, providers
 
 VCPU = providers.Inventory(total=8)
@@ -119,3 +120,36 @@ async def test_an_updated_allocation_moves_the_usage(pool, provider):
     assert await pool.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 5
     with pytest.raises(asyncpg.ForeignKeyViolationError):
         await pool.execute("UPDATE allocations SET resource_class = 'MEMORY_MB' WHERE resource_provider_id = $1", pid)
+
+
+async def test_a_claim_counts_its_usage_once_and_leaves_the_trigger_to_other_writers(pool, provider):
+    """A new consumer's claim updates `used` itself and tells the usage trigger so for that one
+    statement (sql/0040); an allocation written by plain SQL later in the same transaction is
+    counted by the trigger as ever."""
+    rp, pid = provider
+    claim_sql = queries("placement").write_allocations
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.fetch(claim_sql, [uuid.uuid4()], ["p"], ["u"], [None], [True], [None], [1], [rp],
+                         ["VCPU"], [2])
+        assert await conn.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 2
+        other = await conn.fetchval("INSERT INTO consumers (uuid, project_id, user_id) "
+                                    "VALUES ($1, 'p', 'u') RETURNING id", uuid.uuid4())
+        await conn.execute("INSERT INTO allocations (consumer_id, resource_provider_id, resource_class, used) "
+                           "VALUES ($1, $2, 'VCPU', 3)", other, pid)
+        assert await conn.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 5
+    assert await pool.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 5
+
+
+async def test_a_refused_claim_changes_nothing(pool, provider):
+    rp, pid = provider
+    await claim(pool, rp, 6)
+    before = await pool.fetchrow("SELECT r.generation, s.flat_entry FROM resource_providers r "
+                                 "JOIN provider_summaries s ON s.provider_id = r.id WHERE r.id = $1", pid)
+    with pytest.raises(allocations.ClaimRefused, match="VCPU 3 requested .* but only 2 of 8 is free"):
+        await claim(pool, rp, 3)
+    after = await pool.fetchrow("SELECT r.generation, s.flat_entry FROM resource_providers r "
+                                "JOIN provider_summaries s ON s.provider_id = r.id WHERE r.id = $1", pid)
+    assert after == before
+    assert await pool.fetchval("SELECT used FROM inventories WHERE resource_provider_id = $1", pid) == 6
+    assert await pool.fetchval("SELECT count(*) FROM consumers c JOIN allocations a ON a.consumer_id = c.id "
+                               "WHERE a.resource_provider_id = $1", pid) == 1
