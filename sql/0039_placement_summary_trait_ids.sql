@@ -74,29 +74,26 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    WITH members AS (
-        -- the members of any of the $7 aggregates, each once: a request that names aggregates
-        -- walks only them (OFFSET 0 keeps it a probe per aggregate, where a generic plan would
-        -- rather scan the whole table)
-        SELECT DISTINCT pa.id
-          FROM unnest($7::uuid[]) AS g(aggregate_uuid)
-         CROSS JOIN LATERAL (SELECT p.resource_provider_id AS id FROM provider_aggregates p
-                              WHERE p.aggregate_uuid = g.aggregate_uuid OFFSET 0) pa
-    ),
-    by_member AS (
-        -- each member tested by probes, in id order, stopping at the limit (OFFSET 0: a probe
-        -- of provider_summaries' primary key per member, not a join over every summary)
+    WITH by_member AS (
+        -- the members of any of the $7 aggregates: their ids gathered by a probe of the
+        -- aggregate index per aggregate (OFFSET 0: a generic plan would rather read the whole
+        -- table), then their summaries read by one scan of the summaries' primary key over
+        -- those ids, not a probe each (a provider in two of the aggregates is read once)
         SELECT s.*
-          FROM members m
-         CROSS JOIN LATERAL (SELECT * FROM provider_summaries s WHERE s.provider_id = m.id OFFSET 0) s
+          FROM provider_summaries s
          WHERE cardinality($7::uuid[]) > 0
+           AND s.provider_id = ANY(ARRAY(
+                   SELECT pa.id
+                     FROM unnest($7::uuid[]) AS g(aggregate_uuid)
+                    CROSS JOIN LATERAL (SELECT p.resource_provider_id AS id FROM provider_aggregates p
+                                         WHERE p.aggregate_uuid = g.aggregate_uuid OFFSET 0) pa))
            AND s.room @> points
            AND (NOT s.stepped OR placement_steps_fit(s.provider_id, $1, $2))
            AND s.trait_ids @> required_ids AND NOT s.trait_ids && forbidden_ids
            AND (cardinality($8::uuid[]) = 0 OR NOT EXISTS (
                    SELECT 1 FROM provider_aggregates pa
-                    WHERE pa.resource_provider_id = m.id AND pa.aggregate_uuid = ANY($8::uuid[])))
-         ORDER BY m.id
+                    WHERE pa.resource_provider_id = s.provider_id AND pa.aggregate_uuid = ANY($8::uuid[])))
+         ORDER BY s.provider_id
          LIMIT $9
     ),
     filtered AS (
