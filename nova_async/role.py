@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import structlog
 from aiohttp import web
 
@@ -21,12 +20,13 @@ from nova_async.common.context import RequestContext, admin_context
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
+from nova_async.db.pool import Pool
 
 
 @dataclass(frozen=True)
 class Deps:
     settings: Settings
-    pool: asyncpg.Pool          # the API database
+    pool: Pool          # the API database
     bus: Bus
     tokens: TokenCodec
     cells: Cells                # the cell databases, where instances live

@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from aiohttp.test_utils import TestClient, TestServer
 
 from nova_async import config
 from nova_async.bus.memory import MemoryBus
 from nova_async.db.cells import Cells, open_cells
+from nova_async.db.pool import Pool
 from nova_async.role import Deps, Role
 from nova_async.service import _token_key, build_http, drain, role_class
 from nova_async.common.tokens import TokenCodec
@@ -30,7 +30,7 @@ from nova_async.common.tokens import TokenCodec
 _DSN: dict[int, str] = {}
 
 
-def remember_dsn(pool: asyncpg.Pool, dsn: str) -> None:
+def remember_dsn(pool: Pool, dsn: str) -> None:
     """The test's pool fixture says which database a pool is on, for its cells' DSNs."""
     _DSN[id(pool)] = dsn
 
@@ -39,13 +39,13 @@ def remember_dsn(pool: asyncpg.Pool, dsn: str) -> None:
 class Harness:
     http: TestClient
     bus: MemoryBus
-    pool: asyncpg.Pool          # the API database
+    pool: Pool          # the API database
     deps: Deps
     roles: dict[str, Role]
     cells: Cells
 
     @property
-    def cell1(self) -> asyncpg.Pool:
+    def cell1(self) -> Pool:
         """The default cell's database: where instances live once booted."""
         return self.cells.default.pool
     # noauth headers: an admin, and plain members of two projects
@@ -66,7 +66,7 @@ def settings_for(state_dir: Path, **sections: dict[str, Any]) -> config.Settings
 
 
 @contextlib.asynccontextmanager
-async def running(pool: asyncpg.Pool, roles: list[str], state_dir: Path,
+async def running(pool: Pool, roles: list[str], state_dir: Path,
                   **sections: dict[str, Any]) -> AsyncIterator[Harness]:
     settings = settings_for(state_dir, **sections)
     bus = MemoryBus()

@@ -12,8 +12,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-import asyncpg
-
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("consoles")
@@ -36,13 +35,13 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def issue(pool: asyncpg.Pool, instance_uuid: str, console_type: str) -> str:
+async def issue(pool: Pool, instance_uuid: str, console_type: str) -> str:
     token = secrets.token_urlsafe(32)
     await pool.execute(Q.issue, _digest(token), instance_uuid, console_type, TOKEN_TTL)
     return token
 
 
-async def spend(pool: asyncpg.Pool, token: str, console_type: str) -> Grant | None:
+async def spend(pool: Pool, token: str, console_type: str) -> Grant | None:
     """The instance the token opens, used up now; None when it is unknown, spent, expired,
     made for another console type, or its instance is gone."""
     if not token or len(token) > 128:

@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
 
@@ -15,7 +16,7 @@ Q = queries("flavors")
 GET = SharedRead(Q.get)   # a burst of boots asks for the same flavor
 
 
-async def create(pool: asyncpg.Pool, spec: dict[str, Any]) -> asyncpg.Record:
+async def create(pool: Pool, spec: dict[str, Any]) -> asyncpg.Record:
     flavor_id = spec.get("id")
     flavor_id = str(uuid.uuid4()) if flavor_id in (None, "") else str(flavor_id)
     try:
@@ -28,30 +29,30 @@ async def create(pool: asyncpg.Pool, spec: dict[str, Any]) -> asyncpg.Record:
         raise errors.Conflict(f"Flavor with {what} {value} already exists.") from None
 
 
-async def get(pool: asyncpg.Pool, flavor_id: str) -> asyncpg.Record:
+async def get(pool: Pool, flavor_id: str) -> asyncpg.Record:
     row = await GET(pool, str(flavor_id))
     if row is None:
         raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
     return row
 
 
-async def listing(pool: asyncpg.Pool, is_public: bool | None, min_ram: int, min_disk: int) -> list[asyncpg.Record]:
+async def listing(pool: Pool, is_public: bool | None, min_ram: int, min_disk: int) -> list[asyncpg.Record]:
     return await pool.fetch(Q.list, is_public, min_ram, min_disk)
 
 
-async def delete(pool: asyncpg.Pool, flavor_id: str) -> None:
+async def delete(pool: Pool, flavor_id: str) -> None:
     if await pool.fetchval(Q.delete, flavor_id) is None:
         raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
 
 
-async def merge_extra_specs(pool: asyncpg.Pool, flavor_id: str, specs: dict[str, str]) -> dict[str, str]:
+async def merge_extra_specs(pool: Pool, flavor_id: str, specs: dict[str, str]) -> dict[str, str]:
     merged = await pool.fetchval(Q.merge_extra_specs, flavor_id, specs)
     if merged is None:
         raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
     return merged
 
 
-async def delete_extra_spec(pool: asyncpg.Pool, flavor_id: str, key: str) -> None:
+async def delete_extra_spec(pool: Pool, flavor_id: str, key: str) -> None:
     await get(pool, flavor_id)
     if await pool.fetchval(Q.delete_extra_spec, flavor_id, key) is None:
         raise errors.NotFound(f"Flavor {flavor_id} has no extra spec with key {key}.")

@@ -10,6 +10,7 @@ from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
@@ -20,7 +21,7 @@ def not_found(server_id: str) -> errors.NotFound:
 
 
 async def visible_instance(state: ApiState, ctx: RequestContext, server_id: str, query: str = IQ.get,
-                           ) -> tuple[asyncpg.Pool, asyncpg.Record]:
+                           ) -> tuple[Pool, asyncpg.Record]:
     """(its cell's pool, its row by `query`) for the server `server_id`, or a 404."""
     uuid = parse_uuid(server_id)
     found = await _find(state, uuid, query) if uuid else None
@@ -29,7 +30,7 @@ async def visible_instance(state: ApiState, ctx: RequestContext, server_id: str,
     return found
 
 
-async def _find(state: ApiState, uuid: str, query: str) -> tuple[asyncpg.Pool, asyncpg.Record] | None:
+async def _find(state: ApiState, uuid: str, query: str) -> tuple[Pool, asyncpg.Record] | None:
     # Twice at most: a move between cells (copy, re-map, delete) that ends between reading
     # the mapping and reading the row leaves the row where the mapping now points.
     for _ in range(2):

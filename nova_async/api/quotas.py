@@ -25,6 +25,7 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.config import QuotaSettings
 from nova_async.db.cells import Cell, Cells
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("quotas")
@@ -41,7 +42,7 @@ class QuotaExceeded(errors.Forbidden):
     code = "quota_exceeded"
 
 
-async def limits(db: asyncpg.Pool | asyncpg.Connection, defaults: QuotaSettings,
+async def limits(db: Pool | asyncpg.Connection, defaults: QuotaSettings,
                  project_id: str) -> dict[str, int]:
     return _with_defaults(_own(await db.fetch(Q.limits, project_id)), defaults)
 

@@ -15,6 +15,7 @@ from nova_async.api import lookup, microversion, quotas
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("server_meta")
@@ -33,7 +34,7 @@ TAGS = w.validator({"type": "object", "required": ["tags"], "additionalPropertie
 MAX_TAGS = 50
 
 
-async def _cell(request: web.Request) -> asyncpg.Pool:
+async def _cell(request: web.Request) -> Pool:
     """The database of the cell that holds the server the path names (404 when none does)."""
     raw = request.match_info["server_id"]
     uuid = w.parse_uuid(raw)

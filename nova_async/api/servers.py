@@ -14,6 +14,7 @@ from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.timeutil import parse_iso
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("servers")
@@ -80,7 +81,7 @@ async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
     return unique[:limit]
 
 
-async def shown(state: ApiState, pool: asyncpg.Pool, uuid: str) -> dict[str, Any] | None:
+async def shown(state: ApiState, pool: Pool, uuid: str) -> dict[str, Any] | None:
     """A server as show, update and rebuild answer it: its row, latest fault and groups."""
     row = await pool.fetchrow(Q.get_with_fault, uuid)
     return None if row is None else await with_groups(state, row)

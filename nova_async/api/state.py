@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
 from aiohttp import web
 
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import ConductorClient
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
+from nova_async.db.pool import Pool
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -20,7 +20,7 @@ from nova_async.placement.client import PlacementClient
 @dataclass(frozen=True)
 class ApiState:
     settings: Settings
-    pool: asyncpg.Pool          # the API database
+    pool: Pool          # the API database
     cells: Cells                # where instances live
     images: ImageClient
     networks: NetworkClient

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import structlog
 
 from nova_async.bus import Bus, Notification
@@ -20,6 +19,7 @@ from nova_async.compute.disks import ImageCache
 from nova_async.compute.hypervisor import Hypervisor
 from nova_async.compute.plumbing import Bridges
 from nova_async.conductor.client import ConductorClient
+from nova_async.db.pool import Pool
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -44,8 +44,8 @@ class GuestTimeouts:
 class Host:
     name: str
     hypervisor: Hypervisor
-    pool: asyncpg.Pool          # its cell's database: the instances it builds and runs
-    api_pool: asyncpg.Pool      # the API database: its service and compute node rows
+    pool: Pool          # its cell's database: the instances it builds and runs
+    api_pool: Pool      # the API database: its service and compute node rows
     bus: Bus
     images: ImageCache
     instances_root: Path

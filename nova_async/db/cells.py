@@ -26,7 +26,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.db.migrate import migrate
-from nova_async.db.pool import open_pool
+from nova_async.db.pool import Pool, open_pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("db.cells")
@@ -41,7 +41,7 @@ T = TypeVar("T")
 class Cell:
     uuid: str
     name: str
-    pool: asyncpg.Pool
+    pool: Pool
 
     @property
     def is_cell0(self) -> bool:
@@ -67,7 +67,7 @@ class Cells:
     """The cells of one API database, each with a pool open to its database. A cell created
     while the service runs (`nova-async cell create`) is opened when something names it."""
 
-    def __init__(self, api: asyncpg.Pool, api_dsn: str, stack: contextlib.AsyncExitStack, *,
+    def __init__(self, api: Pool, api_dsn: str, stack: contextlib.AsyncExitStack, *,
                  min_size: int, max_size: int) -> None:
         self.api = api
         self._api_dsn = api_dsn
@@ -117,7 +117,7 @@ class Cells:
         cell_uuid = await self.api.fetchval(Q.instance_cell, instance_uuid)
         return await self.get(cell_uuid) if cell_uuid else None
 
-    async def instance_db(self, instance_uuid: str) -> asyncpg.Pool:
+    async def instance_db(self, instance_uuid: str) -> Pool:
         """The pool of the cell that holds the instance; 404 when no cell does."""
         cell = await self.of_instance(instance_uuid)
         if cell is None:
@@ -276,7 +276,7 @@ async def _adopt(cells: Cells, api: asyncpg.Connection) -> int:
     return len(uuids)
 
 
-async def _ensure_database(api: asyncpg.Pool, dsn: str) -> None:
+async def _ensure_database(api: Pool, dsn: str) -> None:
     """Create a cell's database beside the API database when it does not exist yet."""
     try:
         conn = await asyncpg.connect(dsn)
@@ -297,7 +297,7 @@ async def _ensure_database(api: asyncpg.Pool, dsn: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_cells(api: asyncpg.Pool, api_dsn: str, *, min_size: int = 1,
+async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1,
                      max_size: int = 20) -> AsyncIterator[Cells]:
     """The cells of the API database `api`: cell0 and cell1 are made on first start, each
     cell's database is created if missing and migrated, and a pool is opened to each."""

@@ -28,6 +28,8 @@ from typing import Any
 
 import asyncpg
 
+from nova_async.db.pool import Pool
+
 
 class Coalesced:
     def __init__(self, query: str, *, shared: int = 0, many: bool = False, most: int | None = None) -> None:
@@ -35,10 +37,10 @@ class Coalesced:
         self.shared = shared
         self.many = many
         self.most = most
-        self._lines: dict[asyncpg.Pool, _Line] = {}   # per pool (each cell has its own)
+        self._lines: dict[Pool, _Line] = {}   # per pool (each cell has its own)
 
-    async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> Any:
-        if not isinstance(db, asyncpg.Pool):
+    async def __call__(self, db: Pool | asyncpg.Connection, *args: Any) -> Any:
+        if not isinstance(db, Pool):
             rows = await db.fetch(self.query, *_statement_args([args], self.shared))
             return rows if self.many else rows[0] if rows else None
         line = self._lines.get(db)
@@ -55,7 +57,7 @@ def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
 
 
 class _Line:
-    def __init__(self, pool: asyncpg.Pool, statement: Coalesced) -> None:
+    def __init__(self, pool: Pool, statement: Coalesced) -> None:
         self.pool = pool
         self.statement = statement   # its query and how calls share it
         self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []

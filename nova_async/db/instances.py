@@ -17,6 +17,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.db.coalesce import Coalesced
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("instances")
@@ -31,7 +32,7 @@ START_EVENT = Coalesced(Q.start_event)
 FINISH_EVENT = Coalesced(Q.finish_event)
 
 
-async def get(db: asyncpg.Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
+async def get(db: Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
     row = await db.fetchrow(Q.get, uuid)
     if row is None:
         raise errors.NotFound(f"Instance {uuid} could not be found.")
@@ -116,7 +117,7 @@ async def events(db, uuids: list[str], request_id: str, name: str, *,
 
 @contextlib.asynccontextmanager
 async def _tx(db) -> AsyncIterator[asyncpg.Connection]:
-    if isinstance(db, asyncpg.Pool):
+    if isinstance(db, Pool):
         async with db.acquire() as conn, conn.transaction():
             yield conn
     else:

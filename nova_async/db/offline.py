@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from nova_async import config
+from nova_async.db.pool import Pool
 
 
 @contextlib.asynccontextmanager
-async def open_database(settings: config.Settings) -> AsyncIterator[tuple[asyncpg.Pool, str]]:
+async def open_database(settings: config.Settings) -> AsyncIterator[tuple[Pool, str]]:
     """The migrated API database, as (pool, DSN)."""
     from nova_async.db.embedded import EmbeddedPostgres, embedded_postgres
     from nova_async.db.migrate import migrate

@@ -19,15 +19,17 @@ from typing import Any
 
 import asyncpg
 
+from nova_async.db.pool import Pool
+
 
 class SharedRead:
     def __init__(self, query: str, *, many: bool = False) -> None:
         self.query = query
         self.many = many     # every row (fetch), or the first one or None (fetchrow)
-        self._lines: dict[tuple[asyncpg.Pool, tuple[Any, ...]], _Line] = {}
+        self._lines: dict[tuple[Pool, tuple[Any, ...]], _Line] = {}
 
-    async def __call__(self, db: asyncpg.Pool | asyncpg.Connection, *args: Any) -> Any:
-        if not isinstance(db, asyncpg.Pool):
+    async def __call__(self, db: Pool | asyncpg.Connection, *args: Any) -> Any:
+        if not isinstance(db, Pool):
             return await (db.fetch if self.many else db.fetchrow)(self.query, *args)
         key = (db, args)
         line = self._lines.get(key)
@@ -38,7 +40,7 @@ class SharedRead:
         line.waiting.append(answer)
         return await answer
 
-    async def _send(self, key: tuple[asyncpg.Pool, tuple[Any, ...]], line: _Line) -> None:
+    async def _send(self, key: tuple[Pool, tuple[Any, ...]], line: _Line) -> None:
         pool, args = key
         asking: list[asyncio.Future[Any]] = []
         try:

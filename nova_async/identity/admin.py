@@ -24,6 +24,7 @@ import asyncpg
 
 from nova_async.common import errors
 from nova_async.common.tokens import Revocations
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.identity import revocations, store
 
@@ -33,7 +34,7 @@ KEEP = object()  # "leave this field as it is" where None is a value of its own
 
 @dataclass
 class IdentityAdmin:
-    pool: asyncpg.Pool
+    pool: Pool
     token_ttl: float
     # This process's token checker, updated at once after a revoking change (others follow
     # through NOTIFY); None for the command line, which serves no tokens.

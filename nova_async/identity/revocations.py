@@ -18,6 +18,7 @@ import asyncpg
 import structlog
 
 from nova_async.common.tokens import Revocations
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("identity")
@@ -36,13 +37,13 @@ async def record(conn: asyncpg.Connection, token_ttl: float, *, user_id: str | N
     await conn.execute(Q.notify_revocation)
 
 
-async def reload(conn: asyncpg.Connection | asyncpg.Pool, target: Revocations) -> None:
+async def reload(conn: asyncpg.Connection | Pool, target: Revocations) -> None:
     rows = await conn.fetch(Q.list_revocations)
     target.replace([(r["user_id"], r["project_id"], r["revoked_at"]) for r in rows])
 
 
 @contextlib.asynccontextmanager
-async def following(pool: asyncpg.Pool, target: Revocations) -> AsyncIterator[None]:
+async def following(pool: Pool, target: Revocations) -> AsyncIterator[None]:
     """Load the events now, and again whenever a writer anywhere announces new ones, until
     the block ends. Listening starts before the first load, so no event falls in between."""
     changed = asyncio.Event()

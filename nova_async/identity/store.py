@@ -17,6 +17,7 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("identity")
@@ -67,7 +68,7 @@ def admin_password(state_dir: Path, configured: str) -> tuple[str, bool]:
     return password, True
 
 
-async def bootstrap(pool: asyncpg.Pool, password: str) -> None:
+async def bootstrap(pool: Pool, password: str) -> None:
     """Make sure user `admin` (project `admin`, role admin) exists and has `password`."""
     async with pool.acquire() as conn, conn.transaction():
         project_id = await conn.fetchval(Q.upsert_project, uuid.uuid4().hex, "admin", "Bootstrap project")
@@ -87,7 +88,7 @@ def _domain_id(ref: dict | None) -> str:
     return DOMAIN_ID
 
 
-async def find_user(pool: asyncpg.Pool, ref: dict) -> asyncpg.Record:
+async def find_user(pool: Pool, ref: dict) -> asyncpg.Record:
     if ref.get("id"):
         row = await pool.fetchrow(Q.user_by_id, ref["id"])
     else:
@@ -97,7 +98,7 @@ async def find_user(pool: asyncpg.Pool, ref: dict) -> asyncpg.Record:
     return row
 
 
-async def find_project(pool: asyncpg.Pool, ref: dict | None, user_id: str) -> asyncpg.Record:
+async def find_project(pool: Pool, ref: dict | None, user_id: str) -> asyncpg.Record:
     if ref is None:  # Keystone's default scope: the user's default project, else any of theirs
         row = (await pool.fetchrow(Q.default_project_of, user_id)
                or await pool.fetchrow(Q.first_project_of, user_id))
@@ -110,7 +111,7 @@ async def find_project(pool: asyncpg.Pool, ref: dict | None, user_id: str) -> as
     return row
 
 
-async def roles_on(pool: asyncpg.Pool, user_id: str, project_id: str) -> tuple[str, ...]:
+async def roles_on(pool: Pool, user_id: str, project_id: str) -> tuple[str, ...]:
     assigned = [r["role"] for r in await pool.fetch(Q.roles_on_project, user_id, project_id)]
     if not assigned:
         raise errors.Unauthorized("The user has no role on the requested project.")

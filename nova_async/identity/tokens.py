@@ -10,11 +10,10 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-import asyncpg
-
 from nova_async.common import errors
 from nova_async.common.tokens import TokenBody, TokenCodec
 from nova_async.config import Settings
+from nova_async.db.pool import Pool
 from nova_async.identity import store
 
 SERVICES = (("identity", "keystone", "/v3"), ("compute", "nova", "/compute/v2.1"),
@@ -39,7 +38,7 @@ def _ts(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def issue(pool: asyncpg.Pool, codec: TokenCodec, settings: Settings, auth: dict[str, Any],
+async def issue(pool: Pool, codec: TokenCodec, settings: Settings, auth: dict[str, Any],
                 subject_token: str | None) -> tuple[str, dict[str, Any]]:
     identity = auth["identity"]
     methods = identity["methods"]

@@ -16,11 +16,11 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import structlog
 
 from nova_async.common import errors
 from nova_async.common.context import admin_context
+from nova_async.db.pool import Pool
 from nova_async.image import store
 from nova_async.image.blobs import ImageFiles
 
@@ -46,7 +46,7 @@ async def _bytes(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 
-async def _ensure(pool: asyncpg.Pool, files: ImageFiles, name: str, disk_format: str,
+async def _ensure(pool: Pool, files: ImageFiles, name: str, disk_format: str,
                   data: Path | bytes, properties: dict[str, str]) -> str:
     ctx = admin_context()
     core = {"id": image_id(name), "name": name, "disk_format": disk_format,
@@ -61,7 +61,7 @@ async def _ensure(pool: asyncpg.Pool, files: ImageFiles, name: str, disk_format:
     return str(row["id"])
 
 
-async def register(pool: asyncpg.Pool, files: ImageFiles, kernel: Path, initrd: Path) -> str:
+async def register(pool: Pool, files: ImageFiles, kernel: Path, initrd: Path) -> str:
     """Make the three images exist and hold their data; returns the machine image's id."""
     kernel_id = await _ensure(pool, files, f"{NAME}-kernel", "aki", kernel, {})
     ramdisk_id = await _ensure(pool, files, f"{NAME}-ramdisk", "ari", initrd, {})

@@ -19,6 +19,7 @@ import structlog
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import check, parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
 from nova_async.image import patch, schemas
@@ -28,7 +29,7 @@ Q = queries("image")
 GET_IMAGE = SharedRead(Q.get_image)   # a burst of boots asks for the same image
 log = structlog.get_logger("image")
 
-Db = asyncpg.Pool | asyncpg.Connection
+Db = Pool | asyncpg.Connection
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _document(row: asyncpg.Record) -> dict[str, Any]:
     return doc
 
 
-async def update(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
+async def update(pool: Pool, ctx: RequestContext, image_id: str,
                  ops: list[dict[str, Any]]) -> asyncpg.Record:
     """Apply a JSON patch atomically: the row is locked from read to write."""
     async with pool.acquire() as conn, conn.transaction():
@@ -148,7 +149,7 @@ async def update(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
             core.get("disk_format"), core.get("container_format"), core.get("owner") or row["owner"])
 
 
-async def delete(pool: asyncpg.Pool, ctx: RequestContext, image_id: str, files: ImageFiles) -> None:
+async def delete(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFiles) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await _changeable(conn, ctx, image_id, for_update=True)
         if row["protected"]:
@@ -157,7 +158,7 @@ async def delete(pool: asyncpg.Pool, ctx: RequestContext, image_id: str, files: 
     files.remove(str(row["id"]))
 
 
-async def upload(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
+async def upload(pool: Pool, ctx: RequestContext, image_id: str,
                  chunks: AsyncIterator[bytes], files: ImageFiles) -> asyncpg.Record:
     """Take the image's data; only a queued image accepts it, and only once."""
     row = await _changeable(pool, ctx, image_id)
@@ -182,7 +183,7 @@ async def upload(pool: asyncpg.Pool, ctx: RequestContext, image_id: str,
     return done
 
 
-async def reset_interrupted_uploads(pool: asyncpg.Pool, files: ImageFiles) -> None:
+async def reset_interrupted_uploads(pool: Pool, files: ImageFiles) -> None:
     """After a restart, uploads that were in progress are gone: their images take data again."""
     files.prepare()
     await pool.execute(Q.reset_interrupted_uploads)

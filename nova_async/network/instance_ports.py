@@ -22,6 +22,7 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.web import parse_uuid
 from nova_async.db.coalesce import Coalesced
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
 from nova_async.network import ipam, networks, ports
@@ -33,7 +34,7 @@ Q = queries("network")
 # session), every other session's snapshot has to look them up while it runs.
 ALLOCATE_PORTS = Coalesced(Q.allocate_ports, many=True, most=64)
 NETWORK_TARGET = SharedRead(Q.network_target, many=True)   # a burst of boots names the same network
-Db = asyncpg.Pool | asyncpg.Connection
+Db = Pool | asyncpg.Connection
 
 DEVICE_OWNER = "compute:nova"
 
@@ -119,7 +120,7 @@ async def _resolve(db: Db, project_id: str, requested: Sequence[m.RequestedNetwo
     return targets
 
 
-async def validate(pool: asyncpg.Pool, project_id: str, requested: Sequence[m.RequestedNetwork]) -> None:
+async def validate(pool: Pool, project_id: str, requested: Sequence[m.RequestedNetwork]) -> None:
     await _resolve(pool, project_id, requested)
 
 
@@ -147,7 +148,7 @@ def _whole_networks(requested: Sequence[m.RequestedNetwork]) -> list[str] | None
     return wanted or None
 
 
-async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
+async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
     wanted = _whole_networks(msg.requested)
     if wanted is not False:  # the common case, in one statement with the others arriving now
         networks_text = None if wanted is None else "{" + ",".join(wanted) + "}"  # canonical uuids
@@ -193,14 +194,14 @@ async def allocate(pool: asyncpg.Pool, msg: m.AllocatePorts) -> list[m.Vif]:
         return _vifs(known) if known is not None else await vifs(conn, msg.instance_uuid)
 
 
-async def deallocate(pool: asyncpg.Pool, instance_uuid: str) -> None:
+async def deallocate(pool: Pool, instance_uuid: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.lock_device, instance_uuid)
         await conn.execute(Q.delete_device_ports, instance_uuid)
         await conn.execute(Q.release_device_ports, instance_uuid)
 
 
-async def vifs(db: asyncpg.Connection | asyncpg.Pool, instance_uuid: str) -> list[m.Vif]:
+async def vifs(db: asyncpg.Connection | Pool, instance_uuid: str) -> list[m.Vif]:
     """The instance's ports as compute needs them, in NIC order."""
     return _vifs(await db.fetch(Q.device_vifs, instance_uuid))
 

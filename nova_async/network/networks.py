@@ -15,12 +15,13 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.network import ipam
 
 Q = queries("network")
 
-Db = asyncpg.Pool | asyncpg.Connection
+Db = Pool | asyncpg.Connection
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ async def list_networks(db: Db, ctx: RequestContext, f: NetworkFilters) -> list[
                           f.project_ids, f.admin_state_up, f.external)
 
 
-async def delete_network(pool: asyncpg.Pool, ctx: RequestContext, network_id: str) -> None:
+async def delete_network(pool: Pool, ctx: RequestContext, network_id: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_network(conn, ctx, network_id)
         if not (ctx.is_admin or row["project_id"] == ctx.project_id):

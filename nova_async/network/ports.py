@@ -18,12 +18,13 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.network import ipam, networks
 
 Q = queries("network")
 
-Db = asyncpg.Pool | asyncpg.Connection
+Db = Pool | asyncpg.Connection
 
 # OpenStack's customary prefix; the first octet's "locally administered" bit is set.
 MAC_PREFIX = "fa:16:3e"
@@ -134,7 +135,7 @@ def _subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id
     raise errors.InvalidInput(f"IP address {entry['ip_address']} is not on any subnet of network {network_id}.")
 
 
-async def create_port(pool: asyncpg.Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
+async def create_port(pool: Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
     project = networks.owner_project(ctx, body)
     async with pool.acquire() as conn, conn.transaction():
         net = await networks.get_network(conn, ctx, body["network_id"])
@@ -183,7 +184,7 @@ async def fixed_ips(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[dict[
     return out
 
 
-async def delete_port(pool: asyncpg.Pool, ctx: RequestContext, port_id: str) -> None:
+async def delete_port(pool: Pool, ctx: RequestContext, port_id: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_port(conn, ctx, port_id)
         await conn.execute(Q.delete_port, row["id"])

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
-
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("network")
@@ -28,7 +27,7 @@ def limits(ctx: RequestContext, project_id: str) -> dict[str, int]:
     return dict(DEFAULTS)
 
 
-async def usage(db: asyncpg.Pool, ctx: RequestContext, project_id: str) -> dict[str, dict[str, Any]]:
+async def usage(db: Pool, ctx: RequestContext, project_id: str) -> dict[str, dict[str, Any]]:
     """Limit, use and reservations per resource (`/quotas/{project}/details`)."""
     _check(ctx, project_id)
     used = await db.fetchrow(Q.project_usage, project_id)

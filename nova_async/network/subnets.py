@@ -16,12 +16,13 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.network import ipam, networks
 
 Q = queries("network")
 
-Db = asyncpg.Pool | asyncpg.Connection
+Db = Pool | asyncpg.Connection
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ async def get_subnet(db: Db, ctx: RequestContext, subnet_id: str) -> asyncpg.Rec
     return row
 
 
-async def create_subnet(pool: asyncpg.Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
+async def create_subnet(pool: Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
     if body.get("subnetpool_id") or body.get("use_default_subnet_pool"):
         raise errors.InvalidInput("Subnet pools are not supported here; give a cidr.")
     if "cidr" not in body:
@@ -93,7 +94,7 @@ async def list_subnets(db: Db, ctx: RequestContext, f: SubnetFilters) -> list[as
                           cidrs, f.ip_version, f.project_ids)
 
 
-async def delete_subnet(pool: asyncpg.Pool, ctx: RequestContext, subnet_id: str) -> None:
+async def delete_subnet(pool: Pool, ctx: RequestContext, subnet_id: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_subnet(conn, ctx, subnet_id)
         if not (ctx.is_admin or ctx.project_id in (row["project_id"], row["network_project_id"])):

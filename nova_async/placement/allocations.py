@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("placement")
@@ -46,7 +47,7 @@ class ConsumerAllocations:
     providers: dict[str, tuple[int, dict[str, int]]] = field(default_factory=dict)
 
 
-async def get_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> ConsumerAllocations:
+async def get_allocations(pool: Pool, consumer_uuid: str) -> ConsumerAllocations:
     rows = await pool.fetch(Q.allocations_of, consumer_uuid)
     if not rows:
         return ConsumerAllocations()
@@ -72,7 +73,7 @@ class ConsumerWrite:
     consumer_generation: object = ANY_GENERATION
 
 
-async def replace_allocations(pool: asyncpg.Pool, consumer_uuid: str,
+async def replace_allocations(pool: Pool, consumer_uuid: str,
                               allocations: dict[str, dict[str, int]], *, project_id: str,
                               user_id: str, consumer_type: str | None = None,
                               consumer_generation: object = ANY_GENERATION) -> int | None:
@@ -87,7 +88,7 @@ async def replace_allocations(pool: asyncpg.Pool, consumer_uuid: str,
     return (await replace_many(pool, [write]))[consumer_uuid]
 
 
-async def replace_many(pool: asyncpg.Pool, writes: list[ConsumerWrite]) -> dict[str, int | None]:
+async def replace_many(pool: Pool, writes: list[ConsumerWrite]) -> dict[str, int | None]:
     """Several consumers' allocations replaced in one transaction (`POST /allocations`): either
     every consumer gets what it asked for or nothing changes. Capacity is checked consumer by
     consumer after the earlier ones were written, so the batch as a whole must fit.
@@ -139,7 +140,7 @@ def _normalised(w: ConsumerWrite) -> ConsumerWrite:
                          w.consumer_type, w.consumer_generation)
 
 
-async def delete_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> bool:
+async def delete_allocations(pool: Pool, consumer_uuid: str) -> bool:
     """Remove every allocation of the consumer, and the consumer; False if it had none."""
     async with pool.acquire() as conn, conn.transaction():
         consumer = await conn.fetchrow(Q.lock_consumer, consumer_uuid)
@@ -158,7 +159,7 @@ async def delete_allocations(pool: asyncpg.Pool, consumer_uuid: str) -> bool:
 QA = queries("placement_allocations")
 
 
-async def provider_allocations(pool: asyncpg.Pool, provider_uuid: str) -> tuple[int, dict[str, dict[str, int]]]:
+async def provider_allocations(pool: Pool, provider_uuid: str) -> tuple[int, dict[str, dict[str, int]]]:
     """The provider's generation and, per consumer uuid, what that consumer holds on it; read in
     one snapshot so the generation matches the allocations."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
@@ -178,7 +179,7 @@ class TypeUsage:
     resources: dict[str, int]
 
 
-async def project_usages(pool: asyncpg.Pool, project_id: str,
+async def project_usages(pool: Pool, project_id: str,
                          user_id: str | None = None) -> dict[str | None, TypeUsage]:
     """What a project (or one of its users) holds, per consumer type (None: untyped)."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):

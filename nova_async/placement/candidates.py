@@ -16,10 +16,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import asyncpg
 import msgspec
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("placement")
@@ -74,7 +74,7 @@ def check_resources(resources: dict[str, int]) -> None:
                                       f"{MAX_AMOUNT}, got {amount}.", code="placement.query.bad_value")
 
 
-async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None = None, *,
+async def find(pool: Pool, resources: dict[str, int], limit: int | None = None, *,
                required: Iterable[str] = (), forbidden: Iterable[str] = (),
                member_of: Iterable[str] = (), randomize: bool = False) -> list[Candidate]:
     """Root providers that can take `resources` alone (the scheduler claims on one host), that
@@ -97,7 +97,7 @@ async def find(pool: asyncpg.Pool, resources: dict[str, int], limit: int | None 
     return candidates
 
 
-async def providers_with_room(pool: asyncpg.Pool, resources: dict[str, int]) -> dict[str, int]:
+async def providers_with_room(pool: Pool, resources: dict[str, int]) -> dict[str, int]:
     """Per requested class, how many root providers could take that amount of it alone."""
     classes = list(resources)
     rows = await pool.fetch(Q.providers_with_room, classes, [resources[rc] for rc in classes])

@@ -20,6 +20,7 @@ import os_resource_classes
 import os_traits
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.placement import providers
 
@@ -35,13 +36,13 @@ def is_custom(name: str) -> bool:
     return bool(_CUSTOM.match(name))
 
 
-async def sync_standard_traits(pool: asyncpg.Pool) -> None:
+async def sync_standard_traits(pool: Pool) -> None:
     await pool.execute(Q.sync_traits, list(STANDARD_TRAITS))
 
 
 # --- resource classes ---------------------------------------------------------------------
 
-async def list_classes(pool: asyncpg.Pool) -> list[str]:
+async def list_classes(pool: Pool) -> list[str]:
     return [*STANDARD_CLASSES, *(r["name"] for r in await pool.fetch(Q.custom_classes))]
 
 
@@ -64,13 +65,13 @@ def _check_custom_class(name: str) -> None:
                                   "CUSTOM_ and capital letters, digits or underscores.")
 
 
-async def create_class(pool: asyncpg.Pool, name: str) -> bool:
+async def create_class(pool: Pool, name: str) -> bool:
     """True when it was made, False when it already existed."""
     _check_custom_class(name)
     return await pool.fetchval(Q.add_class, name) is not None
 
 
-async def delete_class(pool: asyncpg.Pool, name: str) -> None:
+async def delete_class(pool: Pool, name: str) -> None:
     _check_custom_class(name)
     async with pool.acquire() as conn, conn.transaction():
         if await conn.fetchval(Q.class_in_use, name):
@@ -82,23 +83,23 @@ async def delete_class(pool: asyncpg.Pool, name: str) -> None:
 
 # --- traits -------------------------------------------------------------------------------
 
-async def list_traits(pool: asyncpg.Pool, names: list[str] | None, prefix: str | None,
+async def list_traits(pool: Pool, names: list[str] | None, prefix: str | None,
                       associated: bool | None) -> list[str]:
     return [r["name"] for r in await pool.fetch(Q.list_traits, names, prefix, associated)]
 
 
-async def trait_exists(pool: asyncpg.Pool, name: str) -> bool:
+async def trait_exists(pool: Pool, name: str) -> bool:
     return await pool.fetchval(Q.trait_exists, name)
 
 
-async def create_trait(pool: asyncpg.Pool, name: str) -> bool:
+async def create_trait(pool: Pool, name: str) -> bool:
     if not is_custom(name):
         raise errors.InvalidInput(f"The trait {name} is not a custom trait: custom traits are CUSTOM_ and "
                                   "capital letters, digits or underscores.")
     return await pool.fetchval(Q.add_trait, name) is not None
 
 
-async def delete_trait(pool: asyncpg.Pool, name: str) -> None:
+async def delete_trait(pool: Pool, name: str) -> None:
     if name in STANDARD_TRAITS:
         raise errors.InvalidInput(f"Cannot delete standard trait {name}.")
     async with pool.acquire() as conn, conn.transaction():
@@ -122,7 +123,7 @@ async def _locked(conn: asyncpg.Connection, provider_uuid: str, generation: int 
     return row
 
 
-async def provider_traits(pool: asyncpg.Pool, provider_uuid: str) -> tuple[int, list[str]]:
+async def provider_traits(pool: Pool, provider_uuid: str) -> tuple[int, list[str]]:
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(PQ.lock_provider, provider_uuid)
         if row is None:
@@ -130,7 +131,7 @@ async def provider_traits(pool: asyncpg.Pool, provider_uuid: str) -> tuple[int, 
         return row["generation"], [r["name"] for r in await conn.fetch(Q.provider_traits, row["id"])]
 
 
-async def set_provider_traits(pool: asyncpg.Pool, provider_uuid: str, traits: list[str],
+async def set_provider_traits(pool: Pool, provider_uuid: str, traits: list[str],
                               generation: int | None) -> int:
     """Replace the provider's traits; returns its new generation."""
     async with pool.acquire() as conn, conn.transaction():
@@ -144,7 +145,7 @@ async def set_provider_traits(pool: asyncpg.Pool, provider_uuid: str, traits: li
         return (await conn.fetchrow(PQ.bump_providers, [row["id"]]))["generation"]
 
 
-async def provider_aggregates(pool: asyncpg.Pool, provider_uuid: str) -> tuple[int, list[str]]:
+async def provider_aggregates(pool: Pool, provider_uuid: str) -> tuple[int, list[str]]:
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(PQ.lock_provider, provider_uuid)
         if row is None:
@@ -153,7 +154,7 @@ async def provider_aggregates(pool: asyncpg.Pool, provider_uuid: str) -> tuple[i
         return row["generation"], found
 
 
-async def set_provider_aggregates(pool: asyncpg.Pool, provider_uuid: str, aggregates: list[str],
+async def set_provider_aggregates(pool: Pool, provider_uuid: str, aggregates: list[str],
                                   generation: int | None) -> int:
     try:
         wanted = sorted({str(uuidlib.UUID(a)) for a in aggregates})

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
 import msgspec
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.placement.request_groups import CandidateRequest
 
@@ -53,7 +53,7 @@ def _template(shape: Shape, resources: dict[str, int]) -> list[str]:
     return pieces
 
 
-async def answer(pool: asyncpg.Pool, req: CandidateRequest, shape: Shape) -> bytes | None:
+async def answer(pool: Pool, req: CandidateRequest, shape: Shape) -> bytes | None:
     """The response body, or None when this path cannot answer the request (the caller then
     asks tree_candidates)."""
     if len(req.groups) != 1 or req.same_subtree:

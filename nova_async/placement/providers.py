@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("placement")
@@ -59,7 +60,7 @@ def not_found(uuid: str) -> errors.NotFound:
 
 
 @contextlib.asynccontextmanager
-async def _transaction(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+async def _transaction(pool: Pool) -> AsyncIterator[asyncpg.Connection]:
     """A transaction that turns constraint violations into our errors."""
     try:
         async with pool.acquire() as conn, conn.transaction():
@@ -88,7 +89,7 @@ class ProviderFilter:
     forbidden: tuple[str, ...] = ()               # none of these traits
 
 
-async def list_providers(pool: asyncpg.Pool, *, name: str | None = None, uuid: str | None = None,
+async def list_providers(pool: Pool, *, name: str | None = None, uuid: str | None = None,
                          in_tree: str | None = None,
                          where: ProviderFilter | None = None) -> list[Provider]:
     f = where or ProviderFilter(name=name, uuid=uuid, in_tree=in_tree)
@@ -110,7 +111,7 @@ async def list_providers(pool: asyncpg.Pool, *, name: str | None = None, uuid: s
 KEEP_PARENT = object()
 
 
-async def update_provider(pool: asyncpg.Pool, uuid: str, *, name: str,
+async def update_provider(pool: Pool, uuid: str, *, name: str,
                           parent_uuid: object = KEEP_PARENT, may_reparent: bool = False) -> Provider:
     """Rename the provider and perhaps move it. A root may always be given a parent; taking a
     parent away or changing it needs `may_reparent` (microversion 1.37). Its whole subtree
@@ -126,7 +127,7 @@ async def update_provider(pool: asyncpg.Pool, uuid: str, *, name: str,
                               code="placement.concurrent_update") from None
 
 
-async def _update_provider(pool: asyncpg.Pool, uuid: str, name: str, parent_uuid: object,
+async def _update_provider(pool: Pool, uuid: str, name: str, parent_uuid: object,
                            may_reparent: bool) -> Provider:
     async with _transaction(pool) as conn:
         row = await conn.fetchrow(Q.lock_provider, uuid)
@@ -165,14 +166,14 @@ async def _new_parent(conn: asyncpg.Connection, row: asyncpg.Record, parent_uuid
     return parent["id"]
 
 
-async def get_provider(pool: asyncpg.Pool, uuid: str) -> Provider:
+async def get_provider(pool: Pool, uuid: str) -> Provider:
     row = await pool.fetchrow(Q.get_provider, uuid)
     if row is None:
         raise not_found(uuid)
     return _provider(row)
 
 
-async def create_provider(pool: asyncpg.Pool, *, uuid: str, name: str,
+async def create_provider(pool: Pool, *, uuid: str, name: str,
                           parent_uuid: str | None = None) -> Provider:
     async with _transaction(pool) as conn:
         parent_id = None
@@ -191,7 +192,7 @@ async def create_provider(pool: asyncpg.Pool, *, uuid: str, name: str,
         return _provider(await conn.fetchrow(Q.get_provider, uuid))
 
 
-async def delete_provider(pool: asyncpg.Pool, uuid: str) -> None:
+async def delete_provider(pool: Pool, uuid: str) -> None:
     async with _transaction(pool) as conn:
         row = await conn.fetchrow(Q.lock_provider, uuid)
         if row is None:
@@ -210,7 +211,7 @@ async def delete_provider(pool: asyncpg.Pool, uuid: str) -> None:
 # --- inventories and usages --------------------------------------------------------------
 
 
-async def get_inventories(pool: asyncpg.Pool, uuid: str) -> tuple[int, dict[str, Inventory]]:
+async def get_inventories(pool: Pool, uuid: str) -> tuple[int, dict[str, Inventory]]:
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         row = await conn.fetchrow(Q.get_provider, uuid)
         if row is None:
@@ -219,7 +220,7 @@ async def get_inventories(pool: asyncpg.Pool, uuid: str) -> tuple[int, dict[str,
     return row["generation"], {r["resource_class"]: _inventory(r) for r in rows}
 
 
-async def get_usages(pool: asyncpg.Pool, uuid: str) -> tuple[int, dict[str, int]]:
+async def get_usages(pool: Pool, uuid: str) -> tuple[int, dict[str, int]]:
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         row = await conn.fetchrow(Q.get_provider, uuid)
         if row is None:
@@ -237,7 +238,7 @@ def check_inventory(resource_class: str, inv: Inventory) -> None:
                                   f"is greater than max_unit ({inv.max_unit}).")
 
 
-async def set_inventories(pool: asyncpg.Pool, uuid: str, inventories: dict[str, Inventory], *,
+async def set_inventories(pool: Pool, uuid: str, inventories: dict[str, Inventory], *,
                           generation: int | None) -> tuple[int, dict[str, Inventory]]:
     """Replace the provider's inventories; `generation` is the one the caller last saw."""
     for rc, inv in inventories.items():
@@ -254,7 +255,7 @@ async def set_inventories(pool: asyncpg.Pool, uuid: str, inventories: dict[str, 
     return new_generation, inventories
 
 
-async def ensure_provider(pool: asyncpg.Pool, uuid: str, name: str,
+async def ensure_provider(pool: Pool, uuid: str, name: str,
                           inventories: dict[str, Inventory]) -> int:
     """Create the provider if missing and make its inventories these; a repeat changes nothing.
     Returns the provider's generation."""

@@ -6,10 +6,10 @@ refuses a version we do not speak."""
 
 from __future__ import annotations
 
-import asyncpg
 from aiohttp import web
 
 from nova_async.common.web import api_app
+from nova_async.db.pool import Pool
 from nova_async.placement import microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
                                            resource_providers, root, usages)
@@ -54,7 +54,7 @@ ROUTES = {
 }
 
 
-def build_app(pool: asyncpg.Pool) -> tuple[str, web.Application]:
+def build_app(pool: Pool) -> tuple[str, web.Application]:
     app = api_app(microversion.render_fault)
     app.middlewares.append(microversion.negotiate)
     app.on_response_prepare.append(microversion.echo_version)

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.placement.request_groups import CandidateRequest, RequestGroup
 
@@ -103,7 +104,7 @@ async def check_traits(conn: asyncpg.Connection, req: CandidateRequest) -> None:
                                   code="placement.query.bad_value")
 
 
-async def find(pool: asyncpg.Pool, req: CandidateRequest, *, distinct_mappings: bool = True,
+async def find(pool: Pool, req: CandidateRequest, *, distinct_mappings: bool = True,
                nested_aware: bool = True) -> CandidateResult:
     """`distinct_mappings`: two requests that allocate the same but map groups differently
     are two candidates (1.34+, where clients see mappings), else one. Without `nested_aware`

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import asyncpg
-
 from nova_async.db.cells import Cells
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.placement.messages import ProviderSummary
 
@@ -91,5 +90,5 @@ async def load(cells: Cells, candidates: list[ProviderSummary],
     return hosts, len(candidates) - len(hosts)
 
 
-async def count_hosts(pool: asyncpg.Pool) -> int:
+async def count_hosts(pool: Pool) -> int:
     return await pool.fetchval(Q.count_hosts)

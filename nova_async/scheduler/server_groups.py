@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.scheduler.host_state import HostState
 from nova_async.scheduler.messages import GroupPolicy
@@ -57,7 +58,7 @@ class GroupState:
 
 
 @contextlib.asynccontextmanager
-async def locked(pool: asyncpg.Pool, policy: GroupPolicy) -> AsyncIterator[tuple[GroupState, asyncpg.Connection]]:
+async def locked(pool: Pool, policy: GroupPolicy) -> AsyncIterator[tuple[GroupState, asyncpg.Connection]]:
     """The group's state, read and kept under its lock for as long as the block runs."""
     async with pool.acquire() as conn:
         key = f"server-group:{policy.uuid}"

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
 from aiohttp import web
 
+from nova_async.db.pool import Pool
 from nova_async.image.blobs import ImageFiles
 
 
 @dataclass(frozen=True)
 class ImageApi:
-    pool: asyncpg.Pool
+    pool: Pool
     files: ImageFiles
     base_url: str
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
 from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import query_flag
+from nova_async.db.pool import Pool
 
 
 @dataclass(frozen=True)
 class NetworkApi:
-    pool: asyncpg.Pool
+    pool: Pool
     base_url: str
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncpg
 from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import context, parse_uuid
+from nova_async.db.pool import Pool
 from nova_async.placement import microversion
 
 PREFIX = "/placement"
-POOL = web.AppKey("placement_pool", asyncpg.Pool)
+POOL = web.AppKey("placement_pool", Pool)
 
 
 def authorize(request: web.Request, rule: str) -> RequestContext:
@@ -28,7 +28,7 @@ def absolute(request: web.Request, path: str) -> str:
     return str(request.url.with_path(path).with_query(None))
 
 
-def pool(request: web.Request) -> asyncpg.Pool:
+def pool(request: web.Request) -> Pool:
     return request.app[POOL]
 
 

@@ -1,0 +1,137 @@
+"""The connection pool (db/pool.py) on a real PostgreSQL: connections are lent and given back
+at once, never more than max_size, and one that may be unfit (closed, mid-transaction, its
+holder cut off) is closed instead of lent again."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from nova_async.db.pool import PoolClosing, open_pool
+
+
+async def backend(conn: asyncpg.Connection) -> int:
+    return await conn.fetchval("SELECT pg_backend_pid()")
+
+
+async def test_the_last_connection_given_back_is_the_next_one_lent(database):
+    async with open_pool(database, min_size=2, max_size=4) as pool:
+        async with pool.acquire() as conn:
+            first = await backend(conn)
+        assert await pool.fetchval("SELECT pg_backend_pid()") == first
+        assert await pool.fetchrow("SELECT 1 AS one") == (1,)
+        assert await pool.fetch("SELECT g FROM generate_series(1, 2) g") == [(1,), (2,)]
+        assert await pool.execute("SELECT 1") == "SELECT 1"
+
+
+async def test_never_more_than_max_size_and_waiters_are_served_in_turn(database):
+    async with open_pool(database, min_size=1, max_size=2) as pool:
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def hold(name: str) -> None:
+            async with pool.acquire() as conn:
+                order.append(name)
+                await release.wait()
+                await conn.fetchval("SELECT 1")
+
+        holders = [asyncio.create_task(hold(n)) for n in ("a", "b")]
+        await asyncio.sleep(0.1)
+        assert sorted(order) == ["a", "b"]
+
+        async def later(name: str) -> None:
+            async with pool.acquire():
+                order.append(name)
+
+        waiting = [asyncio.create_task(later(n)) for n in ("c", "d")]
+        await asyncio.sleep(0.1)
+        assert len(order) == 2  # both wait: two connections are lent out
+        release.set()
+        await asyncio.gather(*holders, *waiting)
+        assert order[2:] == ["c", "d"]
+
+
+async def test_a_connection_given_back_mid_transaction_or_cut_off_is_closed_not_lent(database):
+    async with open_pool(database, min_size=1, max_size=2) as pool:
+        async with pool.acquire() as conn:
+            await conn.execute("BEGIN")
+            mid_transaction = conn
+        assert mid_transaction.is_closed()
+
+        started = asyncio.Event()
+
+        async def slow() -> None:
+            async with pool.acquire() as conn:
+                started.set()
+                await conn.execute("SELECT pg_sleep(10)")
+
+        task = asyncio.create_task(slow())
+        await started.wait()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the pool still serves, from a connection no query is running on
+        assert await pool.fetchval("SELECT 41 + 1") == 42
+
+
+async def test_a_connection_the_server_closed_is_replaced(database):
+    async with open_pool(database, min_size=1, max_size=1) as pool:
+        first = await pool.fetchval("SELECT pg_backend_pid()")
+        admin = await asyncpg.connect(database)
+        try:
+            assert await admin.fetchval("SELECT pg_terminate_backend($1)", first)
+        finally:
+            await admin.close()
+        await asyncio.sleep(0.1)
+        assert await pool.fetchval("SELECT pg_backend_pid()") != first
+
+
+async def test_a_waiter_cancelled_as_a_connection_reaches_it_passes_it_on(database):
+    async with open_pool(database, min_size=1, max_size=1) as pool:
+        holding = pool.acquire()
+        await holding.__aenter__()
+        gave_up = asyncio.create_task(pool.fetchval("SELECT 1"))
+        patient = asyncio.create_task(pool.fetchval("SELECT 2"))
+        await asyncio.sleep(0.05)
+        await holding.__aexit__(None, None, None)  # handed to `gave_up`, cancelled before it runs
+        gave_up.cancel()
+        assert await patient == 2
+        with pytest.raises(asyncio.CancelledError):
+            await gave_up
+
+
+async def test_a_waiter_cancelled_as_a_place_frees_passes_the_place_on(database):
+    async with open_pool(database, min_size=1, max_size=1) as pool:
+        holding = pool.acquire()
+        conn = await holding.__aenter__()
+        await conn.execute("BEGIN")  # unfit to go back: closed, and its place freed
+        gave_up = asyncio.create_task(pool.fetchval("SELECT 1"))
+        patient = asyncio.create_task(pool.fetchval("SELECT 2"))
+        await asyncio.sleep(0.05)
+        await holding.__aexit__(None, None, None)  # `gave_up` is told, and cancelled before it runs
+        gave_up.cancel()
+        assert await asyncio.wait_for(patient, 10) == 2
+        with pytest.raises(asyncio.CancelledError):
+            await gave_up
+
+
+async def test_closing_waits_for_connections_lent_out_and_refuses_new_callers(database):
+    async with open_pool(database, min_size=1, max_size=2) as pool:
+        done = asyncio.Event()
+
+        async def finishing() -> None:
+            async with pool.acquire() as conn:
+                await asyncio.sleep(0.2)
+                await conn.fetchval("SELECT 1")
+                done.set()
+
+        task = asyncio.create_task(finishing())
+        await asyncio.sleep(0.05)
+        await pool.close()
+        assert done.is_set()
+        await task
+        with pytest.raises(PoolClosing):
+            await pool.fetchval("SELECT 1")
