@@ -156,7 +156,7 @@ SELECT c.uuid, c.name, c.generation, s.resources, s.traits
 
 -- name: flat_candidates
 -- The common request in the common world, answered by PostgreSQL (the function
--- placement_flat_candidate_rows, sql/0038, which says how): one unnumbered group (resources, plain
+-- placement_flat_candidate_rows, sql/0038 and 0039, which say how): one unnumbered group (resources, plain
 -- required/forbidden traits, at most one any-of member_of group) while no provider has a parent
 -- and none shares. $1 classes, $2 amounts; $3 whether summaries show every class (1.27+) or the
 -- requested ones; $4 traits it must have, $5 traits it must not have; $6 whether there is any
