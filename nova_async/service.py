@@ -212,6 +212,7 @@ def serve(settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, service.request_stop)
+        systemd.hang_on_signal_if_asked(loop)
         notifier.status("starting: database and migrations")
         # The watchdog is fed from the first moment to the last (a slow database start or a
         # long drain is not a hang), by a task of this loop: a hung loop stops feeding it.

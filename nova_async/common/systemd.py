@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
+import sys
+import time
 from collections.abc import MutableMapping
 
 import structlog
@@ -111,3 +114,31 @@ def _one_line(text: str) -> str:
 
 # What a Service uses when nobody told it about systemd (tests, `make run`).
 DISABLED = Notifier()
+
+
+# The watchdog's own end-to-end test (tests/e2e/test_real_systemd.py) needs a hung event loop
+# on any Linux machine. ptrace-based injection (gdb) fails on some virtual machines, and
+# SIGSTOP freezes every thread, so it cannot tell a loop-fed keep-alive from a thread-fed one.
+# With this variable set to a signal's name, that signal blocks the loop's own thread, as a
+# hung loop would, while every other thread goes on. Nothing reads it unless it is set.
+HANG_SIGNAL_ENV = "NOVA_ASYNC_TEST_HANG_SIGNAL"
+HANG_SECONDS = 60
+
+
+def hang_on_signal_if_asked(loop: asyncio.AbstractEventLoop) -> None:
+    name = os.environ.pop(HANG_SIGNAL_ENV, "")
+    if not name:
+        return
+    try:
+        signum = signal.Signals[name if name.startswith("SIG") else f"SIG{name}"]
+    except KeyError:
+        log.warning("unknown signal name; no hang trigger installed", variable=HANG_SIGNAL_ENV, value=name)
+        return
+    loop.add_signal_handler(signum, _hang_event_loop)
+    log.warning("test hang trigger installed: this signal blocks the event loop", signal=signum.name)
+
+
+def _hang_event_loop() -> None:
+    sys.stderr.write(f"{HANG_SIGNAL_ENV}: the event loop thread now sleeps {HANG_SECONDS} s\n")
+    sys.stderr.flush()
+    time.sleep(HANG_SECONDS)
