@@ -40,15 +40,27 @@ async def list_instance_actions(request: web.Request) -> web.Response:
     return w.dump({"instanceActions": [_action(r, version) for r in rows]})
 
 
+async def _action_and_events(request: web.Request):
+    """The instance, its action and the action's events, read in one snapshot. A move between
+    cells (a server that never got a host goes to cell0 right after its ERROR) copies the
+    rows, then deletes them from the cell they left: read apart, the action could be found
+    there and its events already gone. When the action is missing from the snapshot, the
+    instance is looked up again, where its mapping now points."""
+    request_id = request.match_info["request_id"]
+    for _ in range(2):
+        db, instance = await _instance(request)
+        async with db.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            action = await conn.fetchrow(Q.get_action, instance["uuid"], request_id)
+            if action is not None:
+                return instance, action, await conn.fetch(Q.list_events, action["id"])
+    raise errors.NotFound(f"Action for request {request_id} on instance {instance['uuid']} could not be found.")
+
+
 async def show_instance_action(request: web.Request) -> web.Response:
-    db, instance = await _instance(request)
+    instance, action, rows = await _action_and_events(request)
     ctx, version = w.context(request), microversion.of(request)
-    action = await db.fetchrow(Q.get_action, instance["uuid"], request.match_info["request_id"])
-    if action is None:
-        raise errors.NotFound(f"Action for request {request.match_info['request_id']} on instance "
-                              f"{instance['uuid']} could not be found.")
     events = []
-    for e in await db.fetch(Q.list_events, action["id"]):
+    for e in rows:
         event = {"event": e["event"], "start_time": iso_micro(e["start_time"]),
                  "finish_time": iso_micro(e["finish_time"]), "result": e["result"]}
         if ctx.is_admin:
