@@ -60,6 +60,15 @@ class IdentitySettings:
                                "", flag="--admin-password")
     region: str = _doc("region name in the service catalog", "RegionOne")
     token_ttl: int = _doc("token lifetime in seconds", 86400)
+    allow_expired_window: int = _doc("seconds after its expiry that a token can still be validated "
+                                     "with ?allow_expired=1 (Keystone's [token] allow_expired_window)",
+                                     48 * 3600)
+
+    @property
+    def revocation_horizon(self) -> float:
+        """How long after its issue a token can still be accepted anywhere, so how long a
+        revocation event must be kept: its lifetime plus the allow_expired window."""
+        return self.token_ttl + self.allow_expired_window
 
 
 @dataclass(frozen=True)
@@ -242,6 +251,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"--listen must be HOST:PORT, got {settings.service.listen!r}")
     if settings.identity.auth not in ("keystone", "noauth"):
         raise ConfigError("--auth must be keystone or noauth")
+    if settings.identity.allow_expired_window < 0:
+        raise ConfigError("identity.allow_expired_window must be >= 0")
     if settings.compute.virt_type not in ("auto", "kvm", "qemu"):
         raise ConfigError("compute.virt_type must be auto, kvm or qemu")
     transport = settings.service.transport

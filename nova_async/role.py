@@ -61,6 +61,11 @@ class Role:
         """The (path prefix, sub-application) this role serves on the shared port, if any."""
         return None
 
+    def root_routes(self) -> list[web.RouteDef]:
+        """Routes this role answers on the port's root application, outside its prefix: no
+        token, no fault format of its own. Only identity has one, `/`."""
+        return []
+
     async def run(self) -> None:
         """Serve until `stopping` is set, then finish in-flight work and return."""
         self.ready.set()

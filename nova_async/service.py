@@ -86,6 +86,7 @@ def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web
     root[common_web.AUTHENTICATOR] = common_web.Authenticator(settings.identity.auth, tokens)
     root.router.add_get("/metrics", common_web.show_metrics)
     for role in roles:
+        root.router.add_routes(role.root_routes())
         mounted = role.http()
         if mounted:
             prefix, app = mounted

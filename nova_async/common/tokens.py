@@ -3,7 +3,8 @@
 The identity role issues them; every API validates them with the shared key and an
 in-memory list of revocation events (a user deleted, disabled or given a new password, a
 project deleted, a role taken away), so no request pays a database round trip to
-authenticate. The identity role keeps that list in step with the database."""
+authenticate; an event may also name one token, by its audit id (`DELETE /v3/auth/tokens`).
+The identity role keeps that list in step with the database."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ class TokenBody(msgspec.Struct, frozen=True):
     issued_at: float
     expires_at: float
     audit_id: str
+    # How the token was obtained, shown back when it is validated; tokens issued before this
+    # field existed were all password tokens.
+    methods: tuple[str, ...] = ("password",)
 
 
 def _b64(data: bytes) -> str:
@@ -39,19 +43,24 @@ def _unb64(text: str) -> bytes:
 
 class Revocations:
     """Revocation events: a token issued at or before an event that matches it is refused.
-    Events match by user, by project, or by both; the newest event of each kind wins."""
+    Events match by user, by project, by both, or by one token's audit id; the newest event of
+    each kind wins. An event is (user_id, project_id, audit_id, revoked_at), None: any."""
 
     def __init__(self) -> None:
         self._by_user: dict[str, float] = {}
         self._by_project: dict[str, float] = {}
         self._by_pair: dict[tuple[str, str], float] = {}
+        self._by_audit: dict[str, float] = {}
 
-    def replace(self, events: list[tuple[str | None, str | None, float]]) -> None:
+    def replace(self, events: list[tuple[str | None, str | None, str | None, float]]) -> None:
         by_user: dict[str, float] = {}
         by_project: dict[str, float] = {}
         by_pair: dict[tuple[str, str], float] = {}
-        for user_id, project_id, at in events:
-            if user_id and project_id:
+        by_audit: dict[str, float] = {}
+        for user_id, project_id, audit_id, at in events:
+            if audit_id:
+                table, key = by_audit, audit_id
+            elif user_id and project_id:
                 table, key = by_pair, (user_id, project_id)
             elif user_id:
                 table, key = by_user, user_id
@@ -61,12 +70,14 @@ class Revocations:
                 continue
             table[key] = max(at, table.get(key, at))
         self._by_user, self._by_project, self._by_pair = by_user, by_project, by_pair
+        self._by_audit = by_audit
 
     def revoked(self, body: TokenBody) -> bool:
         t = body.issued_at
         return (self._by_user.get(body.user_id, -1.0) >= t
                 or self._by_project.get(body.project_id, -1.0) >= t
-                or self._by_pair.get((body.user_id, body.project_id), -1.0) >= t)
+                or self._by_pair.get((body.user_id, body.project_id), -1.0) >= t
+                or self._by_audit.get(body.audit_id, -1.0) >= t)
 
 
 class TokenCodec:
@@ -78,7 +89,9 @@ class TokenCodec:
         payload = _b64(msgspec.json.encode(body))
         return f"gA{payload}.{self._sign(payload)}"
 
-    def verify(self, token: str) -> TokenBody:
+    def verify(self, token: str, *, grace: float = 0.0) -> TokenBody:
+        """The token's body when this key signed it, it has not expired (or did so at most
+        `grace` seconds ago: Keystone's allow_expired) and no revocation event matches it."""
         if not token.startswith("gA") or "." not in token:
             raise Unauthorized("The request you have made requires authentication.")
         payload, _, signature = token[2:].rpartition(".")
@@ -88,10 +101,10 @@ class TokenCodec:
             body = msgspec.json.decode(_unb64(payload), type=TokenBody)
         except (msgspec.DecodeError, ValueError):
             raise Unauthorized("The request you have made requires authentication.") from None
-        if body.expires_at < time.time():
-            raise Unauthorized("The token has expired.")
+        if body.expires_at + grace < time.time():
+            raise Unauthorized("The token has expired.", code="token_expired")
         if self.revocations.revoked(body):
-            raise Unauthorized("The token has been revoked.")
+            raise Unauthorized("The token has been revoked.", code="token_revoked")
         return body
 
     def _sign(self, payload: str) -> str:

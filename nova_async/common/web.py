@@ -43,12 +43,12 @@ class Authenticator:
         if not token:
             raise errors.Unauthorized("The request you have made requires authentication.")
         if self.mode == "noauth":
-            return self._noauth(token, request.headers.get("X-Auth-Project-Id"), request_id)
+            return self.noauth(token, request.headers.get("X-Auth-Project-Id"), request_id)
         assert self.codec is not None
         return context_from_token(self.codec.verify(token), request_id)
 
     @staticmethod
-    def _noauth(token: str, header_project: str | None, request_id: str) -> RequestContext:
+    def noauth(token: str, header_project: str | None, request_id: str) -> RequestContext:
         # OpenStack's noauth2: "user:project" tokens; the user "admin" is an admin.
         user, _, project = token.partition(":")
         project = header_project or project or user

@@ -35,7 +35,8 @@ KEEP = object()  # "leave this field as it is" where None is a value of its own
 @dataclass
 class IdentityAdmin:
     pool: Pool
-    token_ttl: float
+    # How long a revocation event must be kept (IdentitySettings.revocation_horizon).
+    horizon: float
     # This process's token checker, updated at once after a revoking change (others follow
     # through NOTIFY); None for the command line, which serves no tokens.
     local: Revocations | None = None
@@ -101,14 +102,14 @@ class IdentityAdmin:
             if row is None:
                 raise errors.NotFound(f"Could not find project: {project_id}.")
             if enabled is False:
-                await revocations.record(conn, self.token_ttl, project_id=project_id)
+                await revocations.record(conn, self.horizon, project_id=project_id)
         return row
 
     async def delete_project(self, project_id: str) -> None:
         async with self._changing() as conn:
             if await conn.fetchval(Q.delete_project, project_id) is None:
                 raise errors.NotFound(f"Could not find project: {project_id}.")
-            await revocations.record(conn, self.token_ttl, project_id=project_id)
+            await revocations.record(conn, self.horizon, project_id=project_id)
 
     # --- users -------------------------------------------------------------------------
 
@@ -140,14 +141,14 @@ class IdentityAdmin:
             if row is None:
                 raise errors.NotFound(f"Could not find user: {user_id}.")
             if hashed is not None or enabled is False:
-                await revocations.record(conn, self.token_ttl, user_id=user_id)
+                await revocations.record(conn, self.horizon, user_id=user_id)
         return row
 
     async def delete_user(self, user_id: str) -> None:
         async with self._changing() as conn:
             if await conn.fetchval(Q.delete_user, user_id) is None:
                 raise errors.NotFound(f"Could not find user: {user_id}.")
-            await revocations.record(conn, self.token_ttl, user_id=user_id)
+            await revocations.record(conn, self.horizon, user_id=user_id)
 
     # --- role assignments --------------------------------------------------------------
 
@@ -162,7 +163,14 @@ class IdentityAdmin:
             if await conn.fetchval(Q.unassign_role, user_id, project_id, role) is None:
                 raise errors.NotFound(f"Could not find role assignment with role: {role}, "
                                       f"user: {user_id}, project: {project_id}.")
-            await revocations.record(conn, self.token_ttl, user_id=user_id, project_id=project_id)
+            await revocations.record(conn, self.horizon, user_id=user_id, project_id=project_id)
+
+    # --- tokens ------------------------------------------------------------------------
+
+    async def revoke_token(self, audit_id: str) -> None:
+        """One token refused from now on, by its audit id (DELETE /v3/auth/tokens)."""
+        async with self._changing() as conn:
+            await revocations.record(conn, self.horizon, audit_id=audit_id)
 
     async def has_role(self, user_id: str, project_id: str, role: str) -> bool:
         return await self.pool.fetchval(Q.has_role, user_id, project_id, role)

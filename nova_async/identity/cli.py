@@ -95,7 +95,7 @@ def _table(headers: tuple[str, ...], rows: list[tuple]) -> str:
 async def run(args: argparse.Namespace, settings: config.Settings) -> str:
     """Carry out one command; what to print on success (errors raise NovaAsyncError)."""
     async with open_database(settings) as (pool, _dsn):
-        admin = IdentityAdmin(pool, settings.identity.token_ttl)
+        admin = IdentityAdmin(pool, settings.identity.revocation_horizon)
         return await _COMMANDS[(args.command, args.identity_command)](admin, args)
 
 

@@ -1,6 +1,6 @@
-"""Keystone v3's HTTP surface: the version document, password/token authentication, and
-the management of projects, users and roles (projects.py, users.py, roles.py). This module
-holds the route table."""
+"""Keystone v3's HTTP surface: the version document (versions.py), tokens and what a token
+gives access to (auth.py), and the management of projects, users and roles (projects.py,
+users.py, roles.py). This module holds the route table and Keystone's fault format."""
 
 from __future__ import annotations
 
@@ -8,26 +8,9 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common import web as w
-from nova_async.identity import projects, roles, tokens, users
+from nova_async.identity import auth, projects, roles, users, versions
 from nova_async.identity.views import DEPS
 from nova_async.role import Deps
-
-AUTH_SCHEMA = w.validator({
-    "type": "object",
-    "required": ["auth"],
-    "properties": {"auth": {
-        "type": "object",
-        "required": ["identity"],
-        "properties": {
-            "identity": {"type": "object", "required": ["methods"], "properties": {
-                "methods": {"type": "array", "minItems": 1, "items": {"type": "string"}},
-                "password": {"type": "object"},
-                "token": {"type": "object"},
-            }},
-            "scope": {},
-        },
-    }},
-})
 
 
 def render_fault(err: errors.NovaAsyncError, request_id: str) -> web.Response:
@@ -38,27 +21,6 @@ def render_fault(err: errors.NovaAsyncError, request_id: str) -> web.Response:
     return w.dump(body, err.status)
 
 
-def _version(deps: Deps) -> dict:
-    return {"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
-            "links": [{"rel": "self", "href": f"{deps.settings.base_url}/v3/"}],
-            "media-types": [{"base": "application/json",
-                             "type": "application/vnd.openstack.identity-v3+json"}]}
-
-
-@w.public
-async def show_version(request: web.Request) -> web.Response:
-    return w.dump({"version": _version(request.app[DEPS])})
-
-
-@w.public
-async def create_token(request: web.Request) -> web.Response:
-    deps = request.app[DEPS]
-    body = await w.read_json(request, AUTH_SCHEMA)
-    token, rendered = await tokens.issue(deps.pool, deps.tokens, deps.settings, body["auth"],
-                                         request.headers.get("X-Auth-Token"))
-    return w.dump(rendered, 201, {"X-Subject-Token": token})
-
-
 GRANT = "/projects/{project_id}/users/{user_id}/roles/{role_id}"
 
 
@@ -66,10 +28,15 @@ def build(deps: Deps) -> web.Application:
     app = w.api_app(render_fault)
     app[DEPS] = deps
     app.router.add_routes([
-        web.get("", show_version),
-        web.get("/", show_version),
-        web.post("/auth/tokens", create_token),
+        web.get("", versions.show_version),
+        web.get("/", versions.show_version),
+        web.post("/auth/tokens", auth.create_token),
+        web.get("/auth/tokens", auth.show_token),  # and HEAD: check_token
+        web.delete("/auth/tokens", auth.delete_token),
+        web.get("/auth/catalog", auth.show_catalog),
         web.get("/auth/projects", projects.list_auth_projects),
+        web.get("/auth/domains", auth.list_auth_domains),
+        web.get("/auth/system", auth.show_auth_system),
         web.get("/domains", projects.list_domains),
         web.get("/domains/{domain_id}", projects.show_domain),
         web.get("/projects", projects.list_projects),

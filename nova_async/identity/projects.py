@@ -98,8 +98,9 @@ async def list_user_projects(request: web.Request) -> web.Response:
 
 
 async def list_auth_projects(request: web.Request) -> web.Response:
-    """The projects the token's user may scope a token to."""
-    rows = await request.app[DEPS].pool.fetch(store.Q.projects_of_user, w.context(request).user_id, True)
+    """The projects where the token's user has a role; disabled ones too, as Keystone lists
+    them (`enabled` says which cannot be scoped to)."""
+    rows = await request.app[DEPS].pool.fetch(store.Q.projects_of_user, w.context(request).user_id, False)
     return views.collection(request, "projects", [views.project(request, r) for r in rows])
 
 

@@ -2,10 +2,12 @@
 
 Tokens are signed and checked without a database round trip (common/tokens.py), so taking
 access away needs a list of events the checker consults: a user deleted, disabled or given a
-new password; a project deleted or disabled; a role taken away from a user on a project. The
-events live in `token_revocations` so that every process (and `nova-async user delete`, which
-writes the database directly) sees them; a NOTIFY in the same transaction tells the identity
-role to reload them. The table stays small: events older than any live token are pruned."""
+new password; a project deleted or disabled; a role taken away from a user on a project; one
+token revoked by its user or an admin (named by its audit id, as Keystone does). The events
+live in `token_revocations` so that every process (and `nova-async user delete`, which writes
+the database directly) sees them; a NOTIFY in the same transaction tells the identity role to
+reload them. The table stays small: events older than any token still accepted (its lifetime,
+plus the window in which `allow_expired` validation still shows it) are pruned."""
 
 from __future__ import annotations
 
@@ -29,17 +31,18 @@ CHANNEL = "nova_async_token_revocations"
 _MARGIN = 3600.0
 
 
-async def record(conn: asyncpg.Connection, token_ttl: float, *, user_id: str | None = None,
-                 project_id: str | None = None) -> None:
-    """Revoke the matching tokens issued until now; call inside the change's transaction."""
+async def record(conn: asyncpg.Connection, horizon: float, *, user_id: str | None = None,
+                 project_id: str | None = None, audit_id: str | None = None) -> None:
+    """Revoke the matching tokens issued until now; call inside the change's transaction.
+    `horizon`: how long after its issue a token can still be accepted (IdentitySettings)."""
     now = time.time()
-    await conn.execute(Q.record_revocation, user_id, project_id, now, now - token_ttl - _MARGIN)
+    await conn.execute(Q.record_revocation, user_id, project_id, audit_id, now, now - horizon - _MARGIN)
     await conn.execute(Q.notify_revocation)
 
 
 async def reload(conn: asyncpg.Connection | Pool, target: Revocations) -> None:
     rows = await conn.fetch(Q.list_revocations)
-    target.replace([(r["user_id"], r["project_id"], r["revoked_at"]) for r in rows])
+    target.replace([(r["user_id"], r["project_id"], r["audit_id"], r["revoked_at"]) for r in rows])
 
 
 @contextlib.asynccontextmanager

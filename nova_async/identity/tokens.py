@@ -1,5 +1,9 @@
-"""Issuing tokens: authenticate a password (or an existing token), pick the scope, and
-answer in Keystone v3's shape with the service catalog."""
+"""Tokens as Keystone's /v3/auth/tokens deals in them: issue one (authenticate a password or
+an existing token, pick the scope), read one back for validation, check or revocation, and
+render either in Keystone v3's shape with the service catalog.
+
+Issue expects a body the JSON schema in auth.py has already checked; the rules left here are
+the ones that need the database or the token's signature."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 
 from nova_async.common import errors
 from nova_async.common.tokens import TokenBody, TokenCodec
+from nova_async.common.web import Authenticator
 from nova_async.config import Settings
 from nova_async.db.pool import Pool
 from nova_async.identity import store
@@ -19,6 +24,7 @@ from nova_async.identity import store
 SERVICES = (("identity", "keystone", "/v3"), ("compute", "nova", "/compute/v2.1"),
             ("image", "glance", "/image"), ("network", "neutron", "/network"),
             ("placement", "placement", "/placement"))
+UNAUTHORIZED = "The request you have made requires authentication."
 
 
 def _stable_id(*parts: str) -> str:
@@ -38,55 +44,88 @@ def _ts(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def issue(pool: Pool, codec: TokenCodec, settings: Settings, auth: dict[str, Any],
-                subject_token: str | None) -> tuple[str, dict[str, Any]]:
-    identity = auth["identity"]
-    methods = identity["methods"]
-    scope = auth.get("scope")
-    if scope not in (None, "unscoped") and not isinstance(scope, dict):
-        raise errors.InvalidInput("scope must be an object")
-    project_ref = (scope or {}).get("project") if isinstance(scope, dict) else None
-    if isinstance(scope, dict) and "project" not in scope and scope:
-        raise errors.InvalidInput("Only project scope is supported.")
-
+async def _authenticate(pool: Pool, codec: TokenCodec, identity: dict[str, Any]
+                        ) -> tuple[Any, tuple[str, ...]]:
+    """The user row the identity proves, and the methods the new token records."""
+    methods = tuple(dict.fromkeys(identity["methods"]))
     if "password" in methods:
-        user_ref = identity.get("password", {}).get("user")
-        if not isinstance(user_ref, dict) or "password" not in user_ref:
-            raise errors.InvalidInput("password authentication needs identity.password.user with a password")
+        user_ref = identity["password"]["user"]
         user = await store.find_user(pool, user_ref)
-        ok = await asyncio.get_running_loop().run_in_executor(
-            None, store.check_password, str(user_ref["password"]), user["password_hash"])
+        # No password given fails like a wrong one, as in Keystone.
+        ok = "password" in user_ref and await asyncio.get_running_loop().run_in_executor(
+            None, store.check_password, user_ref["password"], user["password_hash"])
         if not ok:
-            raise errors.Unauthorized("The request you have made requires authentication.")
-        user_id, user_name = user["id"], user["name"]
-    elif "token" in methods:
-        given = identity.get("token", {}).get("id") or subject_token
-        if not given:
-            raise errors.InvalidInput("token authentication needs identity.token.id")
-        body = codec.verify(given)
-        user = await store.find_user(pool, {"id": body.user_id})  # still there, still enabled
-        user_id, user_name = user["id"], user["name"]
-    else:
-        raise errors.Unauthorized(f"Unsupported authentication method(s): {', '.join(methods)}")
+            raise errors.Unauthorized(UNAUTHORIZED)
+        return user, methods
+    if "token" in methods:
+        parent = codec.verify(identity["token"]["id"])
+        user = await store.find_user(pool, {"id": parent.user_id})  # still there, still enabled
+        return user, tuple(dict.fromkeys(methods + parent.methods))
+    raise errors.Unauthorized(f"Unsupported authentication method(s): {', '.join(methods)}")
 
-    project = await store.find_project(pool, project_ref, user_id)
-    roles = await store.roles_on(pool, user_id, project["id"])
+
+async def _project(pool: Pool, scope: Any, user_id: str):
+    """The project the token is for. Every token here is scoped to a project: without a scope
+    (or with "unscoped"), the user's default one, as Keystone picks for a request without scope.
+    Nobody has a role on the domain or the system, so those scopes are refused as Keystone
+    refuses a user without such a role."""
+    if not isinstance(scope, dict) or "unscoped" in scope:
+        return await store.find_project(pool, None, user_id)
+    if "project" in scope:
+        return await store.find_project(pool, scope["project"], user_id)
+    if "domain" in scope:
+        domain = scope["domain"].get("id") or scope["domain"].get("name")
+        raise errors.Unauthorized(f"User {user_id} has no access to domain {domain}.")
+    if "system" in scope:
+        raise errors.Unauthorized(f"User {user_id} has no access to the system.")
+    raise errors.NotFound(f"Could not find trust: {scope['OS-TRUST:trust'].get('id')}.")
+
+
+async def issue(pool: Pool, codec: TokenCodec, settings: Settings, auth: dict[str, Any]
+                ) -> tuple[str, TokenBody]:
+    user, methods = await _authenticate(pool, codec, auth["identity"])
+    project = await _project(pool, auth.get("scope"), user["id"])
+    roles = await store.roles_on(pool, user["id"], project["id"])
     now = time.time()
-    body = TokenBody(user_id=user_id, user_name=user_name, project_id=project["id"],
+    body = TokenBody(user_id=user["id"], user_name=user["name"], project_id=project["id"],
                      project_name=project["name"], roles=roles, issued_at=now,
-                     expires_at=now + settings.identity.token_ttl, audit_id=secrets.token_urlsafe(16))
-    token = codec.issue(body)
+                     expires_at=now + settings.identity.token_ttl, audit_id=secrets.token_urlsafe(16),
+                     methods=methods)
     if settings.identity.auth == "noauth":
-        token = f"{user_name}:{project['id']}"
+        return f"{user['name']}:{project['id']}", body
+    return codec.issue(body), body
+
+
+def read(codec: TokenCodec, settings: Settings, token: str, *, grace: float = 0.0) -> TokenBody:
+    """The token a caller asks about (validate, check, revoke), or Keystone's 404 for one this
+    service would not accept; `grace`: seconds past its expiry it may be (allow_expired)."""
+    if settings.identity.auth == "noauth":
+        # A noauth token is a name ("user:project"), accepted as every API accepts it.
+        ctx = Authenticator.noauth(token, None, "")
+        now = time.time()
+        return TokenBody(user_id=ctx.user_id, user_name=ctx.user_name, project_id=ctx.project_id,
+                         project_name=ctx.project_name, roles=ctx.roles, issued_at=now,
+                         expires_at=now + settings.identity.token_ttl, audit_id=_stable_id(token)[:22])
+    try:
+        return codec.verify(token, grace=grace)
+    except errors.Unauthorized as exc:
+        if exc.code in ("token_expired", "token_revoked"):
+            raise errors.NotFound(f"Failed to validate token: {exc.message}") from None
+        raise errors.NotFound(f"Could not find token: {token}.") from None
+
+
+def render(settings: Settings, body: TokenBody, *, include_catalog: bool = True) -> dict[str, Any]:
     domain = {"id": store.DOMAIN_ID, "name": store.DOMAIN_NAME}
-    return token, {"token": {
-        "methods": methods,
-        "user": {"id": user_id, "name": user_name, "domain": domain, "password_expires_at": None},
-        "project": {"id": project["id"], "name": project["name"], "domain": domain},
+    token: dict[str, Any] = {
+        "methods": list(body.methods),
+        "user": {"id": body.user_id, "name": body.user_name, "domain": domain, "password_expires_at": None},
+        "project": {"id": body.project_id, "name": body.project_name, "domain": domain},
         "is_domain": False,
-        "roles": [{"id": _stable_id("role", r), "name": r} for r in roles],
+        "roles": [{"id": _stable_id("role", r), "name": r} for r in body.roles],
         "audit_ids": [body.audit_id],
-        "issued_at": _ts(now),
+        "issued_at": _ts(body.issued_at),
         "expires_at": _ts(body.expires_at),
-        "catalog": catalog(settings),
-    }}
+    }
+    if include_catalog:
+        token["catalog"] = catalog(settings)
+    return {"token": token}

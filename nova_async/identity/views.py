@@ -22,7 +22,7 @@ def base(request: web.Request) -> str:
 
 def admin(request: web.Request) -> IdentityAdmin:
     deps = request.app[DEPS]
-    return IdentityAdmin(deps.pool, deps.settings.identity.token_ttl, deps.tokens.revocations)
+    return IdentityAdmin(deps.pool, deps.settings.identity.revocation_horizon, deps.tokens.revocations)
 
 
 def require_admin(request: web.Request, action: str) -> None:

@@ -121,13 +121,13 @@ SELECT p.* FROM projects p
  ORDER BY p.name;
 
 -- name: record_revocation
--- A revocation event ($1 user, $2 project, NULL: any) at $3; events older than $4 can no
--- longer match a live token and go.
-WITH pruned AS (DELETE FROM token_revocations WHERE revoked_at < $4)
-INSERT INTO token_revocations (user_id, project_id, revoked_at) VALUES ($1, $2, $3);
+-- A revocation event ($1 user, $2 project, $3 one token's audit id; NULL: any) at $4; events
+-- older than $5 can no longer match a token anyone would accept and go.
+WITH pruned AS (DELETE FROM token_revocations WHERE revoked_at < $5)
+INSERT INTO token_revocations (user_id, project_id, audit_id, revoked_at) VALUES ($1, $2, $3, $4);
 
 -- name: notify_revocation
 SELECT pg_notify('nova_async_token_revocations', '');
 
 -- name: list_revocations
-SELECT user_id, project_id, revoked_at FROM token_revocations;
+SELECT user_id, project_id, audit_id, revoked_at FROM token_revocations;

@@ -147,3 +147,63 @@ async def test_identity_with_openstack_and_nova_async_commands(work_dir):
         assert rc != 0 and "401" in out, out
         # the service kept its database through all of it
         assert served.proc.returncode is None
+
+
+def _tokens_with_keystoneclient(url: str, password: str) -> dict[str, object]:
+    """What a service's keystonemiddleware and a script with python-keystoneclient do with
+    tokens, through keystoneauth's discovery from the catalog (blocking: run in a thread)."""
+    from keystoneauth1 import exceptions as ks_exc
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1.identity import v3
+    from keystoneclient.v3 import client as ks_client
+
+    def login() -> ks_session.Session:
+        return ks_session.Session(auth=v3.Password(
+            auth_url=f"{url}/v3", username="admin", password=password, project_name="admin",
+            user_domain_name="Default", project_domain_name="Default"))
+
+    sess = login()
+    keystone = ks_client.Client(session=sess)
+    token = sess.get_token()
+    seen: dict[str, object] = {}
+    access = keystone.tokens.validate(token)
+    seen["user"], seen["project"] = access.username, access.project_name
+    seen["catalog"] = access.has_service_catalog()
+    seen["nocatalog"] = keystone.tokens.validate(token, include_catalog=False).has_service_catalog()
+    seen["allow_expired"] = keystone.tokens.validate(token, allow_expired=True).username
+    identity = {"service_type": "identity", "interface": "public"}
+    seen["head"] = sess.head("/auth/tokens", endpoint_filter=identity, headers={"X-Subject-Token": token}).status_code
+
+    other = login().get_token()
+    keystone.tokens.revoke_token(other)
+    try:
+        keystone.tokens.validate(other)
+        seen["revoked"] = "still valid"
+    except ks_exc.NotFound:
+        seen["revoked"] = 404
+    seen["garbage"] = sess.get("/auth/tokens", endpoint_filter=identity, raise_exc=False,
+                               headers={"X-Subject-Token": "gAnot-a-token.x"}).status_code
+    return seen
+
+
+async def test_tokens_validated_and_revoked_by_the_clients(work_dir):
+    async with serve(work_dir / "tokens", "--roles", "identity") as served:
+        sh = Shell(served.url, served.state_dir, served.password, work_dir)
+
+        seen = await asyncio.to_thread(_tokens_with_keystoneclient, served.url, served.password)
+        assert seen == {"user": "admin", "project": "admin", "catalog": True, "nocatalog": False,
+                        "allow_expired": "admin", "head": 200, "revoked": 404, "garbage": 404}
+
+        # `openstack token revoke`: the token is refused from then on
+        token = (await sh.ok("token", "issue", "-f", "value", "-c", "id")).strip()
+        await sh.ok("token", "revoke", token)
+        env = {**sh.env, "OS_AUTH_TYPE": "token", "OS_TOKEN": token, "OS_PROJECT_NAME": "admin"}
+        del env["OS_USER_DOMAIN_NAME"]  # the token plugin takes no user
+        rc, out = await sh._run(["openstack", "project", "list"], env)
+        assert rc != 0 and "401" in out, out
+
+        # keystoneauth finds identity v3 from the bare URL too: the root lists the versions
+        env = {**sh.env, "OS_AUTH_URL": served.url, "OS_USERNAME": "admin",
+               "OS_PASSWORD": served.password, "OS_PROJECT_NAME": "admin"}
+        rc, out = await sh._run(["openstack", "token", "issue", "-f", "value", "-c", "project_id"], env)
+        assert rc == 0 and out.strip(), out

@@ -2,10 +2,11 @@
 
 import time
 
+import msgspec
 import pytest
 
 from nova_async.common.errors import Unauthorized
-from nova_async.common.tokens import TokenBody, TokenCodec
+from nova_async.common.tokens import TokenBody, TokenCodec, _b64
 
 
 def body(expires_in=60.0):
@@ -34,3 +35,18 @@ def test_other_keys_and_expired_tokens_are_refused():
     codec = TokenCodec(b"k" * 32)
     with pytest.raises(Unauthorized, match="expired"):
         codec.verify(codec.issue(body(expires_in=-1)))
+
+
+def test_allow_expired_grace_accepts_a_token_expired_within_it():
+    codec = TokenCodec(b"k" * 32)
+    token = codec.issue(body(expires_in=-60))
+    assert codec.verify(token, grace=120).user_id == "u"
+    with pytest.raises(Unauthorized, match="expired"):
+        codec.verify(token, grace=30)
+
+
+def test_tokens_made_before_methods_were_recorded_read_as_password_tokens():
+    codec = TokenCodec(b"k" * 32)
+    old = {f: getattr(body(), f) for f in TokenBody.__struct_fields__ if f != "methods"}
+    payload = _b64(msgspec.json.encode(old))
+    assert codec.verify(f"gA{payload}.{codec._sign(payload)}").methods == ("password",)
