@@ -3,9 +3,10 @@
 For the same demo guest (Debian's kernel and a busybox initramfs, direct kernel boot) each run
 times (a) through nova-async's API, POST /servers → ACTIVE and → the first non-empty line of
 `os-getConsoleOutput`; and (b) straight through libvirt-python on qemu:///system, defineXML +
-create() of a copy of the domain (a) produced — its own name, UUID, disk copies and console
-log, no <interface> — and → the first non-empty line of its console log. Both poll every 0.1 s.
-(a)'s server is deleted before (b) starts, so the two guests never share the CPUs.
+create() of a copy of the domain (a) produced — its own name, UUID, disk copies, console log
+and serial socket, no <interface> — and → the first non-empty line of its console log. Both
+poll every 0.1 s. (a)'s server is deleted before (b) starts, so the two guests never share
+the CPUs.
 
 Starts `nova-async serve --libvirt-uri qemu:///system` with a private database in a temporary
 state dir, and prints every run, the medians, and the overhead as a − b and a / b. Numbers
@@ -193,8 +194,18 @@ def qemu_img(*args: str) -> str:
 
 
 def clone_domain(conn: libvirt.virConnect, server_id: str, work: Path) -> tuple[str, str, int]:
-    """A copy of the server's domain XML on copies of its disks: (xml, domain type, interfaces dropped)."""
-    root = ET.fromstring(conn.lookupByName(domain_name(server_id)).XMLDesc(0))
+    """A copy of the server's domain XML whose files all live in `work`: copies of its disks, its
+    own console log and serial socket. (xml, domain type, interfaces dropped).
+
+    The server's delete removes its instance directory before (b) starts, so nothing (b)
+    defines may point there: libvirt would fail to bind the console socket, QEMU to open a
+    disk. Every file (a) had in that directory gets its counterpart in `work`, so (b) starts
+    the same devices, just elsewhere; the kernel and initrd stay in the image cache, which
+    outlives the server."""
+    dom = conn.lookupByName(domain_name(server_id))
+    # The persistent definition, as nova-async defined it: no live-only state (aliases, the
+    # VNC port libvirt picked, security labels) to carry over.
+    root = ET.fromstring(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
     root.attrib.pop("id", None)
     new_uuid = str(uuid.uuid4())
     root.find("name").text = "bench-direct-" + new_uuid[:8]  # not "instance-…": nova-async ignores it
@@ -219,9 +230,20 @@ def clone_domain(conn: libvirt.virConnect, server_id: str, work: Path) -> tuple[
         source.set("file", str(copy))
         for backing in disk.findall("backingStore"):
             disk.remove(backing)
+    instance_dirs = set()
     for log in devices.iter("log"):
+        instance_dirs.add(str(Path(log.get("file")).parent))
         log.set("file", str(work / "console.log"))  # virtlogd (root) creates it
-    return ET.tostring(root, encoding="unicode"), root.get("type"), len(interfaces)
+    for char in devices.findall("serial") + devices.findall("console"):
+        source = char.find("source")
+        if char.get("type") == "unix" and source is not None and source.get("mode") == "bind":
+            # The console proxy's socket; serial and console name the same one, so they still do.
+            source.set("path", str(work / Path(source.get("path")).name))
+    xml = ET.tostring(root, encoding="unicode")
+    if left := [d for d in instance_dirs if d in xml]:
+        raise BenchError(f"(b)'s domain XML still names (a)'s instance directory {left[0]}, which the "
+                         "delete removes: clone_domain must give that file a copy in the bench's own dir")
+    return xml, root.get("type"), len(interfaces)
 
 
 async def direct(conn: libvirt.virConnect, xml: str, work: Path) -> tuple[float, float, str]:

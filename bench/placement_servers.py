@@ -2,8 +2,10 @@
 cluster holding both databases (so neither side gets a better-tuned server), nova-async's
 placement role, and upstream OpenStack Placement under gunicorn from its own venv.
 
-Upstream is installed with pip into a venv of its own, kept under /var/cache so later runs
-reuse it: its dependency pins must never leak into nova-async's environment."""
+Upstream is installed with pip into a venv of its own: its dependency pins must never leak
+into nova-async's environment. By default that venv is kept under /var/cache so later runs
+reuse it (~35 s to install with an empty pip cache); `--upstream-venv DIR` puts it elsewhere,
+as the smoke test does with a temporary one."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import aiohttp
 
 from nova_async.db.embedded import EmbeddedPostgres
 
-VENV = Path(os.environ.get("PLACEMENT_BENCH_VENV", "/var/cache/nova-async/bench/placement-venv"))
+DEFAULT_VENV = Path(os.environ.get("PLACEMENT_BENCH_VENV", "/var/cache/nova-async/bench/placement-venv"))
 UPSTREAM_PACKAGES = ["openstack-placement", "gunicorn", "psycopg2-binary"]
 UPSTREAM_DB = "placement"
 WSGI_APP = "placement.wsgi.api:application"  # the module behind upstream's `placement-api` script
@@ -35,19 +37,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ensure_upstream_venv() -> Path:
+def ensure_upstream_venv(venv: Path) -> Path:
     """Create the upstream venv on first use; later runs find gunicorn there and go on."""
-    if (VENV / "bin" / "gunicorn").exists() and (VENV / "bin" / "placement-manage").exists():
-        return VENV
-    print(f"installing upstream placement into {VENV} (first run only) …", flush=True)
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", *UPSTREAM_PACKAGES], check=True)
-    return VENV
+    if (venv / "bin" / "gunicorn").exists() and (venv / "bin" / "placement-manage").exists():
+        return venv
+    print(f"installing upstream placement into {venv} (first run only) …", flush=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *UPSTREAM_PACKAGES], check=True)
+    return venv
 
 
-def upstream_version() -> str:
-    done = subprocess.run([str(VENV / "bin" / "python"), "-c",
+def upstream_version(venv: Path) -> str:
+    done = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "import importlib.metadata as m; print(m.version('openstack-placement'))"],
                           capture_output=True, text=True)
     return done.stdout.strip() or "?"
@@ -142,13 +144,13 @@ async def _wait_http(url: str, proc: asyncio.subprocess.Process, log_path: Path,
 
 
 @contextlib.asynccontextmanager
-async def upstream(work_dir: Path, socket_dir: Path, workers: int) -> AsyncIterator[str]:
+async def upstream(work_dir: Path, socket_dir: Path, workers: int, venv: Path) -> AsyncIterator[str]:
     """Upstream Placement: `placement-manage db sync`, then gunicorn serving the WSGI app that
     the `placement-api` script wraps; yields its URL."""
     conf_dir = work_dir / "etc"
     _write_config(conf_dir, socket_dir)
     env = {**os.environ, "OS_PLACEMENT_CONFIG_DIR": str(conf_dir)}
-    sync = subprocess.run([str(VENV / "bin" / "placement-manage"), "--config-file",
+    sync = subprocess.run([str(venv / "bin" / "placement-manage"), "--config-file",
                            str(conf_dir / "placement.conf"), "db", "sync"],
                           env=env, capture_output=True, text=True)
     if sync.returncode != 0:
@@ -157,7 +159,7 @@ async def upstream(work_dir: Path, socket_dir: Path, workers: int) -> AsyncItera
     log_path = work_dir / "gunicorn.log"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
-            str(VENV / "bin" / "gunicorn"), "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
+            str(venv / "bin" / "gunicorn"), "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
             "--timeout", "600", WSGI_APP, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

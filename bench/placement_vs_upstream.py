@@ -17,7 +17,8 @@ to having read the whole response body; decoding the JSON is the client's own wo
 done after the clock stops, for both sides alike. Sizes grow on the same data: the 5,000 run
 adds 4,000 providers to the 1,000 already loaded. Targets: candidates ≥20×, claims ≥10× faster.
 
-    .venv/bin/python bench/placement_vs_upstream.py [--sizes 1000,5000] [--repeat 15] [--load sql|http]
+    .venv/bin/python bench/placement_vs_upstream.py [--sizes 1000,5000] [--repeat 15] [--claims 100]
+        [--load sql|http] [--upstream-workers 4] [--upstream-venv DIR]
 """
 
 from __future__ import annotations
@@ -326,15 +327,15 @@ def print_table(rows: list[Row], sides: tuple[Side, Side], features: Features, v
 
 async def run(args: argparse.Namespace) -> None:
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    servers.ensure_upstream_venv()
+    venv = servers.ensure_upstream_venv(args.upstream_venv)
     work = Path(tempfile.mkdtemp(prefix="placement-bench-"))
     os.chmod(work, 0o755)  # the postgres user must reach its cluster below
-    print(f"work dir {work}; upstream openstack-placement {servers.upstream_version()} "
+    print(f"work dir {work}; upstream openstack-placement {servers.upstream_version(venv)} "
           f"under gunicorn ({args.upstream_workers} workers)", flush=True)
     try:
         async with servers.postgres(work / "pg") as pg, \
                 servers.nova_async(work / "nova-async", pg.dsn) as ours_url, \
-                servers.upstream(work / "upstream", pg.socket_dir, args.upstream_workers) as theirs_url:
+                servers.upstream(work / "upstream", pg.socket_dir, args.upstream_workers, venv) as theirs_url:
             connector = dict(limit=64)
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(**connector)) as s1, \
                     aiohttp.ClientSession(connector=aiohttp.TCPConnector(**connector)) as s2:
@@ -396,6 +397,8 @@ def main() -> None:
                         help="write the providers straight into each schema, or through each API")
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight while loading (http)")
     parser.add_argument("--upstream-workers", type=int, default=4, help="gunicorn workers for upstream")
+    parser.add_argument("--upstream-venv", type=Path, default=servers.DEFAULT_VENV,
+                        help="upstream's own virtualenv, made there on first use (default %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, databases)")
     asyncio.run(run(parser.parse_args()))
 

@@ -101,11 +101,13 @@ async def main() -> None:
             mine = time.process_time() - mine0
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
-        span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else float("nan")
+        # One decision, or several logged in the same microsecond (a small run): no span to divide by.
+        span = _ts(decisions[-1]) - _ts(decisions[0]) if len(decisions) > 1 else 0.0
+        rate = placed / span if span > 0 else float("nan")
         per_decision = [line["ms"] / line["instances"] for line in decisions]
         print(f"hosts={args.hosts} servers={args.servers} batch={args.batch} errors={args.servers - len(active)} "
               f"(service ready in {started_in:.1f} s)")
-        print(f"scheduling decisions/s   {placed / span:8.1f}   (Nova's scheduler: ~{NOVA_SCHEDULER_DECISIONS_PER_S:.0f}/s; "
+        print(f"scheduling decisions/s   {rate:8.1f}   (Nova's scheduler: ~{NOVA_SCHEDULER_DECISIONS_PER_S:.0f}/s; "
               f"target >= 200)")
         print(f"scheduler ms/decision    p50 {statistics.median(per_decision):6.1f}   p95 {pct(per_decision, .95):6.1f}")
         if active:
