@@ -18,8 +18,9 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
         qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu dnsmasq-base iptables \
         tini busybox-static cpio novnc
 # Only the tests need a broker on this machine (they start their own, in a temp dir); a split
-# deployment installs rabbitmq-server on the host that runs it.
-TEST_DEBS := rabbitmq-server
+# deployment installs rabbitmq-server on the host that runs it. systemd: the unit is tested
+# under a real systemd in namespaces of its own (it need not be PID 1).
+TEST_DEBS := rabbitmq-server systemd
 
 .PHONY: run test deps test-deps venv host-setup guest-image bench clean help
 
@@ -69,8 +70,13 @@ run: venv host-setup
 	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
 	$(BIN)/nova-async serve $(ARGS)
 
+# Tests run in parallel workers (pytest-xdist), each with its own PostgreSQL cluster: most of
+# them wait on PostgreSQL, libvirt, a guest or a client process, so more workers than cores
+# keep both cores busy. PYTHONDONTWRITEBYTECODE, set in some environments, would make every
+# `nova-async serve` a test starts compile the package again; empty, it is off.
+TEST_WORKERS ?= 4
 test: test-deps venv host-setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
 bench: test-deps venv host-setup guest-image

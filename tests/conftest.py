@@ -1,5 +1,6 @@
-"""Fixtures every test layer shares: one real PostgreSQL cluster per run, a migrated
-template database built once, and a fresh database per test cloned from it."""
+"""Fixtures every test layer shares: one real PostgreSQL cluster per test process (each
+pytest-xdist worker has its own), a migrated template database built once in it, and a fresh
+database per test cloned from it."""
 
 from __future__ import annotations
 
@@ -18,8 +19,16 @@ from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from tests.harness import remember_dsn
 
-TEMPLATE = "nova_template"
 _counter = itertools.count(1)
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e starts `nova-async serve` or a guest: `-m "not e2e"` leaves
+    it out, whether or not its file remembered the marker."""
+    for item in items:
+        if E2E in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")
@@ -50,18 +59,25 @@ def dsn_for(cluster: str, name: str) -> str:
 
 @pytest.fixture(scope="session")
 async def template_db(pg_cluster):
+    # Named per process: with NOVA_ASYNC_TEST_DSN every worker shares one server.
+    template = f"nova_template_{os.getpid()}"
     conn = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
-        await conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+        await conn.execute(f'DROP DATABASE IF EXISTS "{template}"')
+        await conn.execute(f'CREATE DATABASE "{template}"')
     finally:
         await conn.close()
-    conn = await asyncpg.connect(dsn_for(pg_cluster, TEMPLATE))
+    conn = await asyncpg.connect(dsn_for(pg_cluster, template))
     try:
         await migrate(conn)
     finally:
         await conn.close()
-    return TEMPLATE
+    yield template
+    conn = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+    finally:
+        await conn.close()
 
 
 @pytest.fixture
