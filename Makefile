@@ -92,9 +92,17 @@ PREFIX ?= /opt/nova-async
 UNITDIR ?= /etc/systemd/system
 CONFDIR ?= /etc/nova-async
 UNITS := nova-async.service nova-async-control.service nova-async-compute@.service
-.PHONY: install
+.PHONY: install install-code install-files
 
-install:
+install: install-code install-files
+	@# What `make run` does first, for the installed service: the demo guest it registers.
+	@if [ -z "$(DESTDIR)" ]; then $(PREFIX)/.venv/bin/nova-async guest-image \
+	    || echo "make install: no demo guest (see above); the service starts without it"; fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+	    echo "next: systemctl enable --now nova-async"; fi
+
+# The code, in its own virtualenv under $(PREFIX).
+install-code:
 	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory deps; fi
 	$(PYTHON) -m venv $(DESTDIR)$(PREFIX)/.venv
 	@# Built from a copy, so the checkout gets no build/ directory; sql/ is not package
@@ -105,6 +113,9 @@ install:
 	pkg=$$($(DESTDIR)$(PREFIX)/.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nova_async; \
 	rm -rf "$$pkg/sql"; cp -r sql "$$pkg/sql"
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/README.md
+
+# The units, and the example config unless one is there: an upgrade keeps the operator's.
+install-files:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR)
 	@for unit in $(UNITS); do \
 	    sed -e 's|/opt/nova-async|$(PREFIX)|g' -e 's|/etc/nova-async|$(CONFDIR)|g' systemd/$$unit \
@@ -114,11 +125,6 @@ install:
 	    echo "kept $(DESTDIR)$(CONFDIR)/nova-async.toml"; \
 	else install -m 0640 systemd/nova-async.toml $(DESTDIR)$(CONFDIR)/nova-async.toml && \
 	    echo "installed $(DESTDIR)$(CONFDIR)/nova-async.toml"; fi
-	@# What `make run` does first, for the installed service: the demo guest it registers.
-	@if [ -z "$(DESTDIR)" ]; then $(PREFIX)/.venv/bin/nova-async guest-image \
-	    || echo "make install: no demo guest (see above); the service starts without it"; fi
-	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
-	    echo "next: systemctl enable --now nova-async"; fi
 
 clean:
 	rm -rf $(VENV) *.egg-info

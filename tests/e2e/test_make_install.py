@@ -1,6 +1,6 @@
 """`make install` staged under DESTDIR: the code in its own virtualenv (and working: the
 installed command migrates a fresh private database, so sql/ came along), the systemd
-units, and the example config, which a second install (an upgrade) leaves alone.
+units, and the example config, which an upgrade's install of the files leaves alone.
 `systemd-analyze verify` checks the units where it is installed (no systemd needs to run)."""
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ async def test_make_install_stages_code_units_and_config(work_dir):
         # Unknown or malformed settings are only warnings to systemd: none is accepted here.
         assert proc.returncode == 0 and report.strip() == "", report
 
-    # An upgrade: the config the operator edited stays as it is.
+    # An upgrade: the config the operator edited stays as it is. (`make install` is
+    # install-code, a pip install over the virtualenv, then install-files, which decides.)
     config.write_text('[service]\nlisten = "0.0.0.0:8774"\n')
-    out = await run("make", "--no-print-directory", "install", f"DESTDIR={dest}")
+    out = await run("make", "--no-print-directory", "install-files", f"DESTDIR={dest}")
     assert f"kept {config}" in out
     assert config.read_text() == '[service]\nlisten = "0.0.0.0:8774"\n'
