@@ -45,7 +45,10 @@ async def pg_cluster(work_dir):
     if os.environ.get("NOVA_ASYNC_TEST_DSN"):
         yield os.environ["NOVA_ASYNC_TEST_DSN"].rsplit("/", 1)[0]
         return
-    pg = EmbeddedPostgres(work_dir, durable=False)  # thrown away after the run
+    # Thrown away after the run. No autovacuum: a worker on the template makes every CREATE
+    # DATABASE wait for it to leave, and on a database a test throws away within seconds it
+    # only costs CPU (measured: 0.57 -> 0.13 s of wall time per test's three databases).
+    pg = EmbeddedPostgres(work_dir, durable=False, settings={"autovacuum": "off"})
     await pg.start()
     try:
         yield f"postgresql://nova@/{{db}}?host={pg.socket_dir}"
@@ -70,6 +73,12 @@ async def template_db(pg_cluster):
     conn = await asyncpg.connect(dsn_for(pg_cluster, template))
     try:
         await migrate(conn)
+    finally:
+        await conn.close()
+    # Nobody connects to it from now on, autovacuum included (as to template0), on any server.
+    conn = await asyncpg.connect(dsn_for(pg_cluster, "postgres"))
+    try:
+        await conn.execute(f'ALTER DATABASE "{template}" WITH ALLOW_CONNECTIONS false')
     finally:
         await conn.close()
     yield template

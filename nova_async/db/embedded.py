@@ -56,10 +56,11 @@ async def _run(*argv: str) -> str:
 
 
 class EmbeddedPostgres:
-    def __init__(self, state_dir: Path, *, durable: bool = True) -> None:
+    def __init__(self, state_dir: Path, *, durable: bool = True, settings: dict[str, str] | None = None) -> None:
         # durable=False (the test suite's throwaway cluster) skips fsync: a checkpoint, which
         # every DROP DATABASE waits for, then costs milliseconds instead of seconds.
         self.durable = durable
+        self.settings = settings or {}  # more server settings (`-c name=value`)
         self.root = state_dir / "postgres"
         self.data = self.root / "data"
         self.socket_dir = self.root / "run"
@@ -97,7 +98,8 @@ class EmbeddedPostgres:
             await self._stop_stale()
         opts = (f"-c listen_addresses='' -c unix_socket_directories='{self.socket_dir}' "
                 f"-c max_connections=200 -c shared_buffers=128MB "
-                + ("-c fsync=on" if self.durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"))
+                + ("-c fsync=on" if self.durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+                + "".join(f" -c {name}={value}" for name, value in self.settings.items()))
         await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-o", opts, "-w",
                    "-t", "60", "-l", str(self.root / "postgres.log"), "start")
         await self._ensure_database()

@@ -5,6 +5,7 @@ roles do: admin ⊃ member ⊃ reader."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -69,13 +70,18 @@ def admin_password(state_dir: Path, configured: str) -> tuple[str, bool]:
 
 
 async def bootstrap(pool: Pool, password: str) -> None:
-    """Make sure user `admin` (project `admin`, role admin) exists and has `password`."""
+    """Make sure user `admin` (project `admin`, role admin) exists and has `password`.
+    One scrypt at most (~60 ms of CPU, in a thread): a hash for a new admin, else a check
+    of the one stored, and a new hash only when the configured password changed."""
     async with pool.acquire() as conn, conn.transaction():
         project_id = await conn.fetchval(Q.upsert_project, uuid.uuid4().hex, "admin", "Bootstrap project")
-        await conn.execute(Q.upsert_user, uuid.uuid4().hex, "admin", hash_password(password))
         user = await conn.fetchrow(Q.user_by_name, "admin", DOMAIN_ID)
-        if not check_password(password, user["password_hash"]):
-            await conn.execute(Q.set_password, "admin", hash_password(password))
+        if user is None:
+            await conn.execute(Q.upsert_user, uuid.uuid4().hex, "admin",
+                               await asyncio.to_thread(hash_password, password))
+            user = await conn.fetchrow(Q.user_by_name, "admin", DOMAIN_ID)
+        elif not await asyncio.to_thread(check_password, password, user["password_hash"]):
+            await conn.execute(Q.set_password, "admin", await asyncio.to_thread(hash_password, password))
             log.info("admin password updated from configuration")
         await conn.execute(Q.assign_role, user["id"], project_id, "admin")
 
