@@ -2,25 +2,43 @@
 
 initdb on first start, pg_ctl start/stop around the service's life, listening on a unix
 socket only. PostgreSQL refuses to run as root, so as root the cluster belongs to the
-`postgres` system user (Debian's package creates it) and commands run through runuser."""
+`postgres` system user (Debian's package creates it) and commands run through runuser.
+
+The cluster is a child the service owns, so its death is the service's to handle: the
+supervisor (`supervise`, a task of the service) watches the postmaster through a pidfd,
+which becomes readable the moment it exits (the OOM killer's SIGKILL included), and starts
+it again; PostgreSQL runs its own crash recovery. A postmaster killed that way leaves its
+backends behind for a moment, attached to the old shared memory, and a new postmaster
+refuses to start while they are (pg says: terminate any old server processes); they are
+ended first, as pg's postmaster ends its children after a crash (SIGQUIT, then SIGKILL).
+Deaths that keep coming (a setting: so many within so many seconds) end the service with a
+one-line reason, and its service manager's Restart= takes over."""
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import os
 import pwd
 import shutil
+import signal
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import structlog
 
 from nova_async.common import errors, process
+from nova_async.db.health import DatabaseHealth
 
 log = structlog.get_logger("db.embedded")
 
 DB_NAME = "nova"
 SUPERUSER = "nova"
+# pg's postmaster gives its children this long after SIGQUIT before SIGKILL (after a crash).
+QUIT_GRACE = 5.0
+RESTART_PAUSE = 1.0  # seconds before trying again after a restart that failed
 
 
 def find_bin(name: str) -> str:
@@ -95,20 +113,121 @@ class EmbeddedPostgres:
         pid_file = self.data / "postmaster.pid"
         if pid_file.exists():
             await self._stop_stale()
+        await self._start_server()
+        await self._ensure_database()
+        log.info("private PostgreSQL started", socket=str(self.socket_dir))
+
+    async def _start_server(self) -> None:
+        await self._end_orphans()
+        self._remove_stale_lock_files()
         opts = (f"-c listen_addresses='' -c unix_socket_directories='{self.socket_dir}' "
                 f"-c max_connections=200 -c shared_buffers=128MB "
                 + ("-c fsync=on" if self.durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"))
         await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-o", opts, "-w",
                    "-t", "60", "-l", str(self.root / "postgres.log"), "start")
-        await self._ensure_database()
-        log.info("private PostgreSQL started", socket=str(self.socket_dir))
+
+    async def _running(self) -> bool:
+        status = await process.run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "status")
+        return status.returncode == 0
 
     async def _stop_stale(self) -> None:
         # A crash can leave a server running (or just its pid file); pg_ctl sorts out which.
-        status = await process.run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "status")
-        if status.returncode == 0:
+        if await self._running():
             log.warning("a PostgreSQL from an earlier run is still up; restarting it")
             await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def postmaster_pid(self) -> int | None:
+        """The running postmaster's pid; None when postmaster.pid is missing or names a
+        process that is gone (or, its pid reused, is no PostgreSQL of this cluster)."""
+        try:
+            first = (self.data / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+        except OSError:
+            return None
+        if not first.isdigit():
+            return None
+        return int(first) if int(first) in self._processes() else None
+
+    def _processes(self) -> list[int]:
+        """The PostgreSQL processes of this cluster (orphans, when no postmaster runs): every
+        PostgreSQL process works in its data directory, and none of another cluster does."""
+        data = os.path.realpath(self.data)
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if (os.readlink(f"/proc/{entry.name}/cwd") == data
+                        and Path(f"/proc/{entry.name}/comm").read_text().strip() == "postgres"):
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to look at
+                continue
+        return found
+
+    def _remove_stale_lock_files(self) -> None:
+        """postmaster.pid and the socket's lock file, when their postmaster is gone and no
+        process of the cluster is left.
+
+        PostgreSQL removes such files itself, unless their pid still answers kill(pid, 0), as
+        a zombie does: a postmaster killed outright is nobody's child but init's, and an init
+        that reaps slowly (this machine's does, for a second or more) would keep the new
+        postmaster from starting meanwhile. The interlock that matters stays: a process still
+        attached to the old shared memory stops a new postmaster anyway (pg checks the segment)."""
+        if self._processes():
+            return
+        for lock in [self.data / "postmaster.pid", *self.socket_dir.glob(".s.PGSQL.*.lock")]:
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+                log.info("removed the lock file of a postmaster that is gone", path=str(lock))
+
+    async def _end_orphans(self) -> None:
+        """End what a dead postmaster left behind, as pg ends its children after a crash."""
+        orphans = self._processes()
+        if not orphans:
+            return
+        log.warning("ending PostgreSQL processes a dead postmaster left behind", pids=orphans)
+        for sig, grace in ((signal.SIGQUIT, QUIT_GRACE), (signal.SIGKILL, 60.0)):
+            for pid in orphans:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await asyncio.gather(*(exited(pid) for pid in orphans))
+            orphans = self._processes()
+            if not orphans:
+                return
+        raise errors.Unavailable(f"PostgreSQL processes {orphans} of {self.data} outlived SIGKILL")
+
+    async def supervise(self, health: DatabaseHealth, *, deaths: int, window: float) -> None:
+        """Start the cluster again each time its postmaster dies, until it has died `deaths`
+        times within `window` seconds: then raise, to end the service (a task of the service;
+        cancelled before the cluster is stopped at shutdown)."""
+        recent: collections.deque[float] = collections.deque()
+        while True:
+            pid = self.postmaster_pid()
+            if pid is not None:
+                await exited(pid)
+            now = time.monotonic()
+            recent.append(now)
+            while recent[0] < now - window:
+                recent.popleft()
+            health.lost(self.dsn, f"the private PostgreSQL's postmaster (pid {pid}) exited")
+            if len(recent) >= deaths:
+                raise errors.Unavailable(
+                    f"the private PostgreSQL died {len(recent)} times within {window:g} s "
+                    f"(see {self.root / 'postgres.log'}); exiting so that the service manager restarts "
+                    "nova-async")
+            log.warning("the private PostgreSQL died; starting it again", pid=pid, deaths=len(recent),
+                        window=window)
+            try:
+                await self._start_server()
+            except errors.Unavailable as exc:
+                # Counted as one more death on the next round (no postmaster to wait for).
+                log.error("could not start the private PostgreSQL again", error=exc.message)
+                await asyncio.sleep(RESTART_PAUSE)
+                continue
+            log.info("private PostgreSQL started again; it recovers from the crash on its own",
+                     pid=self.postmaster_pid())
+            health.wake()
 
     async def _ensure_database(self) -> None:
         import asyncpg
@@ -122,8 +241,28 @@ class EmbeddedPostgres:
             await conn.close()
 
     async def stop(self) -> None:
+        if not await self._running():  # it died, and the service is ending because of it
+            await self._end_orphans()
+            return
         await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
         log.info("private PostgreSQL stopped")
+
+
+async def exited(pid: int) -> None:
+    """Return once process `pid` has ended, whosever child it is: its pidfd becomes readable
+    then. Not polling: the kernel tells the event loop."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    ended = loop.create_future()
+    loop.add_reader(fd, lambda: ended.done() or ended.set_result(None))
+    try:
+        await ended
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 @contextlib.asynccontextmanager
