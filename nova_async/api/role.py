@@ -23,7 +23,7 @@ class ComputeApiRole(Role):
         self.ready.set()
         # Boots the database's going away failed leave rows behind (server_create): they go
         # as soon as it is back.
-        await self.after_each_database_return(self.cells.forget_pending)
+        await self.after_each_return(self.cells.forget_pending)
 
     def http(self) -> tuple[str, web.Application]:
         bus = self.bus

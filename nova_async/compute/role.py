@@ -8,8 +8,8 @@ compute.resize_confirm_window is set — confirm resizes left waiting longer tha
 The role is ready once every host has reconciled; from then one heartbeat every
 `report_interval` keeps all its hosts' services up.
 
-After a database outage (each time it comes back) a host picks up again what the outage
-may have cut off, as at start: builds, deletes, rebuilds and power actions left unfinished
+After a database or broker outage (each time it comes back) a host picks up again what the
+outage may have cut off, as at start: builds, deletes, rebuilds and power actions left unfinished
 on it, each queued behind whatever its instance is doing and checked again when its turn
 comes (the job in front may have finished it).
 
@@ -145,7 +145,7 @@ class ComputeRole(Role):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
                 tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
-                tg.create_task(self.after_each_database_return(functools.partial(self._resume, host, workers)),
+                tg.create_task(self.after_each_return(functools.partial(self._resume, host, workers)),
                                name=f"compute:{host.name}:resume")
                 if self.settings.compute.resize_confirm_window > 0:
                     tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")

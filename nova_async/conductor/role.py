@@ -8,8 +8,9 @@ the build is cast there; with none left the instance is ERROR, saying where it w
 A delete that arrives while an instance is still being scheduled is finished here.
 A resize (`resize_instance`) is scheduled here too, see resize.py.
 At start it resumes boot requests and resizes a previous run accepted but never scheduled,
-and again each time the database comes back after an outage: scheduling that an outage
-cut off is left as it was (building, no host) for that pick-up, not failed."""
+and again each time the database (or the message broker) comes back after an outage:
+scheduling that a database outage cut off is left as it was (building, no host) for that
+pick-up, not failed."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ class ConductorRole(Role):
         await self._resume()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
-            tg.create_task(self.after_each_database_return(self._resume), name="conductor:resume")
+            tg.create_task(self.after_each_return(self._resume), name="conductor:resume")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
 

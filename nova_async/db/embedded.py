@@ -4,21 +4,25 @@ initdb on first start, pg_ctl start/stop around the service's life, listening on
 socket only. PostgreSQL refuses to run as root, so as root the cluster belongs to the
 `postgres` system user (Debian's package creates it) and commands run through runuser.
 
-The cluster is a child the service owns, so its death is the service's to handle: the
-supervisor (`supervise`, a task of the service) watches the postmaster through a pidfd,
-which becomes readable the moment it exits (the OOM killer's SIGKILL included), and starts
-it again; PostgreSQL runs its own crash recovery. A postmaster killed that way leaves its
-backends behind for a moment, attached to the old shared memory, and a new postmaster
-refuses to start while they are (pg says: terminate any old server processes); they are
-ended first, as pg's postmaster ends its children after a crash (SIGQUIT, then SIGKILL).
-Deaths that keep coming (a setting: so many within so many seconds) end the service with a
-one-line reason, and its service manager's Restart= takes over."""
+The cluster is a child the service owns, so its death is the service's to handle. The
+service makes itself the subreaper of its descendants (`embedded_postgres`), so that the
+postmaster, which pg_ctl leaves behind, is its child: the supervisor (`supervise`, a task of
+the service) watches it through a pidfd, which becomes readable the moment it exits (the
+OOM killer's SIGKILL included), reaps it (a zombie postmaster still answers kill(pid, 0),
+and pg would take it for a running server), and starts the cluster again; PostgreSQL runs
+its own crash recovery. A postmaster killed that way leaves its backends behind for a
+moment, attached to the old shared memory, and a new postmaster refuses to start while they
+are (pg says: terminate any old server processes). They are the service's children then:
+they are ended first, as pg's postmaster ends its children after a crash (SIGQUIT, then
+SIGKILL), and reaped. Deaths that keep coming (a setting: so many within so many seconds)
+end the service with a one-line reason, and its service manager's Restart= takes over."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
+import ctypes
 import os
 import pwd
 import shutil
@@ -39,6 +43,7 @@ SUPERUSER = "nova"
 # pg's postmaster gives its children this long after SIGQUIT before SIGKILL (after a crash).
 QUIT_GRACE = 5.0
 RESTART_PAUSE = 1.0  # seconds before trying again after a restart that failed
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
 def find_bin(name: str) -> str:
@@ -119,7 +124,6 @@ class EmbeddedPostgres:
 
     async def _start_server(self) -> None:
         await self._end_orphans()
-        self._remove_stale_lock_files()
         opts = (f"-c listen_addresses='' -c unix_socket_directories='{self.socket_dir}' "
                 f"-c max_connections=200 -c shared_buffers=128MB "
                 + ("-c fsync=on" if self.durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"))
@@ -138,50 +142,31 @@ class EmbeddedPostgres:
 
     def postmaster_pid(self) -> int | None:
         """The running postmaster's pid; None when postmaster.pid is missing or names a
-        process that is gone (or, its pid reused, is no PostgreSQL of this cluster)."""
+        process that is gone (or, its pid reused, is no PostgreSQL)."""
         try:
             first = (self.data / "postmaster.pid").read_text().split("\n", 1)[0].strip()
         except OSError:
             return None
         if not first.isdigit():
             return None
-        return int(first) if int(first) in self._processes() else None
+        found = _stat(int(first))
+        return int(first) if found is not None and found[0] == "postgres" and found[1] != "Z" else None
 
-    def _processes(self) -> list[int]:
-        """The PostgreSQL processes of this cluster (orphans, when no postmaster runs): every
-        PostgreSQL process works in its data directory, and none of another cluster does."""
-        data = os.path.realpath(self.data)
+    @staticmethod
+    def _orphans() -> list[int]:
+        """PostgreSQL processes whose parent is this process: what a postmaster that died left
+        behind (its children come to the subreaper), zombies included."""
+        me = os.getpid()
         found = []
         for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                if (os.readlink(f"/proc/{entry.name}/cwd") == data
-                        and Path(f"/proc/{entry.name}/comm").read_text().strip() == "postgres"):
-                    found.append(int(entry.name))
-            except OSError:  # gone meanwhile, or not ours to look at
-                continue
+            if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None \
+                    and stat[0] == "postgres" and stat[2] == me:
+                found.append(int(entry.name))
         return found
-
-    def _remove_stale_lock_files(self) -> None:
-        """postmaster.pid and the socket's lock file, when their postmaster is gone and no
-        process of the cluster is left.
-
-        PostgreSQL removes such files itself, unless their pid still answers kill(pid, 0), as
-        a zombie does: a postmaster killed outright is nobody's child but init's, and an init
-        that reaps slowly (this machine's does, for a second or more) would keep the new
-        postmaster from starting meanwhile. The interlock that matters stays: a process still
-        attached to the old shared memory stops a new postmaster anyway (pg checks the segment)."""
-        if self._processes():
-            return
-        for lock in [self.data / "postmaster.pid", *self.socket_dir.glob(".s.PGSQL.*.lock")]:
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-                log.info("removed the lock file of a postmaster that is gone", path=str(lock))
 
     async def _end_orphans(self) -> None:
         """End what a dead postmaster left behind, as pg ends its children after a crash."""
-        orphans = self._processes()
+        orphans = self._orphans()
         if not orphans:
             return
         log.warning("ending PostgreSQL processes a dead postmaster left behind", pids=orphans)
@@ -192,7 +177,7 @@ class EmbeddedPostgres:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(grace):
                     await asyncio.gather(*(exited(pid) for pid in orphans))
-            orphans = self._processes()
+            orphans = self._orphans()
             if not orphans:
                 return
         raise errors.Unavailable(f"PostgreSQL processes {orphans} of {self.data} outlived SIGKILL")
@@ -241,16 +226,39 @@ class EmbeddedPostgres:
             await conn.close()
 
     async def stop(self) -> None:
-        if not await self._running():  # it died, and the service is ending because of it
+        pid = self.postmaster_pid()
+        if pid is None:  # it died, and the service is ending because of it
             await self._end_orphans()
             return
         await _run(*self.prefix, find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        await exited(pid)  # reaped, when it is this process's child
         log.info("private PostgreSQL stopped")
 
 
+def _stat(pid: int) -> tuple[str, str, int] | None:
+    """A process's name, state and parent, from /proc/<pid>/stat (readable by anyone)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(")")
+    fields = rest.split()
+    return head.partition("(")[2], fields[0], int(fields[1])
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants (the postmaster pg_ctl leaves, and what it leaves when it dies)
+    become this process's children instead of init's."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        log.warning("could not become the subreaper of the private PostgreSQL",
+                    error=os.strerror(ctypes.get_errno()))
+
+
 async def exited(pid: int) -> None:
-    """Return once process `pid` has ended, whosever child it is: its pidfd becomes readable
-    then. Not polling: the kernel tells the event loop."""
+    """Return once process `pid` has ended (its pidfd becomes readable then: not polling, the
+    kernel tells the event loop), reaped when it is this process's child. Only for processes
+    nobody else waits for: not those asyncio started."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
@@ -260,6 +268,8 @@ async def exited(pid: int) -> None:
     loop.add_reader(fd, lambda: ended.done() or ended.set_result(None))
     try:
         await ended
+        with contextlib.suppress(ChildProcessError):  # another's child: its parent reaps it
+            os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG)
     finally:
         loop.remove_reader(fd)
         os.close(fd)
@@ -267,6 +277,7 @@ async def exited(pid: int) -> None:
 
 @contextlib.asynccontextmanager
 async def embedded_postgres(state_dir: Path) -> AsyncIterator[EmbeddedPostgres]:
+    become_subreaper()
     pg = EmbeddedPostgres(state_dir)
     await pg.start()
     try:

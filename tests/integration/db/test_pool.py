@@ -183,8 +183,7 @@ async def own_server(work_dir):
     try:
         yield pg
     finally:
-        if await pg._running():
-            await pg.stop()
+        await pg.stop()  # when it still runs
 
 
 async def test_a_server_that_is_away_fails_calls_at_once_and_is_used_again_when_back(work_dir):
