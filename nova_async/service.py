@@ -246,11 +246,16 @@ class Service:
 
     async def _report_database(self, ready: str) -> None:
         """STATUS= follows the database: since when it is unreachable, and back to ready."""
+        if self.health.outage() is not None:  # it went while the roles were starting
+            self._say_database(ready)
         async for _ in self.health.changes():
-            outage = self.health.outage()
-            self.notifier.status(ready if outage is None else
-                                 f"database unreachable since {outage.since_text()} ({outage.reason}); "
-                                 "requests answer 503")
+            self._say_database(ready)
+
+    def _say_database(self, ready: str) -> None:
+        outage = self.health.outage()
+        self.notifier.status(ready if outage is None else
+                             f"database unreachable since {outage.since_text()} ({outage.reason}); "
+                             "requests answer 503")
 
     @staticmethod
     async def _run_role(role: Role) -> None:

@@ -195,12 +195,14 @@ class EmbeddedPostgres:
             recent.append(now)
             while recent[0] < now - window:
                 recent.popleft()
-            health.lost(self.dsn, f"the private PostgreSQL's postmaster (pid {pid}) exited")
+            health.lost(self.dsn, f"the private PostgreSQL's postmaster (pid {pid}) exited" if pid
+                        else "the private PostgreSQL is not running")
             if len(recent) >= deaths:
-                raise errors.Unavailable(
-                    f"the private PostgreSQL died {len(recent)} times within {window:g} s "
-                    f"(see {self.root / 'postgres.log'}); exiting so that the service manager restarts "
-                    "nova-async")
+                reason = (f"the private PostgreSQL died {len(recent)} times within {window:g} s (see "
+                          f"{self.root / 'postgres.log'}); exiting so that the service manager restarts "
+                          "nova-async")
+                log.error(reason)
+                raise errors.Unavailable(reason)
             log.warning("the private PostgreSQL died; starting it again", pid=pid, deaths=len(recent),
                         window=window)
             try:

@@ -132,7 +132,7 @@ class Pool:
 
     def _lost(self, exc: BaseException) -> errors.DatabaseUnavailable:
         """The server went away: nothing opened before now is lent again. The error to raise."""
-        reason = describe(exc)
+        reason = "the server closed the connection" if isinstance(exc, asyncpg.InternalClientError) else describe(exc)
         self.health.lost(self._dsn, reason)
         self._epoch += 1
         idle, self._idle = self._idle, []
