@@ -30,7 +30,7 @@ log = structlog.get_logger("http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 FaultRenderer = Callable[[errors.NovaAsyncError, str], web.Response]
 # Seconds a client is told to wait after a 503: about what a restart of PostgreSQL or
-# RabbitMQ takes; clients that honour it (keystoneauth retries on 503) come back then.
+# RabbitMQ takes; a client that honours it comes back then.
 RETRY_AFTER = "5"
 
 
