@@ -49,6 +49,15 @@ class ServiceSettings:
                           "VHOST (RabbitMQ, for roles split over processes and hosts)", "memory",
                           flag="--transport")
     shutdown_timeout: float = _doc("seconds to drain in-flight work on SIGTERM before cancelling", 30.0)
+    database_outage_limit: float = _doc("seconds the database may stay unreachable before the systemd "
+                                        "watchdog (WatchdogSec=) is no longer fed, so that systemd restarts "
+                                        "the service; keep it above the time the private PostgreSQL takes "
+                                        "to restart and recover", 60.0)
+    private_database_deaths: int = _doc("deaths of the private PostgreSQL within private_database_window "
+                                        "that end the service (exit status 1, for systemd's Restart=) "
+                                        "instead of another restart", 3)
+    private_database_window: float = _doc("seconds over which deaths of the private PostgreSQL are counted",
+                                          60.0)
     log_format: str = _doc("log output: auto (console on a TTY, else JSON), json or console", "auto")
 
 
@@ -260,5 +269,9 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"--transport must be memory or an amqp:// URL, got {transport!r}")
     if settings.compute.report_interval <= 0:
         raise ConfigError("compute.report_interval must be > 0")
+    if settings.service.database_outage_limit <= 0:
+        raise ConfigError("service.database_outage_limit must be > 0")
+    if settings.service.private_database_deaths < 1 or settings.service.private_database_window <= 0:
+        raise ConfigError("service.private_database_deaths must be >= 1 and service.private_database_window > 0")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")

@@ -15,12 +15,15 @@ import structlog
 from aiohttp import web
 
 from nova_async.bus import Bus, Message
+from nova_async.bus.base import first_set
 from nova_async.common import errors
 from nova_async.common.context import RequestContext, admin_context
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
+
+log = structlog.get_logger("role")
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,28 @@ class Role:
     async def serve(self, topic: str, handler, *, concurrency: int = 64) -> None:
         """Consume `topic` until this role is told to stop, then finish what is in flight."""
         await self.bus.consume(topic, handler, concurrency=concurrency, until=self.stopping)
+
+    async def after_each_return(self, resume: Callable[[], Awaitable[None]]) -> None:
+        """Run `resume` each time the database or the bus's broker comes back after an outage,
+        until the role stops. Work an outage cut off failed where it was (nothing retries a
+        statement whose connection broke, nor a message the broker never took); `resume` is
+        what the role does at start to pick up work a crash interrupted, and the same pick-up
+        serves here."""
+        health, bus = self.pool.health, self.bus
+        back = [health.next_return(), bus.next_return()]
+        while True:
+            await first_set([*back, self.stopping])
+            if self.stopping.is_set():
+                return
+            what = "database" if back[0].is_set() else "message broker"
+            # taken before the work: a return during it is not missed
+            back = [health.next_return(), bus.next_return()]
+            log.info(f"the {what} is back; resuming work it interrupted", role=self.name)
+            try:
+                await resume()
+            except Exception:
+                log.exception(f"resuming work after the {what} came back failed; trying again at the "
+                              "next return", role=self.name)
 
     async def sleep_unless_stopping(self, seconds: float) -> bool:
         """Wait up to `seconds`; True when the role is stopping (for periodic loops)."""

@@ -4,8 +4,15 @@ Start-up: database (private cluster or DSN) → migrations → bus → roles →
 steps (the demo guest's images) → ready line, and READY=1 to systemd (common/systemd.py:
 STATUS= on the way, STOPPING=1 at shutdown, watchdog pings from the loop throughout).
 Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
-and tell roles to stop → let them drain → cancel what is left → close resources in reverse
-order (the AsyncExitStack)."""
+and tell roles to stop → let them drain → cancel what is left → stop watching the database
+→ close resources in reverse order (the AsyncExitStack).
+
+The database is watched beside the roles, in the same TaskGroup (db/health.py): a probe,
+and for the private cluster its supervisor (db/embedded.py), which starts it again when it
+dies and ends the service when it keeps dying. While the database is away requests answer
+503 with Retry-After, /healthz says so, STATUS= says since when, and once that has lasted
+longer than service.database_outage_limit the watchdog is no longer fed, so that systemd
+restarts a service whose database is gone for good."""
 
 from __future__ import annotations
 
@@ -28,7 +35,8 @@ from nova_async.common.tokens import TokenCodec
 from nova_async.compute.guest_image import default_cache_dir, load_cached
 from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.cells import adopt_legacy_instances, open_cells
-from nova_async.db.embedded import embedded_postgres
+from nova_async.db.embedded import EmbeddedPostgres, embedded_postgres
+from nova_async.db.health import DatabaseHealth
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
@@ -81,10 +89,26 @@ async def register_demo_guest(pool, roles: list[Role]) -> None:
     await pool.execute(SQ.mark_step_done, "demo-guest")
 
 
-def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec) -> web.Application:
+HEALTH = web.AppKey("health", DatabaseHealth)
+
+
+async def show_health(request: web.Request) -> web.Response:
+    """/healthz: whether this process can work, for load balancers and readiness checks. No
+    token, and nothing about any project: only whether the database answers."""
+    outage = request.app[HEALTH].outage()
+    if outage is None:
+        return common_web.dump({"status": "ok", "database": {"status": "ok"}})
+    return common_web.dump({"status": "unavailable", "database": {
+        "status": "unreachable", "since": outage.since_text(), "seconds": round(outage.seconds(), 1)}},
+        status=503, headers={"Retry-After": common_web.RETRY_AFTER})
+
+
+def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec, health: DatabaseHealth) -> web.Application:
     root = web.Application(middlewares=[common_web.request_middleware])
     root[common_web.AUTHENTICATOR] = common_web.Authenticator(settings.identity.auth, tokens)
+    root[HEALTH] = health
     root.router.add_get("/metrics", common_web.show_metrics)
+    root.router.add_get("/healthz", show_health)
     for role in roles:
         root.router.add_routes(role.root_routes())
         mounted = role.http()
@@ -116,6 +140,15 @@ class Service:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stop_requested = asyncio.Event()
+        self.health = DatabaseHealth()
+
+    def withhold_watchdog(self) -> str | None:
+        """Why the systemd watchdog should not be fed now, if it should not."""
+        away, limit = self.health.unreachable_for(), self.settings.service.database_outage_limit
+        if away > limit:
+            return (f"the database has been unreachable for {away:.0f} s, longer than "
+                    f"service.database_outage_limit ({limit:g} s)")
+        return None
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -126,10 +159,11 @@ class Service:
         settings.state_path.mkdir(parents=True, exist_ok=True)
         async with contextlib.AsyncExitStack() as stack:
             dsn = settings.service.database
+            pg = None
             if not dsn:
                 pg = await stack.enter_async_context(embedded_postgres(settings.state_path))
                 dsn = pg.dsn
-            pool = await stack.enter_async_context(open_pool(dsn))
+            pool = await stack.enter_async_context(open_pool(dsn, health=self.health))
             async with pool.acquire() as conn:
                 await migrate(conn)
             cells = await stack.enter_async_context(open_cells(pool, dsn))
@@ -154,15 +188,23 @@ class Service:
                 # that checks tokens without it follows the database itself.
                 await stack.enter_async_context(revocations.following(pool, deps.tokens.revocations))
             roles = [role_class(name)(deps) for name in settings.service.roles]
-            await self._supervise(roles, bus, deps, started)
+            await self._supervise(roles, bus, deps, started, pg)
 
-    async def _supervise(self, roles: list[Role], bus: Bus, deps: Deps, started: float) -> None:
+    async def _supervise(self, roles: list[Role], bus: Bus, deps: Deps, started: float,
+                         pg: EmbeddedPostgres | None) -> None:
         settings = self.settings
         notifier = self.notifier
         notifier.status("starting roles: " + ", ".join(r.name for r in roles))
-        runner = web.AppRunner(build_http(settings, roles, deps.tokens), access_log=None,
+        runner = web.AppRunner(build_http(settings, roles, deps.tokens, self.health), access_log=None,
                                handle_signals=False, shutdown_timeout=settings.service.shutdown_timeout)
         async with asyncio.TaskGroup() as tg:
+            # First and last: the roles need the database while they start and while they drain.
+            watching = [tg.create_task(self.health.watch(), name="db:probe")]
+            if pg is not None:
+                watching.append(tg.create_task(
+                    pg.supervise(self.health, deaths=settings.service.private_database_deaths,
+                                 window=settings.service.private_database_window),
+                    name="db:private-postgres"))
             tasks = [tg.create_task(self._run_role(role), name=f"role:{role.name}") for role in roles]
             await runner.setup()
             host, _, port = settings.service.listen.rpartition(":")
@@ -182,7 +224,9 @@ class Service:
                      "user admin, project admin, password " + (
                          "from --admin-password" if settings.identity.admin_password
                          else f"in {settings.state_path / 'admin-password'}"))
-            notifier.ready(f"ready at {settings.base_url}, roles {','.join(r.name for r in roles)}")
+            ready = f"ready at {settings.base_url}, roles {','.join(r.name for r in roles)}"
+            notifier.ready(ready)
+            reporting = tg.create_task(self._report_database(ready), name="systemd:database-status")
             log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url,
                      identity=f"{settings.base_url}/v3", login=login, auth=settings.identity.auth,
                      roles=",".join(r.name for r in roles),
@@ -190,12 +234,29 @@ class Service:
             await self.stop_requested.wait()
 
             deadline = time.monotonic() + settings.service.shutdown_timeout
+            reporting.cancel()
             notifier.stopping("stopping: no new requests; draining work in flight")
             log.info("shutting down: stopping intake")
             await runner.cleanup()
             await drain(roles, tasks, deadline)
             bus.stop_intake()
+            log.info("shutting down: no longer watching the database", tasks=[t.get_name() for t in watching])
+            for task in watching:
+                task.cancel()
         log.info("nova-async stopped")
+
+    async def _report_database(self, ready: str) -> None:
+        """STATUS= follows the database: since when it is unreachable, and back to ready."""
+        if self.health.outage() is not None:  # it went while the roles were starting
+            self._say_database(ready)
+        async for _ in self.health.changes():
+            self._say_database(ready)
+
+    def _say_database(self, ready: str) -> None:
+        outage = self.health.outage()
+        self.notifier.status(ready if outage is None else
+                             f"database unreachable since {outage.since_text()} ({outage.reason}); "
+                             "requests answer 503")
 
     @staticmethod
     async def _run_role(role: Role) -> None:
@@ -217,7 +278,8 @@ def serve(settings: Settings) -> int:
         notifier.status("starting: database and migrations")
         # The watchdog is fed from the first moment to the last (a slow database start or a
         # long drain is not a hang), by a task of this loop: a hung loop stops feeding it.
-        watchdog = asyncio.create_task(notifier.watchdog(), name="systemd:watchdog")
+        # Not fed while the database has been gone too long (Service.withhold_watchdog).
+        watchdog = asyncio.create_task(notifier.watchdog(service.withhold_watchdog), name="systemd:watchdog")
         try:
             await service.run()
         finally:

@@ -82,7 +82,7 @@ async def _running(deps: Deps, roles: list[str]) -> AsyncIterator[Harness]:
     settings, bus, pool = deps.settings, deps.bus, deps.pool
     built = {name: role_class(name)(deps) for name in roles}
     tasks = [asyncio.create_task(r.run(), name=f"role:{r.name}") for r in built.values()]
-    client = TestClient(TestServer(build_http(settings, list(built.values()), deps.tokens)))
+    client = TestClient(TestServer(build_http(settings, list(built.values()), deps.tokens, pool.health)))
     await client.start_server()
     try:
         waiting = asyncio.gather(*(r.ready.wait() for r in built.values()))

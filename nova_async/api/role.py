@@ -19,6 +19,12 @@ class ComputeApiRole(Role):
     name = "api"
     stop_tier = 0
 
+    async def run(self) -> None:
+        self.ready.set()
+        # Boots the database's going away failed leave rows behind (server_create): they go
+        # as soon as it is back.
+        await self.after_each_return(self.cells.forget_pending)
+
     def http(self) -> tuple[str, web.Application]:
         bus = self.bus
         state = ApiState(settings=self.settings, pool=self.pool, cells=self.cells, images=ImageClient(bus),

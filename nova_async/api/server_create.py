@@ -134,47 +134,55 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     nets = [msgspec.to_builtins(r) for r in requested]
     each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
     cell = state.cells.default  # where new instances are written; the conductor moves them if need be
-    async with state.pool.acquire() as conn, conn.transaction():
-        # Quota: as many as fit, down to min_count, decided and written under the project's
-        # counting lock; with nothing limited there is nothing to count, and no lock to wait for
-        limit, counted = await quotas.lock_for_boot(conn, state.settings.quota, ctx.project_id, each)
-        used = await quotas.usage(state.cells, ctx.project_id) if counted else quotas.total()
-        quotas.check_metadata(limit, server.get("metadata", {}))
-        count = quotas.how_many_fit(limit, used, each, min_count, max_count)
-        uuids = [str(uuid.uuid4()) for _ in range(count)]
-        group = await server_groups.join(conn, ctx, hints, uuids, limit)
-        if group is not None:
-            spec = msgspec.structs.replace(spec, group=group)
-            _check_policy_clash(group.policy, placement_hints)
-        names = [server["name"]] if count == 1 else [f"{server['name']}-{i + 1}" for i in range(count)]
-        # The rows and their actions go into the cell, committed there while the lock is still
-        # held, so that the next count sees them. They come with a recount of that cell (what
-        # others committed meanwhile; ours are added on top). Should anything after this fail,
-        # they are taken out again; after a crash, cells.tidy() removes rows left unmapped.
-        # Their mappings are written at the same time, on this transaction's connection: the
-        # lock is held for one round trip less.
-        insert = asyncio.ensure_future(cell.pool.fetchrow(
-            Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
-            ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
-            server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
-            "True" if server.get("config_drive") in (True, "true", "True") else "",
-            server.get("accessIPv4"), server.get("accessIPv6"), key_data,
-            list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
-            server.get("description") if version >= (2, 19) else None, ctx.request_id, counted))
-        try:
-            for outcome in await asyncio.gather(
-                    insert, state.cells.map_instances(conn, cell, uuids, ctx.project_id, ctx.user_id),
-                    return_exceptions=True):
-                if isinstance(outcome, BaseException):
-                    raise outcome
-            if counted:
-                others = await quotas.usage(state.cells, ctx.project_id, skip=cell)
-                quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(insert.result()), others),
-                                                       each, count))
-        except BaseException:
-            if insert.done() and not insert.cancelled() and insert.exception() is None:
-                await asyncio.shield(cell.pool.execute(CQ.forget_instances, uuids))
-            raise
+    uuids: list[str] = []
+    try:
+        async with state.pool.acquire() as conn, conn.transaction():
+            # Quota: as many as fit, down to min_count, decided and written under the project's
+            # counting lock; with nothing limited there is nothing to count, and no lock to wait for
+            limit, counted = await quotas.lock_for_boot(conn, state.settings.quota, ctx.project_id, each)
+            used = await quotas.usage(state.cells, ctx.project_id) if counted else quotas.total()
+            quotas.check_metadata(limit, server.get("metadata", {}))
+            count = quotas.how_many_fit(limit, used, each, min_count, max_count)
+            uuids = [str(uuid.uuid4()) for _ in range(count)]
+            group = await server_groups.join(conn, ctx, hints, uuids, limit)
+            if group is not None:
+                spec = msgspec.structs.replace(spec, group=group)
+                _check_policy_clash(group.policy, placement_hints)
+            names = [server["name"]] if count == 1 else [f"{server['name']}-{i + 1}" for i in range(count)]
+            # The rows and their actions go into the cell, committed there while the lock is still
+            # held, so that the next count sees them. They come with a recount of that cell (what
+            # others committed meanwhile; ours are added on top). Should anything after this fail,
+            # they are taken out again; after a crash, cells.tidy() removes rows left unmapped.
+            # Their mappings are written at the same time, on this transaction's connection: the
+            # lock is held for one round trip less.
+            insert = asyncio.ensure_future(cell.pool.fetchrow(
+                Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
+                ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
+                server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
+                "True" if server.get("config_drive") in (True, "true", "True") else "",
+                server.get("accessIPv4"), server.get("accessIPv6"), key_data,
+                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
+                server.get("description") if version >= (2, 19) else None, ctx.request_id, counted))
+            try:
+                for outcome in await asyncio.gather(
+                        insert, state.cells.map_instances(conn, cell, uuids, ctx.project_id, ctx.user_id),
+                        return_exceptions=True):
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                if counted:
+                    others = await quotas.usage(state.cells, ctx.project_id, skip=cell)
+                    quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(insert.result()), others),
+                                                           each, count))
+            except BaseException:
+                if insert.done() and not insert.cancelled() and insert.exception() is None:
+                    await asyncio.shield(cell.pool.execute(CQ.forget_instances, uuids))
+                raise
+    except errors.DatabaseUnavailable:
+        # Whether the rows, or even the commit, made it is unknown: the rows no mapping names
+        # are taken out once the database is back (they are no server the user was promised).
+        if uuids:
+            state.cells.forget_later(cell, uuids)
+        raise
     await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
     return Accepted(uuids=uuids, reservation_id=reservation_id,
                     admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))

@@ -12,7 +12,11 @@ Layout on the broker, all names prefixed `nova-async.`:
 
 Delivery: casts are persistent and confirmed by the broker; a publish that fails while the
 connection is down is retried once `connect_robust` has reconnected, until a deadline, so a
-broker restart loses no cast. A cast is acknowledged only after its handler returns, so a
+broker restart loses no cast. A broker away for longer than a restart takes (OUTAGE_GRACE)
+is not waited for any more: publishes fail at once (errors.Unavailable, a 503 to an HTTP
+caller), and once it is back the roles pick up what is recorded but was not delivered, as
+after a database outage (Bus.next_return). Nothing here waits without a bound: the first
+connection, every publish and its confirm, every call, and the close at shutdown. A cast is acknowledged only after its handler returns, so a
 consumer that dies mid-way has it redelivered to another (handlers are idempotent). A call
 is acknowledged when it is received: its caller is waiting and decides what a lost answer
 means, and running a claim twice behind its back would be worse. Retries can duplicate a
@@ -28,6 +32,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -49,7 +54,9 @@ PREFIX = "nova-async."
 NOTIFICATIONS = PREFIX + "notifications"
 DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
+CONNECT_TIMEOUT = 30.0      # the first connection, at start
 CONFIRM_TIMEOUT = 10.0      # one publish attempt waits this long for the broker's confirm
+OUTAGE_GRACE = 30.0         # a publish waits for a reconnection while the broker has been away less than this
 REPLY_WINDOW = 30.0         # an answer keeps being retried this long while its caller reconnects
 NOTIFY_WINDOW = 5.0         # a notification is best effort: dropped after this long
 RECENT_IDS = 10_000         # message ids a consumer remembers having handled
@@ -85,6 +92,7 @@ class AmqpBus(Bus):
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._declared: set[str] = set()
         self._up = True
+        self._away_since: float | None = None   # time.monotonic() when the connection was lost
 
     async def __aenter__(self) -> AmqpBus:
         await self.connect()
@@ -96,9 +104,9 @@ class AmqpBus(Bus):
     async def connect(self) -> None:
         try:
             self._connection = await aio_pika.connect_robust(
-                self.url, reconnect_interval=self._reconnect_interval,
+                self.url, reconnect_interval=self._reconnect_interval, timeout=CONNECT_TIMEOUT,
                 client_properties={"connection_name": f"nova-async {socket.gethostname()} pid {os.getpid()}"})
-        except (aiormq.exceptions.AMQPError, OSError) as exc:
+        except (aiormq.exceptions.AMQPError, OSError) as exc:  # TimeoutError among them
             raise errors.Unavailable(f"cannot reach RabbitMQ at {redacted(self.url)}: {exc}") from None
         # aiormq and aio-pika log every failed reconnection attempt (once a second while the
         # broker is away); ours say once when it went away and once when it came back.
@@ -130,12 +138,15 @@ class AmqpBus(Bus):
         # Called again for each failed attempt to reconnect: said once per outage.
         if self._up and not self._closing.is_set():
             self._up = False
+            self._away_since = time.monotonic()
             log.warning("lost the connection to RabbitMQ; reconnecting", url=redacted(self.url),
                         error=repr(exc))
 
     def _on_reconnected(self, _connection: object) -> None:
         self._up = True
+        self._away_since = None
         log.info("reconnected to RabbitMQ", url=redacted(self.url))
+        self._came_back()
 
     async def close(self) -> None:
         self._closing.set()
@@ -143,7 +154,10 @@ class AmqpBus(Bus):
             if not future.done():
                 future.set_exception(errors.Unavailable("the bus closed before an answer came"))
         if self._connection is not None:
-            await self._connection.close()
+            # A broker that is away does not answer a close: do not wait for it past a bound.
+            with contextlib.suppress(TimeoutError, *_LOST):
+                async with asyncio.timeout(CONFIRM_TIMEOUT):
+                    await self._connection.close()
 
     # -- sending
 
@@ -218,6 +232,8 @@ class AmqpBus(Bus):
                 failure: BaseException = exc
             except _LOST as exc:
                 failure = exc
+            if self._away_since is not None:  # a restart is waited out; an outage is not
+                deadline = min(deadline, loop.time() + self._away_since + OUTAGE_GRACE - time.monotonic())
             remaining = deadline - loop.time()
             if remaining <= 0 or self._closing.is_set():
                 raise errors.Unavailable(f"RabbitMQ at {redacted(self.url)} did not take a message: "

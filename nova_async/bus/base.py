@@ -28,6 +28,16 @@ class Bus(abc.ABC):
     def __init__(self) -> None:
         self._listeners: list[asyncio.Queue[Notification]] = []
         self._closing = asyncio.Event()
+        self._returned = asyncio.Event()   # set, then replaced, at each reconnection
+
+    def next_return(self) -> asyncio.Event:
+        """An event set when the transport next reconnects after losing its broker (never, in
+        memory): messages may have been lost meanwhile, and roles pick their work up again."""
+        return self._returned
+
+    def _came_back(self) -> None:
+        returned, self._returned = self._returned, asyncio.Event()
+        returned.set()
 
     @contextlib.contextmanager
     def listen(self) -> Iterator[asyncio.Queue[Notification]]:

@@ -71,6 +71,14 @@ class Unavailable(NovaAsyncError):
     code = "unavailable"
 
 
+class DatabaseUnavailable(Unavailable):
+    """The database server is not answering (gone away, restarting, refusing connections):
+    raised by the pool (db/pool.py), the one place asyncpg's connection-loss errors turn
+    into ours. Work that meets it is resumed once the database is back (db/health.py)."""
+
+    code = "database_unavailable"
+
+
 class NoValidHost(NovaAsyncError):
     """The scheduler found no host; the message explains which stage removed what."""
 
@@ -86,7 +94,7 @@ BY_NAME: dict[str, type[NovaAsyncError]] = {
     cls.__name__: cls
     for cls in (NovaAsyncError, InvalidInput, Unauthorized, Forbidden, OverQuota, NotFound,
                 MethodNotAllowed, NotAcceptable, Conflict, TooLarge, UnsupportedMediaType,
-                Unavailable, NoValidHost, BusTimeout)
+                Unavailable, DatabaseUnavailable, NoValidHost, BusTimeout)
 }
 
 

@@ -7,7 +7,9 @@ or a name in the abstract namespace when it starts with '@') and reads newline-s
 unit has WatchdogSec= (then $WATCHDOG_USEC says the limit and $WATCHDOG_PID whom it is for).
 
 The keep-alive is sent by a task on the event loop itself, never by a thread: a loop that
-hangs stops the pings, and systemd kills and restarts the service. That is the point.
+hangs stops the pings, and systemd kills and restarts the service. That is the point. For
+the same reason the pings stop while the service says it cannot work (its database gone for
+longer than service.database_outage_limit): alive but useless is a hang to its users.
 
 Outside systemd (no $NOTIFY_SOCKET) every call does nothing."""
 
@@ -19,7 +21,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 
 import structlog
 
@@ -93,13 +95,23 @@ class Notifier:
     def stopping(self, status: str) -> bool:
         return self.notify("STOPPING=1", f"STATUS={_one_line(status)}")
 
-    async def watchdog(self) -> None:
-        """Ping every half WatchdogSec until cancelled; returns at once without a watchdog."""
+    async def watchdog(self, withhold: Callable[[], str | None] = lambda: None) -> None:
+        """Ping every half WatchdogSec until cancelled, except while `withhold()` gives a
+        reason not to; returns at once without a watchdog."""
         if self.watchdog_interval is None:
             return
         log.info("feeding the systemd watchdog", interval=self.watchdog_interval)
+        withheld = None
         while True:
-            self.notify("WATCHDOG=1")
+            reason = withhold()
+            if reason is None:
+                if withheld is not None:
+                    log.info("feeding the systemd watchdog again")
+                self.notify("WATCHDOG=1")
+            elif withheld is None:
+                log.error("no longer feeding the systemd watchdog: systemd restarts the service "
+                          "once WatchdogSec= passes", reason=reason)
+            withheld = reason
             await asyncio.sleep(self.watchdog_interval)
 
     def close(self) -> None:

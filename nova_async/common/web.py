@@ -1,7 +1,8 @@
 """HTTP plumbing shared by every API on the one port.
 
 - `error_middleware`: the ONE place errors become HTTP responses, each API rendering them in
-  its own fault format (Nova's `{"itemNotFound": …}`, Placement's `{"errors": […]}`, …).
+  its own fault format (Nova's `{"itemNotFound": …}`, Placement's `{"errors": […]}`, …);
+  a 503 (the database or the bus away for a while) also says when to try again (Retry-After).
 - `request_middleware`: request ids, the canonical access-log line, request metrics.
 - `show_metrics`: /metrics, Prometheus' text format, no token needed (nothing per project).
 - `read_json`: body parsing and JSON-schema validation with messages that name the field.
@@ -28,6 +29,9 @@ log = structlog.get_logger("http")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 FaultRenderer = Callable[[errors.NovaAsyncError, str], web.Response]
+# Seconds a client is told to wait after a 503: about what a restart of PostgreSQL or
+# RabbitMQ takes; a client that honours it comes back then.
+RETRY_AFTER = "5"
 
 
 
@@ -107,11 +111,11 @@ def error_middleware(render: FaultRenderer) -> Any:
         except errors.NovaAsyncError as exc:
             if exc.status >= 500:
                 log.error("request failed", error=exc.message, code=exc.code)
-            return render(exc, request_id)
+            return _rendered(render, exc, request_id)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            return render(_status_error(exc), request_id)
+            return _rendered(render, _status_error(exc), request_id)
         except Exception:
             log.exception("unexpected error")
             err = errors.NovaAsyncError(
@@ -119,6 +123,13 @@ def error_middleware(render: FaultRenderer) -> Any:
             return render(err, request_id)
 
     return middleware
+
+
+def _rendered(render: FaultRenderer, exc: errors.NovaAsyncError, request_id: str) -> web.Response:
+    response = render(exc, request_id)
+    if response.status == 503:
+        response.headers["Retry-After"] = RETRY_AFTER
+    return response
 
 
 # Keystone's default roles: only admin and member change things; a reader (or any other

@@ -166,6 +166,12 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         log.info("instance deleted while building; finishing the delete")
         await terminate(host, instance_uuid, request_id)
         return
+    except errors.DatabaseUnavailable:
+        # Not the build's fault, and nothing can be recorded now: the instance stays building
+        # on this host, and is built again once the database is back (ComputeRole._resume;
+        # the probe is told to look, in case only another process saw the database go).
+        host.pool.health.suspect()
+        raise
     except Exception as exc:
         if not isinstance(exc, errors.InvalidInput):
             await host.api_pool.execute(CQ.build_failed, host.node_uuid)

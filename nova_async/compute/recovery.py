@@ -23,6 +23,10 @@ Run before a host takes any new work:
   the migration keeps the old allocation until then;
 - a snapshot (createImage) a restart interrupted is abandoned: its image is deleted and the
   server given back (snapshot.py).
+
+After a database outage the same lists are read again (builds, deletes, rebuilds and power
+actions), while this host is running: each item waits behind its instance's current job,
+and `still_unfinished` tells, when its turn comes, whether the job in front finished it.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from nova_async.compute.messages import (
     ResizeStepName,
 )
 from nova_async.db.cells import Cells
+from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.recovery")
@@ -124,6 +129,20 @@ async def unfinished(host: Host) -> list[Unfinished]:
         request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
         work.append(Unfinished(str(row["uuid"]), kind, request_id))
     return work
+
+
+async def still_unfinished(host: Host, item: Unfinished) -> bool:
+    """Whether `item` (a build, delete, rebuild or power action found unfinished on this host)
+    still is: its instance is still here, in the state that work leaves behind unfinished."""
+    row = await host.pool.fetchrow(IQ.get, item.instance_uuid)
+    if row is None or row["host"] != host.name:
+        return False
+    task_state = row["task_state"]
+    if item.kind == "build":
+        return row["vm_state"] == "building" and task_state not in ("deleting", "rebuilding")
+    if item.kind == "power":
+        return item.power is not None and task_state == item.power.task_state
+    return task_state == {"terminate": "deleting", "rebuild": "rebuilding"}.get(item.kind)
 
 
 async def interrupted_power_actions(host: Host) -> list[Unfinished]:

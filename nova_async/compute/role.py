@@ -8,6 +8,11 @@ compute.resize_confirm_window is set — confirm resizes left waiting longer tha
 The role is ready once every host has reconciled; from then one heartbeat every
 `report_interval` keeps all its hosts' services up.
 
+After a database or broker outage (each time it comes back) a host picks up again what the
+outage may have cut off, as at start: builds, deletes, rebuilds and power actions left unfinished
+on it, each queued behind whatever its instance is doing and checked again when its turn
+comes (the job in front may have finished it).
+
 Work for one instance is serialised by `InstanceWorkers`; different instances build in
 parallel. Reading a guest's console changes nothing, so it is answered at once, outside
 the instance's queue (a long build or stop must not hold it up).
@@ -73,6 +78,7 @@ class Job:
     alternates: tuple[Destination, ...] = ()   # a build's other hosts, for a reschedule
     resize: ResizeStep | None = None
     image_id: str = ""     # a snapshot's
+    resumed: recovery.Unfinished | None = None   # "resume": work found unfinished after an outage
 
 
 class ComputeRole(Role):
@@ -139,6 +145,8 @@ class ComputeRole(Role):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
                 tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
+                tg.create_task(self.after_each_return(functools.partial(self._resume, host, workers)),
+                               name=f"compute:{host.name}:resume")
                 if self.settings.compute.resize_confirm_window > 0:
                     tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")
                 # Returns once the role is told to stop; the workers then finish their jobs.
@@ -213,6 +221,17 @@ class ComputeRole(Role):
             for item in work:
                 tg.create_task(redo(item), name=f"compute:{host.name}:recover:{item.instance_uuid}")
 
+    @staticmethod
+    async def _resume(host: Host, workers: InstanceWorkers[Job]) -> None:
+        """After an outage: what start-up recovery would redo, queued behind each instance's
+        current job (resize steps are left to the next start)."""
+        work = await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
+        if work:
+            log.info("queueing work the database outage may have interrupted", instances=len(work))
+        for item in work:
+            if not workers.closed:
+                workers.submit(item.instance_uuid, Job("resume", item.request_id, resumed=item))
+
     async def _on_message(self, host: Host, workers: InstanceWorkers[Job], msg: Message,
                           context: RequestContext | None) -> Message | None:
         if isinstance(msg, GetConsoleOutput):
@@ -243,6 +262,12 @@ class ComputeRole(Role):
 
     @staticmethod
     async def _handle(host: Host, instance_uuid: str, job: Job) -> None:
+        if job.kind == "resume":
+            item = job.resumed
+            assert item is not None
+            if await recovery.still_unfinished(host, item):
+                await ComputeRole._handle(host, instance_uuid, Job(item.kind, item.request_id, item.power))
+            return
         with structlog.contextvars.bound_contextvars(request_id=job.request_id):
             if job.kind == "build":
                 await build_and_run(host, instance_uuid, job.request_id, list(job.alternates))

@@ -86,6 +86,9 @@ class InstanceWorkers(Generic[J]):
                     return
                 try:
                     await self._handler(key, job)  # type: ignore[arg-type]
+                except errors.DatabaseUnavailable as exc:
+                    log.warning("instance job cut off by a database outage; picked up again when it is "
+                                "back", error=exc.message)
                 except Exception:
                     log.exception("instance job failed", job=type(job).__name__)
         finally:

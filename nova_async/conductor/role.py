@@ -7,7 +7,10 @@ first alternate the scheduler offered that takes it (one atomic replace in place
 the build is cast there; with none left the instance is ERROR, saying where it was tried.
 A delete that arrives while an instance is still being scheduled is finished here.
 A resize (`resize_instance`) is scheduled here too, see resize.py.
-At start it resumes boot requests and resizes a previous run accepted but never scheduled."""
+At start it resumes boot requests and resizes a previous run accepted but never scheduled,
+and again each time the database (or the message broker) comes back after an outage:
+scheduling that a database outage cut off is left as it was (building, no host) for that
+pick-up, not failed."""
 
 from __future__ import annotations
 
@@ -68,12 +71,16 @@ class ConductorRole(Role):
     async def run(self) -> None:
         self.ready.set()
         await self.cells.tidy()
-        await self._resume_unscheduled()
-        await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
+        await self._resume()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
+            tg.create_task(self.after_each_return(self._resume), name="conductor:resume")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
+
+    async def _resume(self) -> None:
+        await self._resume_unscheduled()
+        await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
 
     async def _tidy_cells(self) -> None:
         """Again and again, not only at start: a boot whose API transaction failed to commit
@@ -138,6 +145,12 @@ class ConductorRole(Role):
                                                                       events=scheduler_events)
                 for step in steps:
                     step.recorded = True  # with each instance's host, below
+        except errors.DatabaseUnavailable:
+            # Not the request's fault: it stays unscheduled, and is scheduled again once the
+            # database is back (perhaps this process never saw it go: the error may come
+            # from the scheduler's, so the probe is told to look).
+            self.pool.health.suspect()
+            raise
         except Exception as exc:
             if isinstance(exc, errors.NoValidHost):
                 message = exc.message

@@ -9,7 +9,12 @@ same server (`<db>_cell0`, `<db>_cell1`) unless a mapping names another URL.
 
 A boot writes its instances into the default cell. When the scheduler finds no host they move
 to cell0, and when it picks a host of another cell they move there; a move copies, re-points
-the mapping, then deletes, and `tidy()` finishes any move a crash interrupted."""
+the mapping, then deletes, and `tidy()` finishes any move a crash interrupted.
+
+A boot that fails after its rows reached the cell takes them out again; when it failed
+because the database went away, that has to wait for the database: `forget_later()` keeps
+them, and `forget_pending()` (run by the API role each time the database is back) takes out
+those that no mapping names, at once rather than at tidy()'s first minute."""
 
 from __future__ import annotations
 
@@ -76,6 +81,7 @@ class Cells:
         self._by_uuid: dict[str, Cell] = {}
         self._hosts: dict[str, Cell] = {}
         self._opening = asyncio.Lock()
+        self._unwanted: list[tuple[Cell, list[str]]] = []   # see forget_later
 
     async def refresh(self) -> None:
         """Open a pool to every mapped cell not opened yet (its database made and migrated)."""
@@ -88,7 +94,7 @@ class Cells:
                 sizes = dict(self._sizes)
                 if row["uuid"] == CELL0_UUID:  # failed boots only: a few connections do
                     sizes["max_size"] = min(sizes["max_size"], 5)
-                pool = await self._stack.enter_async_context(open_pool(dsn, **sizes))
+                pool = await self._stack.enter_async_context(open_pool(dsn, health=self.api.health, **sizes))
                 async with pool.acquire() as conn:
                     await migrate(conn)
                 self._by_uuid[row["uuid"]] = Cell(uuid=row["uuid"], name=row["name"], pool=pool)
@@ -185,6 +191,22 @@ class Cells:
             await src.execute(Q.drop_instance, instance_uuid)
         log.info("instance moved between cells", instance_uuid=instance_uuid, source=source.name,
                  target=target.name)
+
+    def forget_later(self, cell: Cell, instance_uuids: list[str]) -> None:
+        """Rows a failed boot may have left in `cell`, to be taken out once the database is
+        back unless a mapping names them (its commit may have gone through unanswered)."""
+        self._unwanted.append((cell, instance_uuids))
+
+    async def forget_pending(self) -> None:
+        while self._unwanted:
+            cell, uuids = self._unwanted[0]
+            mapped = {r["instance_uuid"] for r in await self.api.fetch(Q.instance_cells, uuids)}
+            unmapped = [u for u in uuids if u not in mapped]
+            if unmapped:
+                await cell.pool.execute(Q.forget_instances, unmapped)
+                log.info("removed the rows of boot requests a database outage failed", cell=cell.name,
+                         instances=",".join(unmapped))
+            self._unwanted.pop(0)
 
     async def tidy(self) -> list[str]:
         """Finish what a crash interrupted: an unbuilt instance whose mapping names another

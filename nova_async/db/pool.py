@@ -13,7 +13,16 @@ What makes a connection unfit to go back: it is closed, it is inside a transacti
 holder was cancelled or timed out while holding it (a query may have been cut off midway,
 and asyncpg is still cancelling it on the server; an unlock in `finally` may not have run).
 Such a connection is closed instead, which also drops whatever it held on the server, and
-the next caller opens a new one in its place."""
+the next caller opens a new one in its place.
+
+The server going away (a restart, a crash, a failover) is the pool's business too, and this is
+the one place it is recognised: an asyncpg error that says the connection or the server is
+gone, met on the way out of `acquire()` or while connecting, leaves as
+errors.DatabaseUnavailable (503 over HTTP, with Retry-After), and is reported to the
+DatabaseHealth the pool shares with the rest of the process. Connections opened before
+such a loss are not lent again: those idle are closed at once, those lent out when they
+come back (asyncpg may not have read the server's goodbye on them yet). Connecting has a
+deadline, so a server that does not answer fails a request instead of holding it."""
 
 from __future__ import annotations
 
@@ -27,8 +36,10 @@ import asyncpg
 import msgspec
 
 from nova_async.common import errors
+from nova_async.db.health import DatabaseHealth, describe
 
 COMMAND_TIMEOUT = 60.0
+CONNECT_TIMEOUT = 10.0  # seconds; beyond it the server counts as not answering
 
 
 async def _init(conn: asyncpg.Connection) -> None:
@@ -49,11 +60,37 @@ class PoolClosing(errors.Unavailable):
     """The pool is closing: the service is stopping."""
 
 
+# What asyncpg raises when the server is gone or will not take connections now: class 08
+# (connection exceptions, ConnectionDoesNotExistError among them), the shutdowns and the
+# start-up/recovery refusal of class 57, too many connections, and the socket's own errors.
+# Not QueryCanceledError (57014: a statement timeout), and not a timeout while a query runs:
+# that is the caller's deadline, and the connection is merely unfit.
+_GONE = (asyncpg.PostgresConnectionError, asyncpg.AdminShutdownError, asyncpg.CrashShutdownError,
+         asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError, ConnectionError)
+
+
+def _server_gone(exc: BaseException, conn: asyncpg.Connection | None) -> bool:
+    """Whether `exc` (met on `conn`, or while connecting when None) means the server went away."""
+    if isinstance(exc, _GONE):
+        return True
+    if conn is None:  # connecting: refused, no such socket, no answer in time
+        return isinstance(exc, OSError)
+    # asyncpg's "another operation is in progress": an idle connection the server wrote its
+    # last words to ("terminating connection due to unexpected postmaster exit") waits for
+    # a ReadyForQuery that never comes, and asyncpg may not have read the close yet.
+    if isinstance(exc, asyncpg.InternalClientError):
+        return True
+    # asyncpg's "connection is closed": used after the server closed it
+    return isinstance(exc, asyncpg.InterfaceError) and conn.is_closed()
+
+
 class Pool:
     """At most `max_size` connections, `min_size` of them opened at start."""
 
-    def __init__(self, dsn: str, *, min_size: int, max_size: int) -> None:
+    def __init__(self, dsn: str, *, min_size: int, max_size: int, health: DatabaseHealth | None = None) -> None:
         self._dsn = dsn
+        self.health = health if health is not None else DatabaseHealth()
+        self.health.register(dsn)
         self._min_size = min_size
         self._max_size = max_size
         self._idle: list[asyncpg.Connection] = []         # a stack: the warmest on top
@@ -63,6 +100,10 @@ class Pool:
         self._all_back = asyncio.Event()
         self._all_back.set()
         self._out = 0                                     # handed out and not back yet
+        # Bumped when the server is found gone: a connection from an earlier epoch is not
+        # lent again.
+        self._epoch = 0
+        self._epoch_of: dict[asyncpg.Connection, int] = {}
 
     async def start(self) -> None:
         for _ in range(self._min_size):
@@ -75,13 +116,35 @@ class Pool:
                 raise
 
     async def _open(self) -> asyncpg.Connection:
-        conn = await asyncpg.connect(self._dsn, command_timeout=COMMAND_TIMEOUT)
+        conn = None
         try:
+            conn = await asyncpg.connect(self._dsn, command_timeout=COMMAND_TIMEOUT, timeout=CONNECT_TIMEOUT)
             await _init(conn)
-        except BaseException:
-            conn.terminate()
+        except BaseException as exc:
+            if conn is not None:
+                conn.terminate()
+            if _server_gone(exc, conn):
+                raise self._lost(exc) from exc
             raise
+        self.health.reached(self._dsn)
+        self._epoch_of[conn] = self._epoch
         return conn
+
+    def _lost(self, exc: BaseException) -> errors.DatabaseUnavailable:
+        """The server went away: nothing opened before now is lent again. The error to raise."""
+        reason = "the server closed the connection" if isinstance(exc, asyncpg.InternalClientError) else describe(exc)
+        self.health.lost(self._dsn, reason)
+        self._epoch += 1
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            self._forget(conn)
+        return errors.DatabaseUnavailable(f"The database is unavailable ({reason}); try again shortly.")
+
+    def _forget(self, conn: asyncpg.Connection) -> None:
+        """Close a connection of this pool and free its place."""
+        conn.terminate()
+        self._epoch_of.pop(conn, None)
+        self._size -= 1
 
     def is_closing(self) -> bool:
         return self._closing
@@ -97,7 +160,7 @@ class Pool:
             if self._idle:
                 conn = self._idle.pop()
                 if conn.is_closed():  # the server went away while it sat here
-                    self._size -= 1
+                    self._forget(conn)
                     continue
                 return self._lend(conn)
             if self._size < self._max_size:
@@ -131,9 +194,9 @@ class Pool:
         return conn
 
     def _give_back(self, conn: asyncpg.Connection, *, fit: bool) -> None:
-        if not fit or self._closing or conn.is_closed() or conn.is_in_transaction():
-            conn.terminate()
-            self._size -= 1
+        if (not fit or self._closing or conn.is_closed() or conn.is_in_transaction()
+                or self._epoch_of.get(conn) != self._epoch):
+            self._forget(conn)
             self._out -= 1
             self._wake_one()
         else:
@@ -164,6 +227,7 @@ class Pool:
         await self._all_back.wait()
         idle, self._idle = self._idle, []
         self._size -= len(idle)
+        self._epoch_of.clear()
         for conn in idle:
             try:
                 await conn.close(timeout=5)
@@ -200,19 +264,25 @@ class _Held:
         self._conn = await self._pool._take()
         return self._conn
 
-    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         conn, self._conn = self._conn, None
         assert conn is not None
+        if exc is not None and _server_gone(exc, conn):
+            self._pool._give_back(conn, fit=False)
+            raise self._pool._lost(exc) from exc
         # cut off while holding it: a query may still be running or being cancelled
         fit = kind is None or not issubclass(kind, (asyncio.CancelledError, asyncio.TimeoutError))
         self._pool._give_back(conn, fit=fit)
 
 
 @contextlib.asynccontextmanager
-async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20) -> AsyncIterator[Pool]:
-    pool = Pool(dsn, min_size=min_size, max_size=max_size)
+async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20,
+                    health: DatabaseHealth | None = None) -> AsyncIterator[Pool]:
+    pool = Pool(dsn, min_size=min_size, max_size=max_size, health=health)
     try:
         await pool.start()
+    except errors.DatabaseUnavailable as exc:
+        raise errors.DatabaseUnavailable(f"cannot connect to the database: {describe(exc.__cause__ or exc)}") from exc
     except (OSError, asyncpg.PostgresError) as exc:
         raise errors.Unavailable(f"cannot connect to the database: {exc}") from exc
     try:

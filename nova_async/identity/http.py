@@ -15,7 +15,7 @@ from nova_async.role import Deps
 
 def render_fault(err: errors.NovaAsyncError, request_id: str) -> web.Response:
     titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-              405: "Method Not Allowed", 409: "Conflict"}
+              405: "Method Not Allowed", 409: "Conflict", 503: "Service Unavailable"}
     body = {"error": {"code": err.status, "message": err.message,
                       "title": titles.get(err.status, "Internal Server Error")}}
     return w.dump(body, err.status)

@@ -1,6 +1,7 @@
 """A real `nova-async serve` under the sd_notify protocol, spoken by the test as systemd
 speaks it: a unix datagram socket in NOTIFY_SOCKET, the sender's pid read from the kernel's
-credentials (what NotifyAccess=main checks), WATCHDOG_USEC for the keep-alive."""
+credentials (what NotifyAccess=main checks), WATCHDOG_USEC for the keep-alive. A database
+gone for longer than service.database_outage_limit shows in STATUS= and starves the watchdog."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ import struct
 import uuid
 
 import aiohttp
+import pytest
 
+from nova_async.db import embedded
+from nova_async.db.embedded import EmbeddedPostgres
 from tests.e2e.conftest import serve
+
+pytestmark = pytest.mark.e2e
 
 CREDENTIALS = struct.Struct("iII")  # struct ucred: pid, uid, gid
 
@@ -106,3 +112,39 @@ async def test_ready_only_once_every_role_serves_then_watchdog_then_stopping(wor
                 assert await served.proc.wait() == 0
     assert count(systemd.received, "READY") == 1
     assert {d.pid for d in systemd.received} == {pid}, "a child process spoke to systemd"
+
+
+async def test_a_database_gone_too_long_is_in_the_status_and_starves_the_watchdog(work_dir):
+    pg = EmbeddedPostgres(work_dir / f"systemd-db-{uuid.uuid4().hex[:8]}")
+    await pg.start()
+    config = work_dir / f"systemd-db-{uuid.uuid4().hex[:8]}.toml"
+    config.write_text("[service]\ndatabase_outage_limit = 1\n")
+    try:
+        async with systemd_side() as systemd:
+            env = {"NOTIFY_SOCKET": systemd.name, "WATCHDOG_USEC": "200000"}
+            async with serve(work_dir / f"systemd-db-state-{uuid.uuid4().hex[:8]}", "--auth", "noauth",
+                             "--roles", "identity,api", "--database", pg.dsn, "--config", str(config),
+                             env=env) as served:
+                await systemd.wait_for(lambda r: count(r, "READY") == 1 and count(r, "WATCHDOG") >= 2)
+                await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),
+                                    "-m", "immediate", "-w", "stop")
+                await systemd.wait_for(lambda r: any(d.fields.get("STATUS", "").startswith(
+                    "database unreachable since") for d in r))
+                async with asyncio.timeout(60):
+                    while not any("no longer feeding the systemd watchdog" in line for line in served.log):
+                        await asyncio.sleep(0.1)
+                await asyncio.sleep(0.2)  # a ping sent before that line may still be on its way
+                starved = count(systemd.received, "WATCHDOG")
+                await asyncio.sleep(1)  # five intervals without a ping
+                assert count(systemd.received, "WATCHDOG") == starved
+                async with aiohttp.ClientSession() as s:
+                    async with s.get(f"{served.url}/healthz") as r:
+                        assert r.status == 503 and (await r.json())["database"]["status"] == "unreachable"
+
+                away = len(systemd.received)
+                await pg.start()  # back: the status says ready again, and the watchdog is fed again
+                await systemd.wait_for(lambda r: count(r[away:], "WATCHDOG") >= 2 and any(
+                    d.fields.get("STATUS", "").startswith("ready at") for d in r[away:]))
+            assert served.proc.returncode == 0
+    finally:
+        await pg.stop()  # when it still runs

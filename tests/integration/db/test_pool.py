@@ -1,14 +1,22 @@
 """The connection pool (db/pool.py) on a real PostgreSQL: connections are lent and given back
 at once, never more than max_size, and one that may be unfit (closed, mid-transaction, its
-holder cut off) is closed instead of lent again."""
+holder cut off) is closed instead of lent again. A server that goes away is a 503
+(errors.DatabaseUnavailable) at once, never a connection of its time lent again, and the
+pool (with the probe) carries on once the server is back."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import uuid
 
 import asyncpg
 import pytest
 
+from nova_async.common import errors
+from nova_async.db import embedded
+from nova_async.db.embedded import EmbeddedPostgres
+from nova_async.db.health import DatabaseHealth
 from nova_async.db.pool import PoolClosing, open_pool
 
 
@@ -135,3 +143,69 @@ async def test_closing_waits_for_connections_lent_out_and_refuses_new_callers(da
         await task
         with pytest.raises(PoolClosing):
             await pool.fetchval("SELECT 1")
+
+
+async def test_connections_of_a_server_that_dropped_them_are_never_lent_again(database):
+    async with open_pool(database, min_size=3, max_size=4) as pool:
+        back = pool.health.next_return()
+        started = asyncio.Event()
+        before: set[int] = set()
+
+        async def busy() -> None:
+            async with pool.acquire() as conn:
+                before.add(await backend(conn))
+                started.set()
+                await conn.execute("SELECT pg_sleep(30)")
+
+        holding = asyncio.create_task(busy())
+        await started.wait()
+        before.update(await asyncio.gather(*(pool.fetchval("SELECT pg_backend_pid()") for _ in range(2))))
+        admin = await asyncpg.connect(database)
+        try:  # what a restart does to every connection, as the server sees it
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        finally:
+            await admin.close()
+        with pytest.raises(errors.DatabaseUnavailable) as lost:
+            await holding
+        assert lost.value.status == 503
+        assert pool.health.outage() is not None
+        for _ in range(3):  # not one of the connections from before, idle as they looked
+            assert await pool.fetchval("SELECT pg_backend_pid()") not in before
+        assert pool.health.outage() is None and back.is_set()
+
+
+@contextlib.asynccontextmanager
+async def own_server(work_dir):
+    """A PostgreSQL of the test's own, to stop and start (the shared one serves other tests)."""
+    pg = EmbeddedPostgres(work_dir / f"pool-{uuid.uuid4().hex[:8]}", durable=False)
+    await pg.start()
+    try:
+        yield pg
+    finally:
+        await pg.stop()  # when it still runs
+
+
+async def test_a_server_that_is_away_fails_calls_at_once_and_is_used_again_when_back(work_dir):
+    async with own_server(work_dir) as pg:
+        health = DatabaseHealth(probe_interval=0.05, retry_interval=0.05)
+        async with open_pool(pg.dsn, min_size=2, max_size=4, health=health) as pool:
+            probe = asyncio.create_task(health.watch(), name="test:probe")
+            try:
+                before = await pool.fetchval("SELECT pg_backend_pid()")
+                await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),
+                                    "-m", "immediate", "-w", "stop")
+                async with asyncio.timeout(30):  # the probe notices, with no call made
+                    while health.outage() is None:
+                        await asyncio.sleep(0.01)
+                back = health.next_return()
+                for _ in range(3):  # refused, every time: no call waits for the server
+                    with pytest.raises(errors.DatabaseUnavailable):
+                        await asyncio.wait_for(pool.fetchval("SELECT 1"), 30)
+                await pg.start()
+                await asyncio.wait_for(back.wait(), 30)  # the probe saw it come back
+                assert health.outage() is None
+                assert await pool.fetchval("SELECT pg_backend_pid()") != before
+            finally:
+                probe.cancel()
+                await asyncio.gather(probe, return_exceptions=True)

@@ -107,3 +107,19 @@ async def test_without_a_watchdog_the_task_ends_at_once():
         notifier = Notifier.from_environ({"NOTIFY_SOCKET": address})
         async with asyncio.timeout(5):
             await notifier.watchdog()
+
+
+async def test_the_watchdog_is_not_fed_while_the_service_says_why_not():
+    reason: list[str | None] = ["the database has been unreachable for 61 s"]
+    with listener() as (sock, address):
+        notifier = Notifier.from_environ({"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "20000"})
+        feeding = asyncio.create_task(notifier.watchdog(lambda: reason[0]), name="test:watchdog")
+        try:
+            await asyncio.sleep(0.2)  # twenty intervals: no ping may leave
+            assert pending(sock) == []
+            reason[0] = None  # the database is back
+            assert await receive(sock) == "WATCHDOG=1"
+        finally:
+            feeding.cancel()
+            await asyncio.gather(feeding, return_exceptions=True)
+            notifier.close()

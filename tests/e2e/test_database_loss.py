@@ -1,0 +1,242 @@
+"""Losing the database is survived, not hidden.
+
+The private PostgreSQL's postmaster killed with SIGKILL (as the OOM killer does) while
+boots are in flight: the service starts it again on its own, answers again, and every
+server ends ACTIVE or ERROR saying why; no request is ever answered 500 (503 with
+Retry-After while the database is away). A postmaster that keeps dying ends the service
+with a non-zero status and a one-line reason, for systemd's Restart= to take over.
+
+An external PostgreSQL (`--database`) stopped mid-burst (`pg_ctl -m immediate stop`, as a
+crash or failover looks to a client) and started again: requests fail fast with 503 and
+Retry-After while it is away, and the boots finish once it is back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from nova_async.db import embedded
+from nova_async.db.embedded import EmbeddedPostgres
+from tests.e2e.conftest import serve
+
+pytestmark = pytest.mark.e2e
+
+V = "/compute/v2.1"
+HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin", "OpenStack-API-Version": "compute 2.96"}
+WAIT = 300   # bound on every wait below; the test asserts outcomes, never speed
+BURST = 10
+# A request still unanswered after this long hangs (the pool's connect deadline is 10 s).
+HANG = aiohttp.ClientTimeout(total=60)
+
+
+class Client:
+    """Talks to the service the way a patient client does: a 503 is retried after the
+    Retry-After it carries. Every answer is checked: never a 5xx other than 503, and no 503
+    without Retry-After."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session, self.url = session, url
+        self.statuses: Counter[int] = Counter()
+
+    async def once(self, method: str, path: str, *, headers: dict | None = None, **kw) -> tuple[int, object]:
+        async with self.session.request(method, self.url + path, headers={**HEADERS, **(headers or {})},
+                                        **kw) as resp:
+            body = await resp.text()
+            self.statuses[resp.status] += 1
+            assert resp.status < 500 or resp.status == 503, f"{method} {path}: {resp.status} {body}"
+            if resp.status == 503:
+                assert resp.headers.get("Retry-After", "").isdigit(), f"503 without Retry-After: {body}"
+            return resp.status, (await resp.json() if body else None)
+
+    async def call(self, method: str, path: str, status: int, **kw) -> object:
+        """`status` in the end, after as many 503s as it takes."""
+        async with asyncio.timeout(WAIT):
+            while True:
+                got, body = await self.once(method, path, **kw)
+                if got != 503:
+                    assert got == status, f"{method} {path}: {got} {body}"
+                    return body
+                await asyncio.sleep(0.2)  # less than Retry-After: this test is in a hurry
+
+    async def settled(self) -> dict[str, dict]:
+        """Every server, once none of them is in BUILD."""
+        async with asyncio.timeout(WAIT):
+            while True:
+                got, body = await self.once("GET", V + "/servers/detail")
+                if got == 200:
+                    servers = {s["id"]: s for s in body["servers"]}
+                    if all(s["status"] != "BUILD" for s in servers.values()):
+                        return servers
+                await asyncio.sleep(0.2)
+
+    async def healthy(self) -> None:
+        async with asyncio.timeout(WAIT):
+            while (await self.once("GET", "/healthz"))[0] != 200:
+                await asyncio.sleep(0.1)
+
+
+async def prepare(api: Client) -> dict:
+    await api.call("PUT", V + "/os-quota-sets/admin", 200,
+                   json={"quota_set": {"instances": -1, "cores": -1, "ram": -1}})
+    flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+        "name": "dbloss", "ram": 64, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
+    image = (await api.call("POST", "/image/v2/images", 201, json={
+        "name": "dbloss", "disk_format": "raw", "container_format": "bare"}))["id"]
+    await api.call("PUT", f"/image/v2/images/{image}/file", 204, data=b"\0" * 65536,
+                   headers={"Content-Type": "application/octet-stream"})
+    net = (await api.call("POST", "/network/v2.0/networks", 201,
+                          json={"network": {"name": "dbloss"}}))["network"]["id"]
+    await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+        "network_id": net, "cidr": "10.30.0.0/16", "ip_version": 4}})
+    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}
+
+
+@contextlib.asynccontextmanager
+async def burst(api: Client, base: dict, accepted: list[str]):
+    """Boots BURST servers, a few at a time, retrying each POST the service answers 503; the
+    block runs while they go (the caller breaks the database meanwhile)."""
+    slots = asyncio.Semaphore(3)
+
+    async def boot(i: int) -> None:
+        async with slots:
+            body = await api.call("POST", V + "/servers", 202, json={"server": {**base, "name": f"burst-{i}"}})
+            accepted.append(body["server"]["id"])
+
+    booting = asyncio.create_task(asyncio.wait_for(asyncio.gather(*(boot(i) for i in range(BURST))), WAIT),
+                                  name="e2e:burst")
+    try:
+        async with asyncio.timeout(WAIT):
+            while len(accepted) < 3 and not booting.done():
+                await asyncio.sleep(0.01)
+        yield
+        await booting
+    finally:
+        if not booting.done():
+            booting.cancel()
+            await asyncio.gather(booting, return_exceptions=True)
+
+
+def check_settled(servers: dict[str, dict], accepted: list[str]) -> None:
+    print("servers after the outage:", Counter(s["status"] for s in servers.values()))
+    assert set(accepted) <= set(servers), "an accepted server is gone"
+    for server in servers.values():
+        assert server["status"] in ("ACTIVE", "ERROR"), server
+        if server["status"] == "ERROR":
+            assert server.get("fault", {}).get("message"), server
+
+
+@contextlib.asynccontextmanager
+async def log_on_failure(served):
+    """On failure: what the service said last (pytest shows it with the failure)."""
+    try:
+        yield
+    except BaseException:
+        print("\n".join(served.log[-300:]))
+        raise
+
+
+def state_dir(work_dir: Path, name: str) -> Path:
+    return work_dir / f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def postmaster(state: Path) -> int:
+    pid = EmbeddedPostgres(state).postmaster_pid()
+    assert pid is not None, "the private PostgreSQL is not running"
+    return pid
+
+
+async def restarted(state: Path, old: int) -> int:
+    """The pid of the postmaster that replaced `old` (started by the service, not by us)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            pid = EmbeddedPostgres(state).postmaster_pid()
+            if pid is not None and pid != old:
+                return pid
+            await asyncio.sleep(0.1)
+
+
+async def test_private_postgres_killed_under_load_is_restarted_by_the_service(work_dir):
+    state = state_dir(work_dir, "dbloss-private")
+    async with serve(state, "--auth", "noauth", "--simulate-hosts", "2") as served, \
+            aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
+        api = Client(session, served.url)
+        base = await prepare(api)
+        accepted: list[str] = []
+        async with burst(api, base, accepted):
+            old = postmaster(state)
+            os.kill(old, signal.SIGKILL)
+            new = await restarted(state, old)
+        await api.healthy()
+        check_settled(await api.settled(), accepted)
+        assert len(accepted) == BURST
+        print("answers:", dict(api.statuses))
+        # Still working: a server booted now is ACTIVE.
+        last = (await api.call("POST", V + "/servers", 202, json={"server": {**base, "name": "after"}}))
+        assert (await api.settled())[last["server"]["id"]]["status"] == "ACTIVE"
+        assert postmaster(state) == new
+        assert any("starting it again" in line for line in served.log)
+    assert served.proc.returncode == 0, "\n".join(served.log[-40:])
+
+
+async def test_a_private_postgres_that_keeps_dying_ends_the_service(work_dir):
+    state = state_dir(work_dir, "dbloss-dying")
+    config = work_dir / f"{state.name}.toml"
+    config.write_text("[service]\nprivate_database_deaths = 2\nprivate_database_window = 600\n")
+    async with serve(state, "--auth", "noauth", "--roles", "identity,api", "--config", str(config)) as served:
+        first = postmaster(state)
+        os.kill(first, signal.SIGKILL)
+        second = await restarted(state, first)
+        os.kill(second, signal.SIGKILL)
+        async with asyncio.timeout(WAIT):
+            code = await served.proc.wait()
+    assert code == 1
+    reasons = [line for line in served.log if line.startswith("nova-async: ")]
+    assert len(reasons) == 1 and "died 2 times within 600 s" in reasons[0], served.log[-20:]
+    assert EmbeddedPostgres(state).postmaster_pid() is None
+
+
+@contextlib.asynccontextmanager
+async def own_cluster(work_dir: Path):
+    """A PostgreSQL of this test's own, as an operator's server would be: durable (with
+    synchronous_commit off, an immediate stop loses commits that were answered)."""
+    pg = EmbeddedPostgres(state_dir(work_dir, "dbloss-external"))
+    await pg.start()
+    try:
+        yield pg
+    finally:
+        await pg.stop()  # when it still runs
+
+
+async def test_an_external_postgres_restart_is_ridden_out(work_dir):
+    async with own_cluster(work_dir) as pg:
+        state = state_dir(work_dir, "dbloss-external-state")
+        async with serve(state, "--auth", "noauth", "--simulate-hosts", "2", "--database", pg.dsn) as served, \
+                aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
+            api = Client(session, served.url)
+            base = await prepare(api)
+            accepted: list[str] = []
+            async with burst(api, base, accepted):
+                await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),
+                                    "-m", "immediate", "-w", "stop")
+                # Away: every request fails fast with 503 and Retry-After, /healthz says so.
+                for path in ("/healthz", V + "/servers/detail", V + "/flavors"):
+                    async with asyncio.timeout(WAIT):
+                        while (await api.once("GET", path))[0] != 503:
+                            await asyncio.sleep(0.1)
+                await pg.start()
+            await api.healthy()
+            check_settled(await api.settled(), accepted)
+            assert len(accepted) == BURST
+            assert api.statuses[503] >= 3
+            print("answers:", dict(api.statuses))
+            last = (await api.call("POST", V + "/servers", 202, json={"server": {**base, "name": "after"}}))
+            assert (await api.settled())[last["server"]["id"]]["status"] == "ACTIVE"
+        assert served.proc.returncode == 0, "\n".join(served.log[-40:])
