@@ -5,6 +5,11 @@
 - `request_middleware`: request ids, the canonical access-log line, request metrics.
 - `show_metrics`: /metrics, Prometheus' text format, no token needed (nothing per project).
 - `read_json`: body parsing and JSON-schema validation with messages that name the field.
+
+Client values no column can hold are refused here too, before or after a handler runs, so
+that no API answers them with a 500: a NUL character anywhere in a request (PostgreSQL's text
+types cannot store U+0000, whatever the column), and, as a backstop for a bound a schema
+forgot, PostgreSQL's own refusal of a value (`CLIENT_VALUE_ERRORS`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import jsonschema
 import msgspec
 import structlog
@@ -98,11 +104,49 @@ def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
     return err
 
 
+NUL_REFUSED = "a NUL character (U+0000), which no field can hold"
+
+
+def refuse_nul(request: web.Request) -> None:
+    """A NUL in the path, query or headers never reaches a handler (and so never PostgreSQL,
+    which refuses it in any text value with `invalid byte sequence for encoding "UTF8"`).
+    The path and query are checked decoded: that is where `%00` becomes one."""
+    where = ("path" if "\x00" in request.path
+             else "query string" if "\x00" in request.query_string
+             else "headers" if any("\x00" in value for value in request.headers.values())
+             else None)
+    if where:
+        raise errors.InvalidInput(f"The request's {where} contains {NUL_REFUSED}.")
+
+
+# PostgreSQL's refusals of a value the client chose that no check before the database caught:
+# a string too long for its column, a number out of its column's range, text that is not a
+# uuid or a time, an unusable regular expression. The bound belongs in the schema or query
+# helper, and a refusal here is logged so that it gets there; the client is told, not given
+# a 500. asyncpg's own DataError (the class itself, not its subclasses) is its refusal to
+# encode an argument, such as a Python int beyond int4 or int8.
+CLIENT_VALUE_ERRORS = (
+    asyncpg.StringDataRightTruncationError,
+    asyncpg.NumericValueOutOfRangeError,
+    asyncpg.InvalidTextRepresentationError,
+    asyncpg.InvalidDatetimeFormatError,
+    asyncpg.DatetimeFieldOverflowError,
+    asyncpg.CharacterNotInRepertoireError,
+    asyncpg.UntranslatableCharacterError,
+    asyncpg.InvalidRegularExpressionError,
+)
+
+
+def _client_value_error(exc: Exception) -> bool:
+    return type(exc) is asyncpg.DataError or isinstance(exc, CLIENT_VALUE_ERRORS)
+
+
 def error_middleware(render: FaultRenderer) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         request_id = request.get(REQUEST_ID, "")
         try:
+            refuse_nul(request)
             return await handler(request)
         except errors.NovaAsyncError as exc:
             if exc.status >= 500:
@@ -112,7 +156,11 @@ def error_middleware(render: FaultRenderer) -> Any:
             if exc.status < 400:
                 raise
             return render(_status_error(exc), request_id)
-        except Exception:
+        except Exception as exc:
+            if _client_value_error(exc):
+                # Info, not error: the client's mistake, though one a schema should catch first.
+                log.info("database refused a client value", error=type(exc).__name__, detail=str(exc))
+                return render(errors.InvalidInput(f"Invalid input: {exc}"), request_id)
             log.exception("unexpected error")
             err = errors.NovaAsyncError(
                 f"Unexpected error; the log has the details under request id {request_id}.")
@@ -190,9 +238,23 @@ async def read_body(request: web.Request) -> Any:
         raise errors.InvalidInput("The request body is empty; a JSON object was expected.")
     raw = await request.read()
     try:
-        return msgspec.json.decode(raw)
+        body = msgspec.json.decode(raw)
     except msgspec.DecodeError:
         raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
+    # JSON spells a NUL only as an escape: the body is walked only when one is written.
+    if b"\\u0000" in raw and _holds_nul(body):
+        raise errors.InvalidInput(f"The request body contains {NUL_REFUSED}.")
+    return body
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in k or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:

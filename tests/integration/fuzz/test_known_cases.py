@@ -1,0 +1,97 @@
+"""Fixed hostile requests: the examples a user's probe answered with 500, and one case for
+each class of 500 the fuzzer (test_hostile_input.py) found. Each must get the status named
+here, in the fault format of the API it was sent to."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.fuzz.cloud import Cloud, HostileRequest
+
+C = "/compute/v2.1"
+MV = {"OpenStack-API-Version": "compute 2.96"}
+PV = {"OpenStack-API-Version": "placement 1.39"}
+JSON = {"Content-Type": "application/json"}
+IDENTITY_OWNED = ("the Keystone auth body's schema is being completed by the identity work "
+                  "(nova_async/identity/, another engineer's); remove this mark once it lands")
+
+
+def in_fault_format(path: str, status: int, body: bytes) -> bool:
+    """Whether `body` is a fault in the format of the API that `path` is under."""
+    if path.startswith("/image"):
+        return body.decode().startswith(f"{status} ")
+    doc = json.loads(body)
+    if path.startswith("/compute"):
+        [(_, fault)] = doc.items()
+        return fault["code"] == status
+    if path.startswith("/placement"):
+        return doc["errors"][0]["status"] == status
+    if path.startswith("/network"):
+        return "type" in doc["NeutronError"]
+    if path.startswith("/v3"):
+        return doc["error"]["code"] == status
+    raise AssertionError(f"no fault format known for {path}")
+
+
+def case(method: str, url: str, status: int, body: object = None, headers: dict | None = None,
+         user: str = "admin") -> tuple:
+    raw = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    return method, url, {**JSON, **(headers or {})}, raw, status, user
+
+
+async def wrong_answers(cloud: Cloud, cases: list[tuple]) -> list[str]:
+    """Each case sent in turn (one cloud for all: starting one takes seconds); what went wrong."""
+    wrong = []
+    for method, url, headers, body, status, user in cases:
+        req = HostileRequest(method, url.format(**{k: v[0] for k, v in cloud.known.items()}), "",
+                             {**cloud.users[user], **headers}, body)
+        got, text = await cloud.send(req)
+        if got != status or not in_fault_format(req.path, got, text):
+            wrong.append(f"{got}, not {status}, for:\n{req}\n  answer: {text[:300]!r}")
+    return wrong
+
+
+CASES = [
+    # A NUL anywhere is refused before a handler runs (the user's probe: it reached PostgreSQL
+    # from the path, the query and JSON strings).: a NUL reached PostgreSQL from the path, the query, a JSON string.
+    case("GET", C + "/flavors/%00", 400, headers=MV),
+    case("GET", "/network/v2.0/ports?device_id=%00", 400),
+    case("GET", C + "/servers?name=%00", 400, headers=MV),
+    case("GET", C + "/servers/detail?host=a%00b&all_tenants=1", 400, headers=MV),
+    case("DELETE", C + "/os-keypairs/key%00", 400, headers=MV),
+    case("GET", "/image/v2/images/%00", 400),
+    case("GET", "/image/v2/images?name=%00", 400),
+    case("GET", "/placement/resource_providers?name=%00", 400, headers=PV),
+    case("GET", "/placement/resource_classes/CUSTOM_%00", 400, headers=PV),
+    case("GET", "/v3/projects?name=%00", 400),
+    case("GET", "/v3/users/%00", 400),
+    case("POST", C + "/os-keypairs", 400, {"keypair": {"name": "a\u0000b"}}),
+    case("PUT", C + "/servers/{server_id}/metadata/k", 400, {"meta": {"k": "\u0000"}}, MV),
+    case("POST", C + "/flavors", 400, {"flavor": {"name": "f", "ram": 1, "vcpus": 1, "disk": 1,
+                                                  "description": "\u0000"}}, MV),
+    case("POST", "/network/v2.0/networks", 400, {"network": {"name": "a\u0000"}}),
+    case("POST", "/image/v2/images", 400, {"name": "img", "note\u0000": "x"}),
+    case("PUT", "/placement/resource_providers/{uuid}", 400, {"name": "\u0000"}, PV),
+]
+
+
+async def test_hostile_requests_get_their_apis_4xx(cloud):
+    wrong = await wrong_answers(cloud, CASES)
+    assert not wrong, "\n".join(wrong)
+
+
+# Keystone token requests whose fields have the wrong types (the probe's examples).
+IDENTITY = [
+    case("POST", "/v3/auth/tokens", 400, {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": "admin", "domain": " ", "password": "x"}}}}}),
+    case("POST", "/v3/auth/tokens", 400, {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": "admin", "domain": {"id": "default"}, "password": 1.5}}}}}),
+]
+
+
+@pytest.mark.xfail(strict=False, reason=IDENTITY_OWNED)
+async def test_wrongly_typed_token_requests_are_refused(cloud):
+    wrong = await wrong_answers(cloud, IDENTITY)
+    assert not wrong, "\n".join(wrong)
