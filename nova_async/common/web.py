@@ -239,22 +239,36 @@ async def read_body(request: web.Request) -> Any:
     raw = await request.read()
     try:
         body = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # msgspec stops at ~1,000 levels of nesting
         raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
-    # JSON spells a NUL only as an escape: the body is walked only when one is written.
-    if b"\\u0000" in raw and _holds_nul(body):
-        raise errors.InvalidInput(f"The request body contains {NUL_REFUSED}.")
+    # Walked only when it could matter: JSON spells a NUL only as an escape, and a body with
+    # fewer brackets than MAX_NESTING cannot nest deeper (every body the clients send).
+    if b"\\u0000" in raw or raw.count(b"[") + raw.count(b"{") > MAX_NESTING:
+        _refuse_unusable(body)
     return body
 
 
-def _holds_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any("\x00" in k or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(v) for v in value)
-    return False
+# Deeper than any OpenStack request body (Keystone's auth nests 6 levels); what is deeper would
+# only exhaust the recursion of whatever walks it next (schema checks, jsonb encoding).
+MAX_NESTING = 32
+
+
+def _refuse_unusable(body: Any) -> None:
+    """Refuse a NUL in any string or key, and nesting deeper than MAX_NESTING."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise errors.InvalidInput(f"The request body contains {NUL_REFUSED}.")
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_NESTING:
+                raise errors.InvalidInput(f"The request body nests deeper than {MAX_NESTING} levels.")
+            if isinstance(value, dict):
+                stack.extend((key, depth) for key in value)
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value)
 
 
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:

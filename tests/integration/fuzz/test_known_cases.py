@@ -35,6 +35,13 @@ def in_fault_format(path: str, status: int, body: bytes) -> bool:
     raise AssertionError(f"no fault format known for {path}")
 
 
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def case(method: str, url: str, status: int, body: object = None, headers: dict | None = None,
          user: str = "admin") -> tuple:
     raw = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
@@ -74,6 +81,12 @@ CASES = [
     case("POST", "/network/v2.0/networks", 400, {"network": {"name": "a\u0000"}}),
     case("POST", "/image/v2/images", 400, {"name": "img", "note\u0000": "x"}),
     case("PUT", "/placement/resource_providers/{uuid}", 400, {"name": "\u0000"}, PV),
+    # JSON nested past any sense: msgspec gives up at ~1,000 levels with a RecursionError,
+    # which was a 500; anything past 32 levels is refused before a schema walks it.
+    case("POST", "/v3/projects", 400, b"[" * 2000 + b"]" * 2000),
+    case("POST", C + "/servers", 400, b'{"a":' * 900 + b"1" + b"}" * 900, MV),
+    case("PUT", "/placement/allocations/{consumer}", 400, b"[" * 500 + b"]" * 500, PV),
+    case("POST", "/network/v2.0/networks", 400, {"network": {"name": "n", "x": nested(40)}}),
 ]
 
 
