@@ -87,6 +87,9 @@ CASES = [
     case("POST", C + "/servers", 400, b'{"a":' * 900 + b"1" + b"}" * 900, MV),
     case("PUT", "/placement/allocations/{consumer}", 400, b"[" * 500 + b"]" * 500, PV),
     case("POST", "/network/v2.0/networks", 400, {"network": {"name": "n", "x": nested(40)}}),
+    # A noVNC file name longer than the filesystem allows: is_file() raised ENAMETOOLONG.
+    case("GET", "/compute/console/novnc/" + "x" * 256, 404),
+    case("GET", "/compute/console/novnc/core/" + "x" * 300 + ".js", 404),
 ]
 
 
