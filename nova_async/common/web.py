@@ -326,6 +326,13 @@ def query_int(request: web.Request, name: str, default: int | None = None, *, mi
     return value
 
 
+def ascii_int(text: str) -> int | None:
+    """`text` as a non-negative integer when it is ASCII digits and nothing else, else None.
+    Not str.isdigit(), which is true of "²" (int() refuses it: a 500 where it was trusted) and
+    of "٣" (int() reads 3)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def parse_uuid(value: str, what: str = "id") -> str | None:
     """The canonical form of a UUID, or None when `value` is not one (names look like ids)."""
     try:

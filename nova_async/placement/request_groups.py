@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from nova_async.common import errors
-from nova_async.common.web import parse_uuid
+from nova_async.common.web import ascii_int, parse_uuid
 from nova_async.placement.candidates import parse_resources
 
 BAD = "placement.query.bad_value"
@@ -198,9 +198,9 @@ def parse(query: dict[str, list[str]], minor: int) -> CandidateRequest:
     limit = None
     if "limit" in query:
         raw = query["limit"][-1]
-        if not raw.isdigit() or int(raw) < 1:
+        limit = ascii_int(raw)
+        if limit is None or limit < 1:
             raise _bad(f"Invalid query string parameters: 'limit' must be a positive integer, got {raw!r}.")
-        limit = int(raw)
 
     root_required: frozenset[str] = frozenset()
     root_forbidden: frozenset[str] = frozenset()

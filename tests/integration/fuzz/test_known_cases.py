@@ -90,6 +90,12 @@ CASES = [
     # A noVNC file name longer than the filesystem allows: is_file() raised ENAMETOOLONG.
     case("GET", "/compute/console/novnc/" + "x" * 256, 404),
     case("GET", "/compute/console/novnc/core/" + "x" * 300 + ".js", 404),
+    # Digits int() refuses though str.isdigit() says yes ("²"): checked with isdigit, then int().
+    case("GET", C + "/os-aggregates/%C2%B2", 404, headers=MV),
+    case("POST", C + "/os-aggregates/%C2%B2/action", 404, {"add_host": {"host": "sim-1"}}, MV),
+    case("GET", "/placement/allocation_candidates?resources=VCPU:1&limit=%C2%B2", 400, headers=PV),
+    case("GET", "/placement/allocation_candidates?resources=VCPU:%C2%B2", 400, headers=PV),
+    case("GET", "/placement/resource_providers?resources=VCPU:%C2%B2", 400, headers=PV),
 ]
 
 
