@@ -137,6 +137,9 @@ CLIENT_VALUE_ERRORS = (
 )
 
 
+BACKSTOP_REFUSAL = "Invalid input, refused by the database"
+
+
 def _client_value_error(exc: Exception) -> bool:
     return type(exc) is asyncpg.DataError or isinstance(exc, CLIENT_VALUE_ERRORS)
 
@@ -160,7 +163,7 @@ def error_middleware(render: FaultRenderer) -> Any:
             if _client_value_error(exc):
                 # Info, not error: the client's mistake, though one a schema should catch first.
                 log.info("database refused a client value", error=type(exc).__name__, detail=str(exc))
-                return render(errors.InvalidInput(f"Invalid input: {exc}"), request_id)
+                return render(errors.InvalidInput(f"{BACKSTOP_REFUSAL}: {exc}"), request_id)
             log.exception("unexpected error")
             err = errors.NovaAsyncError(
                 f"Unexpected error; the log has the details under request id {request_id}.")
@@ -312,7 +315,14 @@ def query_flag(request: web.Request, name: str) -> bool | None:
     raise errors.InvalidInput(f"Invalid value {raw!r} for query parameter {name}: expected a boolean.")
 
 
-def query_int(request: web.Request, name: str, default: int | None = None, *, minimum: int = 0) -> int | None:
+# The widest integer a query parameter may carry unless its caller says otherwise: what an
+# int4 column holds (minRam, minDisk), and more than any limit or offset can mean. Beyond it
+# PostgreSQL or asyncpg refuses the value, after the handler has started work.
+QUERY_INT_MAX = 2**31 - 1
+
+
+def query_int(request: web.Request, name: str, default: int | None = None, *, minimum: int = 0,
+              maximum: int = QUERY_INT_MAX) -> int | None:
     raw = request.query.get(name)
     if raw is None:
         return default
@@ -323,6 +333,8 @@ def query_int(request: web.Request, name: str, default: int | None = None, *, mi
                                   "expected an integer.") from None
     if value < minimum:
         raise errors.InvalidInput(f"Query parameter {name} must be >= {minimum}.")
+    if value > maximum:
+        raise errors.InvalidInput(f"Query parameter {name} must be <= {maximum}.")
     return value
 
 

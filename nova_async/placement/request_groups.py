@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from nova_async.common import errors
 from nova_async.common.web import ascii_int, parse_uuid
-from nova_async.placement.candidates import parse_resources
+from nova_async.placement.candidates import MAX_AMOUNT, parse_resources
 
 BAD = "placement.query.bad_value"
 MISSING = "placement.query.missing_value"
@@ -199,8 +199,9 @@ def parse(query: dict[str, list[str]], minor: int) -> CandidateRequest:
     if "limit" in query:
         raw = query["limit"][-1]
         limit = ascii_int(raw)
-        if limit is None or limit < 1:
-            raise _bad(f"Invalid query string parameters: 'limit' must be a positive integer, got {raw!r}.")
+        if limit is None or not 1 <= limit <= MAX_AMOUNT:  # bound: it reaches SQL as an int4
+            raise _bad(f"Invalid query string parameters: 'limit' must be an integer from 1 to "
+                       f"{MAX_AMOUNT}, got {raw!r}.")
 
     root_required: frozenset[str] = frozenset()
     root_forbidden: frozenset[str] = frozenset()

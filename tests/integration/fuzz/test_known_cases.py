@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from nova_async.common.web import BACKSTOP_REFUSAL
 from tests.integration.fuzz.cloud import Cloud, HostileRequest
 
 C = "/compute/v2.1"
@@ -57,6 +58,8 @@ async def wrong_answers(cloud: Cloud, cases: list[tuple]) -> list[str]:
         got, text = await cloud.send(req)
         if got != status or not in_fault_format(req.path, got, text):
             wrong.append(f"{got}, not {status}, for:\n{req}\n  answer: {text[:300]!r}")
+        elif BACKSTOP_REFUSAL.encode() in text:
+            wrong.append(f"refused by the database, not where it was read, for:\n{req}")
     return wrong
 
 
@@ -96,6 +99,18 @@ CASES = [
     case("GET", "/placement/allocation_candidates?resources=VCPU:1&limit=%C2%B2", 400, headers=PV),
     case("GET", "/placement/allocation_candidates?resources=VCPU:%C2%B2", 400, headers=PV),
     case("GET", "/placement/resource_providers?resources=VCPU:%C2%B2", 400, headers=PV),
+    # Integers in query strings past what their column or parameter holds: each is bounded
+    # where it is read (query_int, placement's parsers, Neutron's ip_version filter).
+    case("GET", C + "/os-keypairs?limit=99999999999999999999", 400, headers=MV),
+    case("GET", C + "/os-server-groups?limit=99999999999999999999", 400, headers=MV),
+    case("GET", C + "/os-server-groups?offset=9223372036854775808", 400, headers=MV),
+    case("GET", C + "/flavors?minRam=99999999999999999999", 400, headers=MV),
+    case("GET", C + "/flavors/detail?minDisk=3000000000", 400, headers=MV),
+    case("GET", "/network/v2.0/subnets?ip_version=3000000000", 400),
+    case("GET", "/network/v2.0/subnets?ip_version=40000", 400),
+    case("GET", "/placement/allocation_candidates?resources=VCPU:1&limit=99999999999999999999", 400,
+         headers=PV),
+    case("GET", "/placement/resource_providers?resources=VCPU:3000000000", 400, headers=PV),
 ]
 
 
