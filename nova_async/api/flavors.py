@@ -52,7 +52,8 @@ _MAX_INT = 2**31 - 1
 
 
 def _int(value: Any, field: str, minimum: int) -> int:
-    if value in (None, ""):
+    # The schema lets digits be padded with spaces, and swap be left empty: only spaces is empty.
+    if value is None or (isinstance(value, str) and not value.strip()):
         return 0
     number = int(value)
     if not minimum <= number <= _MAX_INT:

@@ -56,7 +56,7 @@ async def wrong_answers(cloud: Cloud, cases: list[tuple]) -> list[str]:
         req = HostileRequest(method, url.format(**{k: v[0] for k, v in cloud.known.items()}), "",
                              {**cloud.users[user], **headers}, body)
         got, text = await cloud.send(req)
-        if got != status or not in_fault_format(req.path, got, text):
+        if got != status or (status >= 400 and not in_fault_format(req.path, got, text)):
             wrong.append(f"{got}, not {status}, for:\n{req}\n  answer: {text[:300]!r}")
         elif BACKSTOP_REFUSAL.encode() in text:
             wrong.append(f"refused by the database, not where it was read, for:\n{req}")
@@ -111,6 +111,9 @@ CASES = [
     case("GET", "/placement/allocation_candidates?resources=VCPU:1&limit=99999999999999999999", 400,
          headers=PV),
     case("GET", "/placement/resource_providers?resources=VCPU:3000000000", 400, headers=PV),
+    # A value the schema's pattern lets through and int() refuses: swap of spaces only.
+    case("POST", C + "/flavors", 200, {"flavor": {"name": "spaced", "ram": " 64 ", "vcpus": 1, "disk": 1,
+                                                  "swap": "  "}}, MV),
 ]
 
 
