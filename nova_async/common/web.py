@@ -107,16 +107,30 @@ def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
 NUL_REFUSED = "a NUL character (U+0000), which no field can hold"
 
 
-def refuse_nul(request: web.Request) -> None:
+def refuse_unusable_text(request: web.Request) -> None:
     """A NUL in the path, query or headers never reaches a handler (and so never PostgreSQL,
     which refuses it in any text value with `invalid byte sequence for encoding "UTF8"`).
-    The path and query are checked decoded: that is where `%00` becomes one."""
+    The path and query are checked decoded: that is where `%00` becomes one. Nor does a
+    header that is not UTF-8: aiohttp keeps its bytes as lone surrogates, which neither
+    asyncpg nor a JSON fault that quotes the value can encode."""
     where = ("path" if "\x00" in request.path
              else "query string" if "\x00" in request.query_string
-             else "headers" if any("\x00" in value for value in request.headers.values())
              else None)
     if where:
         raise errors.InvalidInput(f"The request's {where} contains {NUL_REFUSED}.")
+    for name, value in request.headers.items():
+        if "\x00" in value:
+            raise errors.InvalidInput(f"The request's header {name!a} contains {NUL_REFUSED}.")
+        if not (name.isascii() and value.isascii()) and not _utf8(name + value):
+            raise errors.InvalidInput(f"The request's header {name!a} is not UTF-8.")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # PostgreSQL's refusals of a value the client chose that no check before the database caught:
@@ -149,7 +163,7 @@ def error_middleware(render: FaultRenderer) -> Any:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         request_id = request.get(REQUEST_ID, "")
         try:
-            refuse_nul(request)
+            refuse_unusable_text(request)
             return await handler(request)
         except errors.NovaAsyncError as exc:
             if exc.status >= 500:
