@@ -25,6 +25,7 @@ import jsonschema
 import msgspec
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -173,6 +174,15 @@ def error_middleware(render: FaultRenderer) -> Any:
             if exc.status < 400:
                 raise
             return render(_status_error(exc), request_id)
+        except (web.RequestPayloadError, HttpProcessingError) as exc:
+            # aiohttp finds a body unreadable only as a handler reads it (a gzip body that is
+            # not gzip, say); the parser's own error, the cause, says which 4xx.
+            cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
+            parsed = isinstance(cause, HttpProcessingError)
+            err = errors.InvalidInput(f"The request body could not be read: {cause.message if parsed else exc}")
+            if parsed and 400 <= cause.code < 500:
+                err.status = cause.code
+            return render(err, request_id)
         except Exception as exc:
             if _client_value_error(exc):
                 # Info, not error: the client's mistake, though one a schema should catch first.
