@@ -268,6 +268,8 @@ async def read_body(request: web.Request) -> Any:
         body = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):  # msgspec stops at ~1,000 levels of nesting
         raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
+    except UnicodeDecodeError:  # what msgspec raises for a string whose bytes are not UTF-8
+        raise errors.InvalidInput("Malformed request body: it is not UTF-8.") from None
     # Walked only when it could matter: JSON spells a NUL only as an escape, and a body with
     # fewer brackets than MAX_NESTING cannot nest deeper (every body the clients send).
     if b"\\u0000" in raw or raw.count(b"[") + raw.count(b"{") > MAX_NESTING:

@@ -111,6 +111,11 @@ CASES = [
     case("GET", "/placement/allocation_candidates?resources=VCPU:1&limit=99999999999999999999", 400,
          headers=PV),
     case("GET", "/placement/resource_providers?resources=VCPU:3000000000", 400, headers=PV),
+    # Bytes in a JSON string that are not UTF-8: msgspec raises UnicodeDecodeError for them.
+    case("POST", C + "/flavors", 400, b'"\xed\xa0\x80"', MV),
+    case("PUT", "/placement/resource_providers/{uuid}", 400, b'{"name": "\xff"}', PV),
+    case("POST", "/network/v2.0/networks", 400, b'{"network": {"name": "\xc0\xae"}}'),
+    case("PATCH", "/v3/users/{user_id}", 400, b'"\xed\xa0\x80"'),
     # A value the schema's pattern lets through and int() refuses: swap of spaces only.
     case("POST", C + "/flavors", 200, {"flavor": {"name": "spaced", "ram": " 64 ", "vcpus": 1, "disk": 1,
                                                   "swap": "  "}}, MV),
