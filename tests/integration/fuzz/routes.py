@@ -46,21 +46,13 @@ def enumerate_routes(root: web.Application, api_name_key: web.AppKey) -> list[Ro
     found: list[Route] = []
     for resource in root.router.resources():
         info = resource.get_info()
-        if "app" in info:
+        if "app" in info:           # a mounted API: its own routes, under its prefix
             sub: web.Application = info["app"]
-            found += _routes_of(sub, sub[api_name_key], info["prefix"])
-    found += _routes_of(root, "root", "")
+            found += [Route(sub[api_name_key], route.method, route.resource.canonical, route.handler)
+                      for route in sub.router.routes() if route.resource is not None]
+        else:                       # the root's own (/metrics)
+            found += [Route("root", route.method, resource.canonical, route.handler) for route in resource]
     return found
-
-
-def _routes_of(app: web.Application, api: str, prefix: str) -> Iterator[Route]:
-    for route in app.router.routes():
-        if route.resource is None or route.method == "*":
-            continue
-        template = route.resource.canonical
-        if not template.startswith(prefix):  # a sub-app's own routes, seen from the root
-            continue
-        yield Route(api, route.method, template, route.handler)
 
 
 # --- bodies: the schemas a handler's module validates with ---------------------------------

@@ -133,6 +133,8 @@ IDENTITY = [
         "user": {"name": "admin", "domain": " ", "password": "x"}}}}}),
     case("POST", "/v3/auth/tokens", 400, {"auth": {"identity": {"methods": ["password"], "password": {
         "user": {"name": "admin", "domain": {"id": "default"}, "password": 1.5}}}}}),
+    case("POST", "/v3/auth/tokens", 400, {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": "admin", "domain": -133451467, "password": "x"}}}}}),   # found by the fuzzer
 ]
 
 
