@@ -52,8 +52,11 @@ _MAX_INT = 2**31 - 1
 
 
 def _int(value: Any, field: str, minimum: int) -> int:
-    # The schema lets digits be padded with spaces, and swap be left empty: only spaces is empty.
-    if value is None or (isinstance(value, str) and not value.strip()):
+    # The schema lets digits be padded with whitespace (Unicode's, to its \s, some of which
+    # int() will not strip: "\x1e") and swap be left empty, as it is when only whitespace.
+    if isinstance(value, str):
+        value = value.strip()
+    if value in (None, ""):
         return 0
     number = int(value)
     if not minimum <= number <= _MAX_INT:

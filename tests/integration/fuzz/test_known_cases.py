@@ -119,6 +119,8 @@ CASES = [
     # A value the schema's pattern lets through and int() refuses: swap of spaces only.
     case("POST", C + "/flavors", 200, {"flavor": {"name": "spaced", "ram": " 64 ", "vcpus": 1, "disk": 1,
                                                   "swap": "  "}}, MV),
+    case("POST", C + "/flavors", 200, {"flavor": {"name": "unicode-spaced", "ram": "\u202f64\x1e", "vcpus": 1,
+                                                  "disk": "\x1f1\u2029", "swap": "\x1c"}}, MV),   # found by the fuzzer
 ]
 
 
