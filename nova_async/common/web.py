@@ -6,10 +6,13 @@
 - `show_metrics`: /metrics, Prometheus' text format, no token needed (nothing per project).
 - `read_json`: body parsing and JSON-schema validation with messages that name the field.
 
-Client values no column can hold are refused here too, before or after a handler runs, so
-that no API answers them with a 500: a NUL character anywhere in a request (PostgreSQL's text
-types cannot store U+0000, whatever the column), and, as a backstop for a bound a schema
-forgot, PostgreSQL's own refusal of a value (`CLIENT_VALUE_ERRORS`).
+Bad input gets a 4xx from here, in the API's own format, whatever route it was sent to:
+what no handler can use is refused before one runs (a NUL anywhere, as PostgreSQL's text
+cannot hold U+0000; a header that is not UTF-8); read_body refuses a body that is not UTF-8
+JSON or nests deeper than MAX_NESTING; a body aiohttp cannot read is the 4xx its parser says;
+and, as a backstop for a bound a schema forgot, PostgreSQL's refusal of a value the client
+chose is a 400 logged at info (`CLIENT_VALUE_ERRORS`). tests/integration/fuzz fuzzes every
+route for what slips through.
 """
 
 from __future__ import annotations
@@ -179,7 +182,8 @@ def error_middleware(render: FaultRenderer) -> Any:
             # not gzip, say); the parser's own error, the cause, says which 4xx.
             cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
             parsed = isinstance(cause, HttpProcessingError)
-            err = errors.InvalidInput(f"The request body could not be read: {cause.message if parsed else exc}")
+            detail = cause.message if parsed else str(exc)
+            err = errors.InvalidInput(f"The request body could not be read: {detail}")
             if parsed and 400 <= cause.code < 500:
                 err.status = cause.code
             return render(err, request_id)
