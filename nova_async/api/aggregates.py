@@ -70,9 +70,10 @@ async def _hosts(db, ids: list[int]) -> dict[int, list[str]]:
 
 def _id(request: web.Request) -> int:
     raw = request.match_info["aggregate_id"]
-    if not raw.isdigit() or int(raw) > 2**31 - 1:
+    number = w.ascii_int(raw)
+    if number is None or number > 2**31 - 1:
         raise errors.NotFound(f"Aggregate {raw} could not be found.")
-    return int(raw)
+    return number
 
 
 async def _locked(conn: asyncpg.Connection, aggregate_id: int) -> asyncpg.Record:

@@ -135,7 +135,11 @@ async def novnc_file(request: web.Request) -> web.StreamResponse:
     if relative.is_absolute() or any(part in ("..", "") for part in relative.parts) or not relative.parts:
         raise errors.NotFound("The resource could not be found.")
     path = NOVNC_ROOT.joinpath(*relative.parts)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError:  # a name the filesystem refuses to look up (longer than 255 bytes, say)
+        found = False
+    if not found:
         raise errors.NotFound("The resource could not be found." if NOVNC_ROOT.is_dir() else
                               "The noVNC client is not installed on this host (Debian package novnc).")
     content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"

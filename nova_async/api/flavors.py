@@ -52,6 +52,10 @@ _MAX_INT = 2**31 - 1
 
 
 def _int(value: Any, field: str, minimum: int) -> int:
+    # The schema lets digits be padded with whitespace (Unicode's, to its \s, some of which
+    # int() will not strip: "\x1e") and swap be left empty, as it is when only whitespace.
+    if isinstance(value, str):
+        value = value.strip()
     if value in (None, ""):
         return 0
     number = int(value)

@@ -6,6 +6,14 @@
 - `request_middleware`: request ids, the canonical access-log line, request metrics.
 - `show_metrics`: /metrics, Prometheus' text format, no token needed (nothing per project).
 - `read_json`: body parsing and JSON-schema validation with messages that name the field.
+
+Bad input gets a 4xx from here, in the API's own format, whatever route it was sent to:
+what no handler can use is refused before one runs (a NUL anywhere, as PostgreSQL's text
+cannot hold U+0000; a header that is not UTF-8); read_body refuses a body that is not UTF-8
+JSON or nests deeper than MAX_NESTING; a body aiohttp cannot read is the 4xx its parser says;
+and, as a backstop for a bound a schema forgot, PostgreSQL's refusal of a value the client
+chose is a 400 logged at info (`CLIENT_VALUE_ERRORS`). tests/integration/fuzz fuzzes every
+route for what slips through.
 """
 
 from __future__ import annotations
@@ -16,10 +24,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import jsonschema
 import msgspec
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -102,11 +112,66 @@ def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
     return err
 
 
+NUL_REFUSED = "a NUL character (U+0000), which no field can hold"
+
+
+def refuse_unusable_text(request: web.Request) -> None:
+    """A NUL in the path, query or headers never reaches a handler (and so never PostgreSQL,
+    which refuses it in any text value with `invalid byte sequence for encoding "UTF8"`).
+    The path and query are checked decoded: that is where `%00` becomes one. Nor does a
+    header that is not UTF-8: aiohttp keeps its bytes as lone surrogates, which neither
+    asyncpg nor a JSON fault that quotes the value can encode."""
+    where = ("path" if "\x00" in request.path
+             else "query string" if "\x00" in request.query_string
+             else None)
+    if where:
+        raise errors.InvalidInput(f"The request's {where} contains {NUL_REFUSED}.")
+    for name, value in request.headers.items():
+        if "\x00" in value:
+            raise errors.InvalidInput(f"The request's header {name!a} contains {NUL_REFUSED}.")
+        if not (name.isascii() and value.isascii()) and not _utf8(name + value):
+            raise errors.InvalidInput(f"The request's header {name!a} is not UTF-8.")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# PostgreSQL's refusals of a value the client chose that no check before the database caught:
+# a string too long for its column, a number out of its column's range, text that is not a
+# uuid or a time, an unusable regular expression. The bound belongs in the schema or query
+# helper, and a refusal here is logged so that it gets there; the client is told, not given
+# a 500. asyncpg's own DataError (the class itself, not its subclasses) is its refusal to
+# encode an argument, such as a Python int beyond int4 or int8.
+CLIENT_VALUE_ERRORS = (
+    asyncpg.StringDataRightTruncationError,
+    asyncpg.NumericValueOutOfRangeError,
+    asyncpg.InvalidTextRepresentationError,
+    asyncpg.InvalidDatetimeFormatError,
+    asyncpg.DatetimeFieldOverflowError,
+    asyncpg.CharacterNotInRepertoireError,
+    asyncpg.UntranslatableCharacterError,
+    asyncpg.InvalidRegularExpressionError,
+)
+
+
+BACKSTOP_REFUSAL = "Invalid input, refused by the database"
+
+
+def _client_value_error(exc: Exception) -> bool:
+    return type(exc) is asyncpg.DataError or isinstance(exc, CLIENT_VALUE_ERRORS)
+
+
 def error_middleware(render: FaultRenderer) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         request_id = request.get(REQUEST_ID, "")
         try:
+            refuse_unusable_text(request)
             return await handler(request)
         except errors.NovaAsyncError as exc:
             if exc.status >= 500:
@@ -116,11 +181,25 @@ def error_middleware(render: FaultRenderer) -> Any:
             if exc.status < 400:
                 raise
             return _rendered(render, _status_error(exc), request_id)
-        except Exception:
+        except (web.RequestPayloadError, HttpProcessingError) as exc:
+            # aiohttp finds a body unreadable only as a handler reads it (a gzip body that is
+            # not gzip, say); the parser's own error, the cause, says which 4xx.
+            cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
+            parsed = isinstance(cause, HttpProcessingError)
+            detail = cause.message if parsed else str(exc)
+            err = errors.InvalidInput(f"The request body could not be read: {detail}")
+            if parsed and 400 <= cause.code < 500:
+                err.status = cause.code
+            return _rendered(render, err, request_id)
+        except Exception as exc:
+            if _client_value_error(exc):
+                # Info, not error: the client's mistake, though one a schema should catch first.
+                log.info("database refused a client value", error=type(exc).__name__, detail=str(exc))
+                return _rendered(render, errors.InvalidInput(f"{BACKSTOP_REFUSAL}: {exc}"), request_id)
             log.exception("unexpected error")
             err = errors.NovaAsyncError(
                 f"Unexpected error; the log has the details under request id {request_id}.")
-            return render(err, request_id)
+            return _rendered(render, err, request_id)
 
     return middleware
 
@@ -201,9 +280,39 @@ async def read_body(request: web.Request) -> Any:
         raise errors.InvalidInput("The request body is empty; a JSON object was expected.")
     raw = await request.read()
     try:
-        return msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+        body = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):  # msgspec stops at ~1,000 levels of nesting
         raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
+    except UnicodeDecodeError:  # what msgspec raises for a string whose bytes are not UTF-8
+        raise errors.InvalidInput("Malformed request body: it is not UTF-8.") from None
+    # Walked only when it could matter: JSON spells a NUL only as an escape, and a body with
+    # fewer brackets than MAX_NESTING cannot nest deeper (every body the clients send).
+    if b"\\u0000" in raw or raw.count(b"[") + raw.count(b"{") > MAX_NESTING:
+        _refuse_unusable(body)
+    return body
+
+
+# Deeper than any OpenStack request body (Keystone's auth nests 6 levels); what is deeper would
+# only exhaust the recursion of whatever walks it next (schema checks, jsonb encoding).
+MAX_NESTING = 32
+
+
+def _refuse_unusable(body: Any) -> None:
+    """Refuse a NUL in any string or key, and nesting deeper than MAX_NESTING."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise errors.InvalidInput(f"The request body contains {NUL_REFUSED}.")
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_NESTING:
+                raise errors.InvalidInput(f"The request body nests deeper than {MAX_NESTING} levels.")
+            if isinstance(value, dict):
+                stack.extend((key, depth) for key in value)
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value)
 
 
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
@@ -247,7 +356,14 @@ def query_flag(request: web.Request, name: str) -> bool | None:
     raise errors.InvalidInput(f"Invalid value {raw!r} for query parameter {name}: expected a boolean.")
 
 
-def query_int(request: web.Request, name: str, default: int | None = None, *, minimum: int = 0) -> int | None:
+# The widest integer a query parameter may carry unless its caller says otherwise: what an
+# int4 column holds (minRam, minDisk), and more than any limit or offset can mean. Beyond it
+# PostgreSQL or asyncpg refuses the value, after the handler has started work.
+QUERY_INT_MAX = 2**31 - 1
+
+
+def query_int(request: web.Request, name: str, default: int | None = None, *, minimum: int = 0,
+              maximum: int = QUERY_INT_MAX) -> int | None:
     raw = request.query.get(name)
     if raw is None:
         return default
@@ -258,7 +374,16 @@ def query_int(request: web.Request, name: str, default: int | None = None, *, mi
                                   "expected an integer.") from None
     if value < minimum:
         raise errors.InvalidInput(f"Query parameter {name} must be >= {minimum}.")
+    if value > maximum:
+        raise errors.InvalidInput(f"Query parameter {name} must be <= {maximum}.")
     return value
+
+
+def ascii_int(text: str) -> int | None:
+    """`text` as a non-negative integer when it is ASCII digits and nothing else, else None.
+    Not str.isdigit(), which is true of "²" (int() refuses it: a 500 where it was trusted) and
+    of "٣" (int() reads 3)."""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_uuid(value: str, what: str = "id") -> str | None:

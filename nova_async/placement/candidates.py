@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import msgspec
 
 from nova_async.common import errors
+from nova_async.common.web import ascii_int
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
@@ -49,14 +50,15 @@ def parse_resources(text: str) -> dict[str, int]:
     wanted: dict[str, int] = {}
     for part in text.split(","):
         rc, sep, amount = part.strip().partition(":")
-        if not sep or not _CLASS.match(rc) or not amount.strip().isdigit():
+        number = ascii_int(amount.strip())
+        if not sep or not _CLASS.match(rc) or number is None:
             raise errors.InvalidInput(
                 "Badly formed resources parameter. Expected resources query string parameter in "
                 f"form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {text}.", code="placement.query.bad_value")
         if rc in wanted:
             raise errors.InvalidInput(f"Resource class {rc} appears more than once in resources.",
                                       code="placement.query.duplicate_key")
-        wanted[rc] = int(amount)
+        wanted[rc] = number
     check_resources(wanted)
     return wanted
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from nova_async.common import errors
-from nova_async.common.web import parse_uuid
-from nova_async.placement.candidates import parse_resources
+from nova_async.common.web import ascii_int, parse_uuid
+from nova_async.placement.candidates import MAX_AMOUNT, parse_resources
 
 BAD = "placement.query.bad_value"
 MISSING = "placement.query.missing_value"
@@ -198,9 +198,10 @@ def parse(query: dict[str, list[str]], minor: int) -> CandidateRequest:
     limit = None
     if "limit" in query:
         raw = query["limit"][-1]
-        if not raw.isdigit() or int(raw) < 1:
-            raise _bad(f"Invalid query string parameters: 'limit' must be a positive integer, got {raw!r}.")
-        limit = int(raw)
+        limit = ascii_int(raw)
+        if limit is None or not 1 <= limit <= MAX_AMOUNT:  # bound: it reaches SQL as an int4
+            raise _bad(f"Invalid query string parameters: 'limit' must be an integer from 1 to "
+                       f"{MAX_AMOUNT}, got {raw!r}.")
 
     root_required: frozenset[str] = frozenset()
     root_forbidden: frozenset[str] = frozenset()

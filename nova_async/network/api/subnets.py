@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from nova_async.common import errors
 from nova_async.common.web import context, dump, read_json
 from nova_async.network import schemas, subnets, views
 from nova_async.network.api import STATE, fields, many, number
 
 
 async def list_subnets(request: web.Request) -> web.Response:
+    ip_version = number(request, "ip_version")
+    if ip_version not in (None, 4, 6):  # Neutron validates filters; and the column is a smallint
+        raise errors.InvalidInput(f"Invalid input for ip_version: {ip_version} is not in [4, 6].")
     filters = subnets.SubnetFilters(
         ids=many(request, "id"), names=many(request, "name"), network_ids=many(request, "network_id"),
-        cidrs=many(request, "cidr"), ip_version=number(request, "ip_version"),
+        cidrs=many(request, "cidr"), ip_version=ip_version,
         project_ids=many(request, "project_id") or many(request, "tenant_id"))
     rows = await subnets.list_subnets(request.app[STATE].pool, context(request), filters)
     wanted = fields(request)

@@ -11,10 +11,10 @@ import re
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import parse_uuid
+from nova_async.common.web import ascii_int, parse_uuid
 from nova_async.placement import microversion
 from nova_async.placement.handlers.common import check_query, query_uuid
-from nova_async.placement.providers import ProviderFilter
+from nova_async.placement.providers import MAX_INT, ProviderFilter
 
 # query parameter -> the minor version it appeared in
 ALLOWED = {"name": 0, "uuid": 0, "member_of": 3, "resources": 4, "in_tree": 14, "required": 18}
@@ -68,12 +68,15 @@ def resources(request: web.Request) -> tuple[tuple[str, int], ...]:
     wanted: dict[str, int] = {}
     for item in raw.split(","):
         rc, sep, amount = item.partition(":")
-        if not sep or not _NAME.match(rc) or not amount.isdigit() or int(amount) < 1:
+        number = ascii_int(amount)
+        if not sep or not _NAME.match(rc) or number is None or number < 1:
             raise _bad(f"Badly formed resources parameter. Expected resources query string "
                        f"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {raw}.")
+        if number > MAX_INT:  # what an inventory can hold; beyond it the int4 query parameter overflows
+            raise _bad(f"Requested amount of {rc} must be an integer from 1 to {MAX_INT}, got {amount}.")
         if rc in wanted:
             raise _bad(f"Resource class {rc} appears more than once in resources.")
-        wanted[rc] = int(amount)
+        wanted[rc] = number
     return tuple(wanted.items())
 
 
