@@ -53,7 +53,11 @@ async def _consumer_attached(bus: AmqpBus, topic: str) -> None:
     """Wait until the broker counts a consumer on the topic's queue (consume() declares it)."""
     async with asyncio.timeout(WAIT):
         while True:
-            channel = await bus._connection.channel()
+            try:
+                channel = await bus._connection.channel()
+            except RuntimeError:  # "Connection was not opened": still reconnecting after a restart
+                await asyncio.sleep(0.05)
+                continue
             try:
                 queue = await channel.declare_queue(queue_name(topic), passive=True)
                 if queue.declaration_result.consumer_count:
