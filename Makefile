@@ -72,14 +72,15 @@ run: venv host-setup
 
 # Tests run in parallel workers (pytest-xdist), each with its own PostgreSQL cluster: most of
 # them wait on PostgreSQL, libvirt, a guest or a client process, so more workers than cores
-# keep both cores busy. Two tests at a time to a worker (--maxschedchunk): xdist otherwise
-# hands each a quarter of its share up front, in collection order, and one worker got every
-# end-to-end test while the others were done in two minutes. PYTHONDONTWRITEBYTECODE, set in
-# some environments, would make every `nova-async serve` a test starts compile the package
-# again; empty, it is off.
+# keep both cores busy. A worker gets its next test, or xdist_group (tests sharing one
+# RabbitMQ, or upstream Placement's virtualenv), when it has two left (--dist loadgroup): by
+# default xdist hands each worker a quarter of its share up front, in collection order, and
+# one worker got every e2e test while the others were done in two minutes.
+# PYTHONDONTWRITEBYTECODE, set in some environments, would make every `nova-async serve` a
+# test starts compile the package again; empty, it is off.
 TEST_WORKERS ?= 4
 test: test-deps venv host-setup
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --maxschedchunk 2 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
 bench: test-deps venv host-setup guest-image

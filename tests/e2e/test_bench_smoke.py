@@ -150,6 +150,7 @@ def expect_placement_table(out: str, load: str) -> None:
 PLACEMENT_SMOKE = ("--sizes", "10,20", "--repeat", "2", "--claims", "2", "--upstream-workers", "1")
 
 
+@pytest.mark.xdist_group("upstream-placement")  # one worker, one install
 async def test_placement_vs_upstream_bulk_loaded(upstream_venv):
     """The default load: placement_load.py's COPY into each schema (placement_servers.py runs
     the three processes in both cases)."""
@@ -157,6 +158,7 @@ async def test_placement_vs_upstream_bulk_loaded(upstream_venv):
     expect_placement_table(out, "sql")
 
 
+@pytest.mark.xdist_group("upstream-placement")  # one worker, one install
 async def test_placement_vs_upstream_loaded_over_http(upstream_venv):
     out = await run_bench("placement_vs_upstream.py", *PLACEMENT_SMOKE, "--load", "http",
                           "--upstream-venv", str(upstream_venv))

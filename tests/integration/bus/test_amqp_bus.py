@@ -20,6 +20,8 @@ from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 
+# One worker runs them all, on the one broker its session starts (conftest.py beside).
+pytestmark = pytest.mark.xdist_group("rabbitmq")
 WAIT = 60  # bound on anything a test waits for; never an expectation of speed
 
 

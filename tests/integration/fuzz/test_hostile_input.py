@@ -45,7 +45,7 @@ FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False
                                        HealthCheck.data_too_large])
 
 
-@settings(FUZZ, max_examples=3000)
+@settings(FUZZ, max_examples=2000)
 @given(data=st.data())
 async def test_hostile_requests_never_get_a_5xx(cloud: Cloud, data: st.DataObject):
     """Compute, image, network, placement and /metrics."""
