@@ -25,7 +25,7 @@ import pytest
 
 from nova_async.db import embedded
 from nova_async.db.embedded import EmbeddedPostgres
-from tests.e2e.conftest import serve
+from tests.e2e.conftest import boot_base, serve
 
 pytestmark = pytest.mark.e2e
 
@@ -81,22 +81,6 @@ class Client:
         async with asyncio.timeout(WAIT):
             while (await self.once("GET", "/healthz"))[0] != 200:
                 await asyncio.sleep(0.1)
-
-
-async def prepare(api: Client) -> dict:
-    await api.call("PUT", V + "/os-quota-sets/admin", 200,
-                   json={"quota_set": {"instances": -1, "cores": -1, "ram": -1}})
-    flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
-        "name": "dbloss", "ram": 64, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
-    image = (await api.call("POST", "/image/v2/images", 201, json={
-        "name": "dbloss", "disk_format": "raw", "container_format": "bare"}))["id"]
-    await api.call("PUT", f"/image/v2/images/{image}/file", 204, data=b"\0" * 65536,
-                   headers={"Content-Type": "application/octet-stream"})
-    net = (await api.call("POST", "/network/v2.0/networks", 201,
-                          json={"network": {"name": "dbloss"}}))["network"]["id"]
-    await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
-        "network_id": net, "cidr": "10.30.0.0/16", "ip_version": 4}})
-    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}
 
 
 @contextlib.asynccontextmanager
@@ -168,7 +152,7 @@ async def test_private_postgres_killed_under_load_is_restarted_by_the_service(wo
     async with serve(state, "--auth", "noauth", "--simulate-hosts", "2") as served, \
             aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
         api = Client(session, served.url)
-        base = await prepare(api)
+        base = await boot_base(api, "dbloss", "10.30.0.0/16")
         accepted: list[str] = []
         async with burst(api, base, accepted):
             old = postmaster(state)
@@ -221,7 +205,7 @@ async def test_an_external_postgres_restart_is_ridden_out(work_dir):
         async with serve(state, "--auth", "noauth", "--simulate-hosts", "2", "--database", pg.dsn) as served, \
                 aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
             api = Client(session, served.url)
-            base = await prepare(api)
+            base = await boot_base(api, "dbloss", "10.30.0.0/16")
             accepted: list[str] = []
             async with burst(api, base, accepted):
                 await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),

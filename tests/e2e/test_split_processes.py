@@ -15,7 +15,7 @@ from collections import Counter
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import serve
+from tests.e2e.conftest import boot_base, serve
 from tests.rabbitmq import Broker, available
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
@@ -68,24 +68,6 @@ async def rabbitmq(work_dir):
         await broker.close()
 
 
-async def prepare(api: Api) -> dict:
-    await api.call("PUT", V + "/os-quota-sets/admin", 200,
-                   json={"quota_set": {"instances": -1, "cores": -1, "ram": -1}})
-    # No root disk size: the disk is the image's, and placement is asked for no DISK_GB, so
-    # ~60 servers fit however small the file system the hosts report is (a tmpfs, say).
-    flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
-        "name": "split", "ram": 64, "vcpus": 1, "disk": 0}}))["flavor"]["id"]
-    image = (await api.call("POST", "/image/v2/images", 201, json={
-        "name": "split", "disk_format": "raw", "container_format": "bare"}))["id"]
-    await api.call("PUT", f"/image/v2/images/{image}/file", 204, data=b"\0" * 65536,
-                   headers={"Content-Type": "application/octet-stream"})
-    net = (await api.call("POST", "/network/v2.0/networks", 201,
-                          json={"network": {"name": "split"}}))["network"]["id"]
-    await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
-        "network_id": net, "cidr": "10.20.0.0/16", "ip_version": 4}})
-    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}
-
-
 def print_logs(processes: dict) -> None:
     """On failure: what each process said last (pytest shows it with the failure)."""
     for name, served in processes.items():
@@ -114,7 +96,7 @@ async def test_control_and_three_compute_processes_over_rabbitmq(rabbitmq, datab
         api = Api(session, control.url)
         stack.push(lambda *exc: print_logs({"control": control, **computes}) if exc[0] else None)
         assert await api.services() == {"edge-1": "up", "edge-2": "up", "edge-3": "up"}
-        base = await prepare(api)
+        base = await boot_base(api, "split", "10.20.0.0/16")
 
         # 30 servers, requested at once, spread over the three compute processes.
         first = await asyncio.gather(*(api.boot(base, f"split-{i}") for i in range(30)))
