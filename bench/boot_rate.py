@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -93,7 +95,11 @@ async def stop(proc: asyncio.subprocess.Process, grace: float = 120) -> None:
         await proc.wait()
 
 
-async def start(state: str, hosts: int, transport: str = "memory") -> tuple[asyncio.subprocess.Process, str]:
+@contextlib.asynccontextmanager
+async def serving(state: str, hosts: int,
+                  transport: str = "memory") -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """The service and its URL while the block runs; its log is read (and dropped) meanwhile,
+    so that a full pipe never stalls it, and it is stopped at the end."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -102,13 +108,21 @@ async def start(state: str, hosts: int, transport: str = "memory") -> tuple[asyn
         "--auth", "noauth", "--simulate-hosts", str(hosts), "--transport", transport,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert proc.stdout is not None
-    async for line in proc.stdout:
-        if b"nova-async ready" in line:
-            break
-    else:
-        raise SystemExit("nova-async exited before it was ready")
-    asyncio.get_running_loop().create_task(proc.stdout.read(), name="drain-log")
-    return proc, f"http://127.0.0.1:{port}"
+    try:
+        async for line in proc.stdout:
+            if b"nova-async ready" in line:
+                break
+        else:
+            raise SystemExit("nova-async exited before it was ready")
+    except BaseException:
+        await stop(proc)
+        raise
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(proc.stdout.read(), name="drain-log")   # ends when the service exits
+        try:
+            yield proc, f"http://127.0.0.1:{port}"
+        finally:
+            await stop(proc)
 
 
 async def prepare(s: aiohttp.ClientSession, url: str) -> dict:
@@ -164,16 +178,17 @@ async def watch(s: aiohttp.ClientSession, url: str, count: int, done: dict[str, 
 async def run_once(servers: int, hosts: int, transport: str) -> dict[str, float]:
     state = tempfile.mkdtemp(prefix="nova-async-bench-")
     os.chmod(state, 0o755)
-    proc, url = await start(state, hosts, transport)
     try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+        async with serving(state, hosts, transport) as (proc, url), \
+                aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
             base = await prepare(s, url)
             t0 = time.perf_counter()
             done: dict[str, tuple[float, str]] = {}
-            watcher = asyncio.create_task(watch(s, url, servers, done), name="watch")
-            posted = await asyncio.gather(*(boot_one(s, url, base, i) for i in range(servers)))
-            await asyncio.wait_for(watcher, 600)
+            async with asyncio.timeout(600), asyncio.TaskGroup() as tg:
+                tg.create_task(watch(s, url, servers, done), name="watch")
+                posted = await asyncio.gather(*(boot_one(s, url, base, i) for i in range(servers)))
             wall = time.perf_counter() - t0
+            rss = peak_rss_mb(proc.pid)
         accepted = [p[2] for p in posted]
         active = [done[sid][0] - start for sid, start, _ in posted if done[sid][1] == "ACTIVE"]
         nan = float("nan")
@@ -181,9 +196,8 @@ async def run_once(servers: int, hosts: int, transport: str) -> dict[str, float]
                 "accept_p50": statistics.median(accepted), "accept_p95": pct(accepted, .95),
                 "active_p50": statistics.median(active) if active else nan,
                 "active_p95": pct(active, .95) if active else nan,
-                "boots_s": len(active) / wall, "rss_mb": peak_rss_mb(proc.pid)}
+                "boots_s": len(active) / wall, "rss_mb": rss}
     finally:
-        await stop(proc)
         shutil.rmtree(state, ignore_errors=True)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from datetime import datetime
 
 import aiohttp
@@ -32,7 +34,10 @@ from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, pct, peak_rs
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
 
-async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subprocess.Process, str]:
+@contextlib.asynccontextmanager
+async def serving(state: str, hosts: int, log: list[dict]) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """The service and its URL while the block runs; its log is read meanwhile (the
+    scheduler's decisions go to `log`), and it is stopped at the end."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -41,29 +46,39 @@ async def start(state: str, hosts: int, log: list[dict]) -> tuple[asyncio.subpro
         "--auth", "noauth", "--simulate-hosts", str(hosts), "--libvirt-uri", "test:///default",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, limit=1 << 20)
     assert proc.stdout is not None
-    ready = asyncio.Event()
+
+    def read(raw: bytes) -> dict:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            return {}
+        if line.get("event") == "scheduled":
+            log.append(line)
+        elif line.get("level") in ("error", "critical"):  # a bench that errs says why
+            print("service:", raw.decode(errors="replace").strip()[:4000], file=sys.stderr)
+        return line
 
     async def pump() -> None:
         assert proc.stdout is not None
         async for raw in proc.stdout:
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                continue
-            if line.get("event", "").startswith("nova-async ready"):
-                ready.set()
-            elif line.get("event") == "scheduled":
-                log.append(line)
-            elif line.get("level") in ("error", "critical"):  # a bench that errs says why
-                print("service:", raw.decode(errors="replace").strip()[:4000], file=sys.stderr)
+            read(raw)
 
-    pumping = asyncio.get_running_loop().create_task(pump(), name="log-pump")
-    waiting = asyncio.create_task(ready.wait())
-    await asyncio.wait([waiting, pumping], return_when=asyncio.FIRST_COMPLETED, timeout=900)
-    if not ready.is_set():  # stopped, so that it does not stay behind with its PostgreSQL
+    try:
+        async with asyncio.timeout(900):
+            async for raw in proc.stdout:
+                if read(raw).get("event", "").startswith("nova-async ready"):
+                    break
+            else:
+                raise SystemExit("nova-async exited before it was ready")
+    except BaseException:  # stopped, so that it does not stay behind with its PostgreSQL
         await stop(proc)
-        raise SystemExit("nova-async did not become ready")
-    return proc, f"http://127.0.0.1:{port}"
+        raise
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(pump(), name="log-pump")   # ends when the service exits
+        try:
+            yield proc, f"http://127.0.0.1:{port}"
+        finally:
+            await stop(proc)
 
 
 def _ts(line: dict) -> float:
@@ -80,25 +95,26 @@ async def main() -> None:
     os.chmod(state, 0o755)
     decisions: list[dict] = []
     t_start = time.perf_counter()
-    proc, url = await start(state, args.hosts, decisions)
-    started_in = time.perf_counter() - t_start
     try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
-            base = await prepare(s, url)
-            done: dict[str, tuple[float, str]] = {}
-            watcher = asyncio.create_task(watch(s, url, args.servers, done), name="watch")
-            posted = []
-            cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
-            mine0 = time.process_time()
-            t0 = time.perf_counter()
-            for first in range(0, args.servers, args.batch):
-                batch = range(first, min(first + args.batch, args.servers))
-                posted += await asyncio.gather(*(boot_one(s, url, base, i) for i in batch))
-            await asyncio.wait_for(watcher, 1800)
-            wall = time.perf_counter() - t0
-            cpu = service_cpu_s(proc.pid, state) - cpu0
-            own = _cpu_s(proc.pid, children_too=False) - own0
-            mine = time.process_time() - mine0
+        async with serving(state, args.hosts, decisions) as (proc, url):
+            started_in = time.perf_counter() - t_start
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+                base = await prepare(s, url)
+                done: dict[str, tuple[float, str]] = {}
+                posted = []
+                cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
+                mine0 = time.process_time()
+                t0 = time.perf_counter()
+                async with asyncio.timeout(1800), asyncio.TaskGroup() as tg:
+                    tg.create_task(watch(s, url, args.servers, done), name="watch")
+                    for first in range(0, args.servers, args.batch):
+                        batch = range(first, min(first + args.batch, args.servers))
+                        posted += await asyncio.gather(*(boot_one(s, url, base, i) for i in batch))
+                wall = time.perf_counter() - t0
+                cpu = service_cpu_s(proc.pid, state) - cpu0
+                own = _cpu_s(proc.pid, children_too=False) - own0
+                mine = time.process_time() - mine0
+            rss = peak_rss_mb(proc.pid)
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
         # One decision, or several logged in the same microsecond (a small run): no span to divide by.
@@ -123,9 +139,8 @@ async def main() -> None:
         print(f"  of which the service     {own / args.servers * 1000:8.1f} ms   (its Python process alone)")
         print(f"bench client CPU/server {mine / args.servers * 1000:8.1f} ms   (this script: the POSTs and the poller, "
               f"on the same cores)")
-        print(f"peak RSS                 {peak_rss_mb(proc.pid):8.1f} MiB")
+        print(f"peak RSS                 {rss:8.1f} MiB")
     finally:
-        await stop(proc)
         shutil.rmtree(state, ignore_errors=True)
 
 
