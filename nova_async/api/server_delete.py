@@ -8,6 +8,7 @@ from nova_async.api import lookup
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.states import VmState
 from nova_async.db import instances
 from nova_async.db.queries import queries
 
@@ -29,7 +30,7 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
     if row["host"]:
         await state.compute.terminate(row["host"], uuid, ctx)
-    elif row["vm_state"] != "building":
+    elif row["vm_state"] != VmState.BUILDING:
         # Never scheduled (or scheduling failed): nothing is held anywhere but maybe a claim.
         await state.placement.delete_allocations(uuid)
         await db.execute(IQ.mark_deleted, uuid)

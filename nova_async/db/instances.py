@@ -16,15 +16,13 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.common.states import VmState
 from nova_async.db.coalesce import Coalesced
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("instances")
 Q = queries("instances")
-
-# Nova's power_state values.
-NOSTATE, RUNNING, PAUSED, SHUTDOWN, CRASHED, SUSPENDED = 0, 1, 3, 4, 6, 7
 
 _ANY = object()  # set_state without a compare-and-swap on task_state
 # Steps that many instances reach at once (a burst of boots) are recorded together.
@@ -52,7 +50,7 @@ async def set_error(db, uuid: str, message: str, *, host: str | None = None, cod
     """ERROR with a fault that says why (shown as the server's `fault`)."""
     async with _tx(db) as conn:
         await conn.execute(Q.add_fault, uuid, code, message[:1000], details[:10000], host)
-        await conn.execute(Q.set_state, uuid, "error", None, None, False, None)
+        await conn.execute(Q.set_state, uuid, VmState.ERROR, None, None, False, None)
 
 
 async def fault(db, uuid: str) -> asyncpg.Record | None:
