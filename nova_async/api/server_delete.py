@@ -13,7 +13,6 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
-GQ = queries("server_groups")
 
 
 async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool = True) -> None:
@@ -32,8 +31,6 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await state.compute.terminate(row["host"], uuid, ctx)
     elif row["vm_state"] != VmState.BUILDING:
         # Never scheduled (or scheduling failed): nothing is held anywhere but maybe a claim.
-        await state.placement.delete_allocations(uuid)
-        await db.execute(IQ.mark_deleted, uuid)
-        await state.pool.execute(GQ.drop_member, uuid)
+        await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.

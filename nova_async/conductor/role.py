@@ -260,9 +260,7 @@ class ConductorRole(Role):
         return None
 
     async def _finish_delete(self, db, uuid: str) -> None:
-        await self.placement.delete_allocations(uuid)
-        await db.execute(Q.mark_deleted, uuid)
-        await self.pool.execute(GQ.drop_member, uuid)
+        await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
 
     async def _resume_unscheduled(self) -> None:
