@@ -19,6 +19,7 @@ from aiohttp import web
 from nova_async.api import lookup, microversion, policy
 from nova_async.api.state import STATE
 from nova_async.common import errors
+from nova_async.common.states import TaskState
 from nova_async.common import web as w
 from nova_async.common.microversion import Version
 from nova_async.compute.messages import Diagnostics
@@ -67,7 +68,7 @@ async def show_diagnostics(request: web.Request) -> web.Response:
     _, row = await lookup.visible_instance(state, ctx, server_id)
     uuid = str(row["uuid"])
     policy.require_admin(request)
-    if row["host"] is None or row["task_state"] == "deleting":
+    if row["host"] is None or row["task_state"] == TaskState.DELETING:
         raise errors.Conflict(f"Instance {uuid} is not ready.")
     found = await state.compute.diagnostics(row["host"], uuid, ctx)
     return w.dump(standard(found) if microversion.of(request) >= STANDARD else legacy(found))

@@ -24,6 +24,7 @@ from aiohttp import web
 from nova_async.api import console_tokens, lookup, microversion
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
+from nova_async.common.states import TaskState, VmState
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
 from nova_async.common.microversion import Version
@@ -42,8 +43,8 @@ _TYPES = {"vnc": ("novnc", "xvpvnc"), "spice": ("spice-html5",), "rdp": ("rdp-ht
           "serial": ("serial",), "mks": ("webmks",)}
 _SERVED = {("vnc", "novnc"): console_tokens.NOVNC, ("serial", "serial"): console_tokens.SERIAL}
 # A console can be opened on a guest in these vm_states (a paused guest keeps its screen).
-_OPEN_STATES = frozenset({"active", "paused"})
-_BUSY_TASKS = frozenset({"deleting", "migrating", "resize_migrating"})
+_OPEN_STATES = frozenset({VmState.ACTIVE, VmState.PAUSED})
+_BUSY_TASKS = frozenset({TaskState.DELETING, TaskState.MIGRATING, TaskState.RESIZE_MIGRATING})
 
 
 def _schema(protocols: list[str], types: list[str]):

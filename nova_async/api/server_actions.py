@@ -33,6 +33,7 @@ from nova_async.api import keypairs, microversion, quotas, server_resize, server
 from nova_async.api import lookup, remote_consoles, servers
 from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
+from nova_async.common.states import TaskState, VmState
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
@@ -46,20 +47,20 @@ AQ = queries("actions")
 # Where each power action may start from (Nova's check_instance_state); any action also
 # needs task_state NULL.
 _ALLOWED = {
-    PowerOp.STOP: frozenset({"active", "error"}),
-    PowerOp.START: frozenset({"stopped"}),
-    PowerOp.PAUSE: frozenset({"active"}),
-    PowerOp.UNPAUSE: frozenset({"paused"}),
-    PowerOp.SUSPEND: frozenset({"active"}),
-    PowerOp.RESUME: frozenset({"suspended"}),
+    PowerOp.STOP: frozenset({VmState.ACTIVE, VmState.ERROR}),
+    PowerOp.START: frozenset({VmState.STOPPED}),
+    PowerOp.PAUSE: frozenset({VmState.ACTIVE}),
+    PowerOp.UNPAUSE: frozenset({VmState.PAUSED}),
+    PowerOp.SUSPEND: frozenset({VmState.ACTIVE}),
+    PowerOp.RESUME: frozenset({VmState.SUSPENDED}),
 }
 _REBOOT_ALLOWED = {
-    RebootType.SOFT: frozenset({"active"}),
-    RebootType.HARD: frozenset({"active", "stopped", "paused", "suspended", "error"}),
+    RebootType.SOFT: frozenset({VmState.ACTIVE}),
+    RebootType.HARD: frozenset({VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED, VmState.ERROR}),
 }
 
 
-def allowed_vm_states(op: PowerOp, reboot_type: RebootType = RebootType.SOFT) -> frozenset[str]:
+def allowed_vm_states(op: PowerOp, reboot_type: RebootType = RebootType.SOFT) -> frozenset[VmState]:
     """The vm_states `op` may start from."""
     if op is PowerOp.REBOOT:
         return _REBOOT_ALLOWED[reboot_type]
@@ -113,7 +114,7 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
         raise errors.InvalidInput(f"Invalid input for field/attribute length. Value: {length}. "
                                   "It must be -1 (everything) or a number of lines.")
     # Nova's check_instance_host: an instance no host took yet has no console (409).
-    if row["host"] is None or row["task_state"] == "deleting":
+    if row["host"] is None or row["task_state"] == TaskState.DELETING:
         raise errors.Conflict(f"Instance {uuid} is not ready: it has no console yet.")
     output = await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
     return w.dump({"output": output})
@@ -140,7 +141,7 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
     try:
         await state.compute.rebuild(claimed["host"], uuid, ctx)
     except Exception:
-        await db.execute(AQ.release, uuid, "rebuilding")
+        await db.execute(AQ.release, uuid, TaskState.REBUILDING)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     shown = await servers.shown(state, db, uuid)

@@ -8,11 +8,11 @@ from nova_async.api import lookup
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.states import VmState
 from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
-GQ = queries("server_groups")
 
 
 async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool = True) -> None:
@@ -29,10 +29,8 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
     if row["host"]:
         await state.compute.terminate(row["host"], uuid, ctx)
-    elif row["vm_state"] != "building":
+    elif row["vm_state"] != VmState.BUILDING:
         # Never scheduled (or scheduling failed): nothing is held anywhere but maybe a claim.
-        await state.placement.delete_allocations(uuid)
-        await db.execute(IQ.mark_deleted, uuid)
-        await state.pool.execute(GQ.drop_member, uuid)
+        await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.

@@ -14,6 +14,7 @@ from aiohttp import web
 from nova_async.api import lookup, microversion, quotas
 from nova_async.api.state import STATE
 from nova_async.common import errors
+from nova_async.common.states import TaskState
 from nova_async.common import web as w
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
@@ -55,7 +56,7 @@ async def _visible(request: web.Request, conn: asyncpg.Connection, *, writing: b
         return row
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {raw} is locked.")
-    if row["task_state"] == "deleting":
+    if row["task_state"] == TaskState.DELETING:
         raise errors.Conflict(f"Cannot change instance {raw} while it is being deleted.")
     return row
 

@@ -25,6 +25,7 @@ from nova_async.api import flavor_store, lookup, quotas
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
+from nova_async.common.states import TaskState, VmState
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
 from nova_async.compute.messages import ResizeStepName
@@ -114,7 +115,7 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
         await state.conductor.resize(uuid, migration_uuid, ctx)
     except Exception:
         await db.execute(MQ.set_migration_status, migration_uuid, "error", ["pre-migrating"])
-        await db.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await db.execute(MQ.release_resize, uuid, [TaskState.RESIZE_PREP])
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     return web.Response(status=202)
@@ -128,7 +129,7 @@ async def _finished_migration(state: ApiState, ctx: RequestContext, uuid: str, a
         migration = await conn.fetchrow(query, uuid)
         if migration is None:
             current = await conn.fetchrow(IQ.get, uuid)
-            if current is not None and current["vm_state"] == "resized" and current["task_state"] is None:
+            if current is not None and current["vm_state"] == VmState.RESIZED and current["task_state"] is None:
                 raise errors.InvalidInput("Instance has not been resized.")
             raise _refusal(current, action, uuid)
         if action == "revertResize" and await conn.fetchrow(MQ.begin_revert_instance, uuid) is None:
@@ -154,7 +155,8 @@ async def revert_resize(state: ApiState, ctx: RequestContext, uuid: str, _value:
 async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                        version: Version) -> web.Response:
     db, row = await _server(state, ctx, uuid)
-    if row["task_state"] is not None or row["vm_state"] not in ("active", "stopped", "paused", "suspended"):
+    if row["task_state"] is not None or row["vm_state"] not in (
+            VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
         raise _refusal(row, "createImage", uuid)
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
@@ -188,7 +190,7 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
     try:
         await state.compute.snapshot(claimed["host"], uuid, image.id, ctx)
     except Exception:
-        await db.execute(MQ.release_resize, uuid, ["image_snapshot"])
+        await db.execute(MQ.release_resize, uuid, [TaskState.IMAGE_SNAPSHOT])
         await db.execute(MQ.delete_snapshot, image.id)
         await state.images.delete(image.id)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")

@@ -9,33 +9,37 @@ from typing import Any
 from nova_async.api.links import bookmark, links
 from nova_async.api.microversion import Version
 from nova_async.common.context import RequestContext
+from nova_async.common.states import TaskState, VmState
 from nova_async.common.timeutil import iso, iso_micro
 
-_ACTIVE_TASKS = {"rebooting": "REBOOT", "reboot_pending": "REBOOT", "reboot_started": "REBOOT",
-                 "rebooting_hard": "HARD_REBOOT", "reboot_pending_hard": "HARD_REBOOT",
-                 "reboot_started_hard": "HARD_REBOOT", "rebuilding": "REBUILD",
-                 "rebuild_block_device_mapping": "REBUILD", "rebuild_spawning": "REBUILD",
-                 "migrating": "MIGRATING", "resize_prep": "RESIZE", "resize_migrating": "RESIZE",
-                 "resize_migrated": "RESIZE", "resize_finish": "RESIZE", "password": "PASSWORD"}
-_VM_STATES = {"active": "ACTIVE", "building": "BUILD", "stopped": "SHUTOFF", "resized": "VERIFY_RESIZE",
-              "paused": "PAUSED", "suspended": "SUSPENDED", "rescued": "RESCUE", "error": "ERROR",
-              "deleted": "DELETED", "soft-delete": "SOFT_DELETED", "shelved": "SHELVED",
-              "shelved_offloaded": "SHELVED_OFFLOADED"}
+_ACTIVE_TASKS = {TaskState.REBOOTING: "REBOOT", TaskState.REBOOT_PENDING: "REBOOT",
+                 TaskState.REBOOT_STARTED: "REBOOT", TaskState.REBOOTING_HARD: "HARD_REBOOT",
+                 TaskState.REBOOT_PENDING_HARD: "HARD_REBOOT", TaskState.REBOOT_STARTED_HARD: "HARD_REBOOT",
+                 TaskState.REBUILDING: "REBUILD", TaskState.REBUILD_BLOCK_DEVICE_MAPPING: "REBUILD",
+                 TaskState.REBUILD_SPAWNING: "REBUILD", TaskState.MIGRATING: "MIGRATING",
+                 TaskState.RESIZE_PREP: "RESIZE", TaskState.RESIZE_MIGRATING: "RESIZE",
+                 TaskState.RESIZE_MIGRATED: "RESIZE", TaskState.RESIZE_FINISH: "RESIZE",
+                 TaskState.PASSWORD: "PASSWORD"}
+_VM_STATES = {VmState.ACTIVE: "ACTIVE", VmState.BUILDING: "BUILD", VmState.STOPPED: "SHUTOFF",
+              VmState.RESIZED: "VERIFY_RESIZE", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
+              VmState.RESCUED: "RESCUE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
+              VmState.SOFT_DELETED: "SOFT_DELETED", VmState.SHELVED: "SHELVED",
+              VmState.SHELVED_OFFLOADED: "SHELVED_OFFLOADED"}
+_RESIZING = (TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED, TaskState.RESIZE_FINISH)
+_REBUILDING = (TaskState.REBUILDING, TaskState.REBUILD_BLOCK_DEVICE_MAPPING, TaskState.REBUILD_SPAWNING)
 
 # API status → the vm_states it covers (for ?status= filters)
 STATUS_FILTER = {status: [vm for vm, s in _VM_STATES.items() if s == status] for status in _VM_STATES.values()}
 
 
 def status(vm_state: str, task_state: str | None) -> str:
-    if vm_state == "active" and task_state in _ACTIVE_TASKS:
+    if vm_state == VmState.ACTIVE and task_state in _ACTIVE_TASKS:
         return _ACTIVE_TASKS[task_state]
-    if vm_state == "stopped" and task_state in ("resize_prep", "resize_migrating", "resize_migrated",
-                                                "resize_finish"):
+    if vm_state == VmState.STOPPED and task_state in _RESIZING:
         return "RESIZE"
-    if vm_state == "resized" and task_state == "resize_reverting":
+    if vm_state == VmState.RESIZED and task_state == TaskState.RESIZE_REVERTING:
         return "REVERT_RESIZE"
-    if vm_state in ("stopped", "error") and task_state in ("rebuilding", "rebuild_block_device_mapping",
-                                                          "rebuild_spawning"):
+    if vm_state in (VmState.STOPPED, VmState.ERROR) and task_state in _REBUILDING:
         return "REBUILD"
     return _VM_STATES.get(vm_state, "UNKNOWN")
 
@@ -71,7 +75,7 @@ def _flavor(row, base: str, version: Version) -> dict[str, Any]:
 
 
 def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
-    if row["vm_state"] != "error" or row.get("fault_message") is None:
+    if row["vm_state"] != VmState.ERROR or row.get("fault_message") is None:
         return None
     fault = {"code": row["fault_code"], "created": iso(row["fault_created_at"]),
              "message": row["fault_message"]}
@@ -100,7 +104,7 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
         "OS-EXT-STS:power_state": row["power_state"], "os-extended-volumes:volumes_attached": [],
         "security_groups": [{"name": "default"}],
     }
-    if row["vm_state"] in ("building", "active"):
+    if row["vm_state"] in (VmState.BUILDING, VmState.ACTIVE):
         out["progress"] = row["progress"]
     fault = _fault(row, ctx)
     if fault:

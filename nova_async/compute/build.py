@@ -39,6 +39,7 @@ import msgspec
 import structlog
 
 from nova_async.common import errors, metrics
+from nova_async.common.states import PowerState, TaskState, VmState
 from nova_async.compute import disks
 from nova_async.compute.config_drive import DriveContent, Nic
 from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
@@ -148,7 +149,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     if row is None:
         log.info("build skipped: the instance is gone")
         return
-    if row["task_state"] == "deleting" or row["vm_state"] != "building":
+    if row["task_state"] == TaskState.DELETING or row["vm_state"] != VmState.BUILDING:
         log.info("build skipped", vm_state=row["vm_state"], task_state=row["task_state"])
         return
     if row["host"] not in (None, host.name):
@@ -186,7 +187,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     if host.failed_builds:  # most builds succeed: only then is there something to reset
         host.failed_builds = False
         await host.api_pool.execute(CQ.reset_failed_builds, host.node_uuid)
-    await host.notify("instance.create.end", instance_uuid, state="active")
+    await host.notify("instance.create.end", instance_uuid, state=VmState.ACTIVE)
 
 
 async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None,
@@ -332,22 +333,23 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
     with its ports and claims kept. A guest that was stopped is stopped again afterwards,
     as Nova leaves it. A failure is ERROR with the reason."""
     row = await host.pool.fetchrow(IQ.get, instance_uuid)
-    if row is None or row["task_state"] != "rebuilding" or row["host"] != host.name:
+    if row is None or row["task_state"] != TaskState.REBUILDING or row["host"] != host.name:
         log.info("rebuild skipped", task_state=row["task_state"] if row else None)
         await instances.finish_action(host.pool, instance_uuid, request_id)
         return
-    was_stopped = row["vm_state"] == "stopped"
+    was_stopped = row["vm_state"] == VmState.STOPPED
     await host.notify("instance.rebuild.start", instance_uuid)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, "compute_rebuild_instance", host.name):
             await host.hypervisor.remove(domain_name(instance_uuid))
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
             # A stopped guest is powered off again without ever showing ACTIVE and idle.
-            await _build(host, row, request_id, then="powering-off" if was_stopped else None)
+            await _build(host, row, request_id, then=TaskState.POWERING_OFF if was_stopped else None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)
-                await instances.set_state(host.pool, instance_uuid, vm_state="stopped", task_state=None,
-                                          power_state=instances.SHUTDOWN, expected_task_state="powering-off")
+                await instances.set_state(host.pool, instance_uuid, vm_state=VmState.STOPPED, task_state=None,
+                                          power_state=PowerState.SHUTDOWN,
+                                          expected_task_state=TaskState.POWERING_OFF)
     except DeleteRaced:
         await terminate(host, instance_uuid, request_id)
         return
@@ -391,7 +393,7 @@ async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception)
     log.error("build failed", reason=reason)
     problems = await teardown(host, instance_uuid)
     current = await host.pool.fetchrow(IQ.get, instance_uuid)
-    if current is not None and current["task_state"] == "deleting":
+    if current is not None and current["task_state"] == TaskState.DELETING:
         await terminate(host, instance_uuid, request_id)
         return
     if current is not None:

@@ -21,21 +21,22 @@ from pathlib import Path
 import libvirt
 
 from nova_async.common import errors
+from nova_async.common.states import PowerState
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host
 from nova_async.compute.hypervisor import GuestGone
 from nova_async.compute.messages import CpuStats, Diagnostics, DiskStats, GetDiagnostics, NicStats
 
-# Nova's names for libvirt's domain states (its power_state.STATE_MAP).
+# The power state each libvirt domain state is (shown by Nova's name, PowerState.label).
 _STATE = {
-    libvirt.VIR_DOMAIN_NOSTATE: "pending",
-    libvirt.VIR_DOMAIN_RUNNING: "running",
-    libvirt.VIR_DOMAIN_BLOCKED: "running",
-    libvirt.VIR_DOMAIN_PAUSED: "paused",
-    libvirt.VIR_DOMAIN_SHUTDOWN: "shutdown",
-    libvirt.VIR_DOMAIN_SHUTOFF: "shutdown",
-    libvirt.VIR_DOMAIN_CRASHED: "crashed",
-    libvirt.VIR_DOMAIN_PMSUSPENDED: "suspended",
+    libvirt.VIR_DOMAIN_NOSTATE: PowerState.NOSTATE,
+    libvirt.VIR_DOMAIN_RUNNING: PowerState.RUNNING,
+    libvirt.VIR_DOMAIN_BLOCKED: PowerState.RUNNING,
+    libvirt.VIR_DOMAIN_PAUSED: PowerState.PAUSED,
+    libvirt.VIR_DOMAIN_SHUTDOWN: PowerState.SHUTDOWN,
+    libvirt.VIR_DOMAIN_SHUTOFF: PowerState.SHUTDOWN,
+    libvirt.VIR_DOMAIN_CRASHED: PowerState.CRASHED,
+    libvirt.VIR_DOMAIN_PMSUSPENDED: PowerState.SUSPENDED,
 }
 _RUNNING = (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_BLOCKED)
 QEMU_PID_DIR = Path("/run/libvirt/qemu")
@@ -112,12 +113,12 @@ async def diagnostics(host: Host, msg: GetDiagnostics) -> Diagnostics:
     if raw.state not in _RUNNING:
         # Nova's InstanceInvalidState for get_diagnostics: the API answers 409.
         raise errors.Conflict(f"Cannot 'get_diagnostics' instance {instance_uuid} while it is in power_state "
-                              f"{_STATE.get(raw.state, 'pending')}.")
+                              f"{_STATE.get(raw.state, PowerState.NOSTATE).label}.")
     # The guest's balloon tells what it holds in host memory (rss); without one, what
     # libvirt says the domain has.
     used_kib = raw.memory_stats.get("rss") or raw.used_kib
     return Diagnostics(
-        state=_STATE.get(raw.state, "pending"), driver="libvirt", hypervisor=host.domain_type,
+        state=_STATE.get(raw.state, PowerState.NOSTATE).label, driver="libvirt", hypervisor=host.domain_type,
         hypervisor_os="linux", uptime=_uptime(name) if host.real_guests else None,
         config_drive=raw.config_drive, memory_max_kib=raw.max_kib, memory_used_kib=used_kib,
         memory_stats=raw.memory_stats, cpus=raw.cpus, nics=raw.nics, disks=raw.disks)

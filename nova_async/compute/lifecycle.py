@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import structlog
 
+from nova_async.common.states import PowerState, VmState
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host
 from nova_async.compute.power import observed
@@ -29,15 +30,15 @@ from nova_async.db.queries import queries
 log = structlog.get_logger("compute.lifecycle")
 Q = queries("compute")
 
-_OFF = (instances.SHUTDOWN, instances.CRASHED)
-_ON = (instances.RUNNING, instances.PAUSED)
+_OFF = (PowerState.SHUTDOWN, PowerState.CRASHED)
+_ON = (PowerState.RUNNING, PowerState.PAUSED)
 
 
 async def sync(host: Host, instance_uuid: str) -> None:
     """Compare one instance with its guest and act on the difference (see the module doc)."""
     row = await host.pool.fetchrow(instances.Q.get, instance_uuid)
     if (row is None or row["host"] != host.name or row["task_state"] is not None
-            or row["vm_state"] not in ("active", "stopped", "paused", "suspended")):
+            or row["vm_state"] not in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED)):
         return
     name = domain_name(instance_uuid)
     guest = await host.hypervisor.guest_state(name)
@@ -45,10 +46,10 @@ async def sync(host: Host, instance_uuid: str) -> None:
         return  # its STOPPED event (or the next reconciliation) brings the settled state
     power_state = observed(guest)[1]
     vm_state = row["vm_state"]
-    if vm_state in ("active", "paused") and power_state in _OFF:
-        vm_state = "stopped"
+    if vm_state in (VmState.ACTIVE, VmState.PAUSED) and power_state in _OFF:
+        vm_state = VmState.STOPPED
         log.warning("the guest stopped on its own; the instance is now SHUTOFF", power_state=power_state)
-    elif vm_state == "stopped" and power_state in _ON:
+    elif vm_state == VmState.STOPPED and power_state in _ON:
         log.warning("the guest runs but the instance is stopped; powering it off")
         await host.hypervisor.power_off(name, timeout=0)
         power_state = observed(await host.hypervisor.guest_state(name))[1]

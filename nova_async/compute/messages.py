@@ -7,6 +7,7 @@ import enum
 import msgspec
 
 from nova_async.bus.messages import Message
+from nova_async.common.states import TaskState
 from nova_async.scheduler.messages import Destination
 
 
@@ -44,9 +45,10 @@ class RebootType(enum.StrEnum):
 
 # The task_state an instance holds while each operation is under way: the API sets it (so
 # no second action can start), compute clears it when the guest got there or failed to.
-_TASK_STATES = {PowerOp.STOP: "powering-off", PowerOp.START: "powering-on", PowerOp.PAUSE: "pausing",
-                PowerOp.UNPAUSE: "unpausing", PowerOp.SUSPEND: "suspending", PowerOp.RESUME: "resuming"}
-_REBOOT_TASK_STATES = {RebootType.SOFT: "reboot_started", RebootType.HARD: "reboot_started_hard"}
+_TASK_STATES = {PowerOp.STOP: TaskState.POWERING_OFF, PowerOp.START: TaskState.POWERING_ON,
+                PowerOp.PAUSE: TaskState.PAUSING, PowerOp.UNPAUSE: TaskState.UNPAUSING,
+                PowerOp.SUSPEND: TaskState.SUSPENDING, PowerOp.RESUME: TaskState.RESUMING}
+_REBOOT_TASK_STATES = {RebootType.SOFT: TaskState.REBOOT_STARTED, RebootType.HARD: TaskState.REBOOT_STARTED_HARD}
 POWER_TASK_STATES = frozenset(_TASK_STATES.values()) | frozenset(_REBOOT_TASK_STATES.values())
 
 
@@ -59,7 +61,7 @@ class PowerAction(Message, frozen=True, kw_only=True):
     reboot_type: RebootType = RebootType.SOFT
 
     @property
-    def task_state(self) -> str:
+    def task_state(self) -> TaskState:
         if self.action is PowerOp.REBOOT:
             return _REBOOT_TASK_STATES[self.reboot_type]
         return _TASK_STATES[self.action]

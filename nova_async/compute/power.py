@@ -22,6 +22,7 @@ import libvirt
 import structlog
 
 from nova_async.common import errors
+from nova_async.common.states import PowerState, VmState
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
 from nova_async.compute.hypervisor import GuestGone, GuestState
@@ -38,8 +39,8 @@ Operate = Callable[[Host, str, PowerAction], Awaitable[None]]
 class Step:
     event: str           # the instance-action event
     notification: str    # `<notification>.start/.end/.error` are published
-    vm_state: str        # where the instance ends up
-    power_state: int
+    vm_state: VmState    # where the instance ends up
+    power_state: PowerState
     operate: Operate
 
 
@@ -53,35 +54,35 @@ def _reboot(host: Host, name: str, msg: PowerAction) -> Awaitable[None]:
 
 
 STEPS: dict[PowerOp, Step] = {
-    PowerOp.REBOOT: Step("compute_reboot_instance", "instance.reboot", "active", instances.RUNNING, _reboot),
-    PowerOp.STOP: Step("compute_stop_instance", "instance.power_off", "stopped", instances.SHUTDOWN,
+    PowerOp.REBOOT: Step("compute_reboot_instance", "instance.reboot", VmState.ACTIVE, PowerState.RUNNING, _reboot),
+    PowerOp.STOP: Step("compute_stop_instance", "instance.power_off", VmState.STOPPED, PowerState.SHUTDOWN,
                        lambda host, name, _: host.hypervisor.power_off(name,
                                                                        timeout=host.timeouts.shutdown)),
-    PowerOp.START: Step("compute_start_instance", "instance.power_on", "active", instances.RUNNING, _power_on),
-    PowerOp.PAUSE: Step("compute_pause_instance", "instance.pause", "paused", instances.PAUSED,
+    PowerOp.START: Step("compute_start_instance", "instance.power_on", VmState.ACTIVE, PowerState.RUNNING, _power_on),
+    PowerOp.PAUSE: Step("compute_pause_instance", "instance.pause", VmState.PAUSED, PowerState.PAUSED,
                         lambda host, name, _: host.hypervisor.pause(name)),
-    PowerOp.UNPAUSE: Step("compute_unpause_instance", "instance.unpause", "active", instances.RUNNING,
+    PowerOp.UNPAUSE: Step("compute_unpause_instance", "instance.unpause", VmState.ACTIVE, PowerState.RUNNING,
                           lambda host, name, _: host.hypervisor.unpause(name)),
-    PowerOp.SUSPEND: Step("compute_suspend_instance", "instance.suspend", "suspended", instances.SUSPENDED,
+    PowerOp.SUSPEND: Step("compute_suspend_instance", "instance.suspend", VmState.SUSPENDED, PowerState.SUSPENDED,
                           lambda host, name, _: host.hypervisor.save(name)),
     # create() restores the managed-save image suspend wrote.
-    PowerOp.RESUME: Step("compute_resume_instance", "instance.resume", "active", instances.RUNNING, _power_on),
+    PowerOp.RESUME: Step("compute_resume_instance", "instance.resume", VmState.ACTIVE, PowerState.RUNNING, _power_on),
 }
 
 
-def observed(guest: GuestState | None) -> tuple[str, int]:
+def observed(guest: GuestState | None) -> tuple[VmState, PowerState]:
     """The (vm_state, power_state) a guest in this libvirt state means to Nova."""
     if guest is None:
-        return "error", instances.NOSTATE
+        return VmState.ERROR, PowerState.NOSTATE
     if guest.running:
-        return "active", instances.RUNNING
+        return VmState.ACTIVE, PowerState.RUNNING
     if guest.state == libvirt.VIR_DOMAIN_PAUSED:
-        return "paused", instances.PAUSED
+        return VmState.PAUSED, PowerState.PAUSED
     if guest.saved or guest.state == libvirt.VIR_DOMAIN_PMSUSPENDED:
-        return "suspended", instances.SUSPENDED
+        return VmState.SUSPENDED, PowerState.SUSPENDED
     if guest.state == libvirt.VIR_DOMAIN_CRASHED:
-        return "stopped", instances.CRASHED
-    return "stopped", instances.SHUTDOWN
+        return VmState.STOPPED, PowerState.CRASHED
+    return VmState.STOPPED, PowerState.SHUTDOWN
 
 
 async def change_power(host: Host, msg: PowerAction, request_id: str) -> None:

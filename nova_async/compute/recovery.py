@@ -39,15 +39,19 @@ from pathlib import Path
 
 import structlog
 
+from nova_async.common.states import TaskState, VmState
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host
 from nova_async.compute.messages import (
     POWER_TASK_STATES,
+    BuildAndRunInstance,
     PowerAction,
     PowerOp,
     RebootType,
+    RebuildInstance,
     ResizeStep,
     ResizeStepName,
+    TerminateInstance,
 )
 from nova_async.db.cells import Cells
 from nova_async.db.instances import Q as IQ
@@ -65,13 +69,20 @@ _BY_TASK_STATE = {
 }
 
 
+# The messages that redo each kind of unfinished work: compute handles them as if asked again.
+Redo = BuildAndRunInstance | TerminateInstance | RebuildInstance | PowerAction | ResizeStep
+
+
 @dataclass(frozen=True)
 class Unfinished:
-    instance_uuid: str
-    kind: str            # "build", "terminate", "power" or "resize"
+    """Work found interrupted: the message that redoes it, and the request it belongs to."""
+
+    msg: Redo
     request_id: str
-    power: PowerAction | None = None
-    resize: ResizeStep | None = None
+
+    @property
+    def instance_uuid(self) -> str:
+        return self.msg.instance_uuid
 
 
 def _uuid_name(name: str) -> str | None:
@@ -124,25 +135,37 @@ async def unfinished(host: Host) -> list[Unfinished]:
     """Builds and deletes a restart interrupted on this host, in the order they were asked."""
     work = []
     for row in await host.pool.fetch(Q.unfinished_on_host, host.name):
-        kind = {"deleting": "terminate", "rebuilding": "rebuild"}.get(row["task_state"], "build")
+        instance_uuid = str(row["uuid"])
+        msg: Redo
+        if row["task_state"] == TaskState.DELETING:
+            msg = TerminateInstance(instance_uuid=instance_uuid)
+        elif row["task_state"] == TaskState.REBUILDING:
+            msg = RebuildInstance(instance_uuid=instance_uuid)
+        else:
+            msg = BuildAndRunInstance(instance_uuid=instance_uuid, node=host.node_uuid)
         # Events go under the action the user started; a row without one still gets done.
-        request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
-        work.append(Unfinished(str(row["uuid"]), kind, request_id))
+        work.append(Unfinished(msg, row["request_id"] or f"req-{uuidlib.uuid4()}"))
     return work
 
 
-async def still_unfinished(host: Host, item: Unfinished) -> bool:
-    """Whether `item` (a build, delete, rebuild or power action found unfinished on this host)
-    still is: its instance is still here, in the state that work leaves behind unfinished."""
-    row = await host.pool.fetchrow(IQ.get, item.instance_uuid)
+async def still_unfinished(host: Host, msg: Redo) -> bool:
+    """Whether the work `msg` redoes (a build, delete, rebuild or power action found
+    unfinished on this host) still is unfinished: its instance is still here, in the state
+    that work leaves behind unfinished."""
+    row = await host.pool.fetchrow(IQ.get, msg.instance_uuid)
     if row is None or row["host"] != host.name:
         return False
     task_state = row["task_state"]
-    if item.kind == "build":
-        return row["vm_state"] == "building" and task_state not in ("deleting", "rebuilding")
-    if item.kind == "power":
-        return item.power is not None and task_state == item.power.task_state
-    return task_state == {"terminate": "deleting", "rebuild": "rebuilding"}.get(item.kind)
+    if isinstance(msg, BuildAndRunInstance):
+        return row["vm_state"] == VmState.BUILDING and task_state not in (TaskState.DELETING,
+                                                                          TaskState.REBUILDING)
+    if isinstance(msg, PowerAction):
+        return task_state == msg.task_state
+    if isinstance(msg, TerminateInstance):
+        return task_state == TaskState.DELETING
+    if isinstance(msg, RebuildInstance):
+        return task_state == TaskState.REBUILDING
+    return False  # a resize step: only a start redoes those
 
 
 async def interrupted_power_actions(host: Host) -> list[Unfinished]:
@@ -152,14 +175,15 @@ async def interrupted_power_actions(host: Host) -> list[Unfinished]:
         op, kind = _BY_TASK_STATE[row["task_state"]]
         instance_uuid = str(row["uuid"])
         request_id = row["request_id"] or f"req-{uuidlib.uuid4()}"
-        work.append(Unfinished(instance_uuid, "power", request_id,
-                               PowerAction(instance_uuid=instance_uuid, action=op, reboot_type=kind)))
+        work.append(Unfinished(PowerAction(instance_uuid=instance_uuid, action=op, reboot_type=kind), request_id))
     return work
 
 
 # task_state → the resize step that redoes it (confirming is the migration's status)
-_RESIZE_STEPS = {"resize_migrating": ResizeStepName.RESIZE, "resize_migrated": ResizeStepName.RESIZE,
-                 "resize_finish": ResizeStepName.FINISH, "resize_reverting": ResizeStepName.REVERT,
+_RESIZE_STEPS = {TaskState.RESIZE_MIGRATING: ResizeStepName.RESIZE,
+                 TaskState.RESIZE_MIGRATED: ResizeStepName.RESIZE,
+                 TaskState.RESIZE_FINISH: ResizeStepName.FINISH,
+                 TaskState.RESIZE_REVERTING: ResizeStepName.REVERT,
                  "confirming": ResizeStepName.CONFIRM}
 
 
@@ -170,6 +194,5 @@ async def interrupted_resizes(host: Host) -> list[Unfinished]:
         instance_uuid = str(row["uuid"])
         step = ResizeStep(instance_uuid=instance_uuid, migration_uuid=str(row["migration_uuid"]),
                           step=_RESIZE_STEPS[row["task_state"]])
-        work.append(Unfinished(instance_uuid, "resize", row["request_id"] or f"req-{uuidlib.uuid4()}",
-                               resize=step))
+        work.append(Unfinished(step, row["request_id"] or f"req-{uuidlib.uuid4()}"))
     return work

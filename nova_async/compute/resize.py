@@ -35,6 +35,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.states import PowerState, TaskState, VmState
 from nova_async.compute import disks
 from nova_async.compute.build import BootFiles, Flavor, boot_files, tap_name
 from nova_async.compute.client import ComputeClient
@@ -49,7 +50,7 @@ from nova_async.scheduler.messages import RequestSpec
 log = structlog.get_logger("compute.resize")
 MQ = queries("migrations")
 
-_RESIZING = ["resize_prep", "resize_migrating", "resize_migrated", "resize_finish"]
+_RESIZING = [TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED, TaskState.RESIZE_FINISH]
 
 
 async def run_step(host: Host, msg: ResizeStep, request_id: str) -> None:
@@ -118,7 +119,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     if row["host"] != host.name or migration["source_compute"] != host.name:
         log.warning("resize step skipped: not the source host", instance_host=row["host"])
         return
-    if await host.pool.fetchrow(MQ.resize_task, uuid, "resize_migrating", _RESIZING[:3]) is None:
+    if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_MIGRATING, _RESIZING[:3]) is None:
         log.info("resize skipped", task_state=row["task_state"])
         return
     await host.pool.execute(MQ.set_migration_status, mig, "migrating", ["pre-migrating", "migrating",
@@ -134,7 +135,8 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             await disks.resize_disks(host.instances_root, uuid, root_gb=new.root_gb,
                                      ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap_mb)
             await host.hypervisor.remove(name)
-        if await host.pool.fetchrow(MQ.resize_task, uuid, "resize_migrated", ["resize_migrating"]) is None:
+        if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_MIGRATED,
+                                    [TaskState.RESIZE_MIGRATING]) is None:
             return  # deleted meanwhile: the delete removes what there is
         await host.pool.execute(MQ.set_migration_status, mig, "post-migrating", ["migrating"])
     except Exception as exc:
@@ -154,11 +156,11 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     if claimed is None:
         log.info("finish skipped", task_state=row["task_state"])
         return
-    running = migration["old_vm_state"] == "active"
+    running = migration["old_vm_state"] == VmState.ACTIVE
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_finish_resize", host.name):
             await _place_guest(host, claimed, Flavor.from_row(new_flavor), running=running)
-        power = instances.RUNNING if running else instances.SHUTDOWN
+        power = PowerState.RUNNING if running else PowerState.SHUTDOWN
         if await host.pool.fetchval(MQ.set_resized, uuid, power) is None:
             return
         await host.pool.execute(MQ.set_migration_status, mig, "finished", ["post-migrating"])
@@ -186,7 +188,7 @@ async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, r
 
 async def _revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, request_id: str) -> None:
     uuid, mig = str(row["uuid"]), str(migration["uuid"])
-    if row["task_state"] != "resize_reverting" or row["host"] != host.name:
+    if row["task_state"] != TaskState.RESIZE_REVERTING or row["host"] != host.name:
         log.info("revert skipped", task_state=row["task_state"], instance_host=row["host"])
         return
     try:
@@ -200,12 +202,12 @@ async def _revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
 
 async def _finish_revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, request_id: str) -> None:
     uuid, mig = str(row["uuid"]), str(migration["uuid"])
-    if row["task_state"] != "resize_reverting" or migration["source_compute"] != host.name:
+    if row["task_state"] != TaskState.RESIZE_REVERTING or migration["source_compute"] != host.name:
         log.info("finish_revert skipped", task_state=row["task_state"])
         return
     failed = migration["status"] == "error"   # a roll-back, not the user's revert
     old_flavor = migration["old_flavor"]
-    running = migration["old_vm_state"] == "active"
+    running = migration["old_vm_state"] == VmState.ACTIVE
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_finish_revert_resize", host.name):
             await disks.restore_after_revert(host.instances_root, uuid)
@@ -214,7 +216,7 @@ async def _finish_revert(host: Host, row: asyncpg.Record, migration: asyncpg.Rec
             await _place_guest(host, row, Flavor.from_row(old_flavor), running=running)
             await host.pool.execute(MQ.set_reverted, uuid, host.name, migration["source_node"], old_flavor,
                                     migration["old_request_spec"], migration["old_vm_state"],
-                                    instances.RUNNING if running else instances.SHUTDOWN)
+                                    PowerState.RUNNING if running else PowerState.SHUTDOWN)
             if not failed:
                 await host.pool.execute(MQ.set_migration_status, mig, "reverted", ["reverting"])
     except Exception as exc:
@@ -245,7 +247,7 @@ async def _roll_back(host: Host, uuid: str, migration: asyncpg.Record, request_i
     mig = str(migration["uuid"])
     await host.pool.execute(MQ.set_migration_status, mig, "error",
                             ["pre-migrating", "migrating", "post-migrating", "finished"])
-    if await host.pool.fetchrow(MQ.resize_task, uuid, "resize_reverting", _RESIZING) is None:
+    if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_REVERTING, _RESIZING) is None:
         return  # deleted meanwhile
     await host.notify("instance.resize.error", uuid, reason=reason)
     # The revert starts where the instance is recorded now (the destination once finish

@@ -28,8 +28,10 @@ import asyncio
 import contextlib
 import functools
 import uuid as uuidlib
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import structlog
@@ -62,7 +64,6 @@ from nova_async.compute.simhosts import host_specs
 from nova_async.compute.terminate import terminate
 from nova_async.compute.workers import InstanceWorkers
 from nova_async.role import Deps, Role
-from nova_async.scheduler.messages import Destination
 
 log = structlog.get_logger("compute")
 
@@ -70,15 +71,29 @@ LIBVIRT_THREADS = 8        # concurrent blocking libvirt calls against a daemon
 RECOVERY_CONCURRENCY = 8   # interrupted builds/deletes/power actions redone at once per host
 
 
+class SyncPowerState(msgspec.Struct, frozen=True, kw_only=True):
+    """Bring the instance's recorded power state in line with its guest (lifecycle.py). Queued
+    by the role itself, on libvirt's events and periodically; never sent on the bus."""
+
+    instance_uuid: str
+
+
 @dataclass(frozen=True)
 class Job:
-    kind: str              # "build", "terminate", "power", "rebuild", "resize", "snapshot", or "sync"
+    """One piece of an instance's queued work: the message that asks for it, the request it
+    belongs to, and whether it is work found unfinished after an outage (it then runs only
+    if it still is when its turn comes: the job in front may have finished it)."""
+
+    msg: Message | SyncPowerState
     request_id: str
-    power: PowerAction | None = None
-    alternates: tuple[Destination, ...] = ()   # a build's other hosts, for a reschedule
-    resize: ResizeStep | None = None
-    image_id: str = ""     # a snapshot's
-    resumed: recovery.Unfinished | None = None   # "resume": work found unfinished after an outage
+    resumed: bool = False
+
+
+# A message's handler gets the host whose topic it came on, and the request id it runs under.
+HostHandler = Callable[[Host, Any, str], Awaitable[Message | None]]
+
+# Reads of a running guest: answered at once, outside the instance's queue.
+_READS = (GetConsoleOutput, GetConsoleEndpoint, GetDiagnostics)
 
 
 class ComputeRole(Role):
@@ -89,6 +104,21 @@ class ComputeRole(Role):
         super().__init__(deps)
         self.hosts: dict[str, Host] = {}  # by host name; tests look at their hypervisors
         self.events = False               # libvirt lifecycle events reach this role
+        # As in every role, by message type; but each host serves a topic of its own, so a
+        # handler also gets the host (and the request id: most run later, from a queue).
+        self.handlers: dict[type, HostHandler] = {
+            BuildAndRunInstance: lambda host, m, rid: build_and_run(host, m.instance_uuid, rid,
+                                                                    list(m.alternates)),
+            TerminateInstance: lambda host, m, rid: terminate(host, m.instance_uuid, rid),
+            PowerAction: change_power,
+            RebuildInstance: lambda host, m, rid: rebuild(host, m.instance_uuid, rid),
+            ResizeStep: resize.run_step,
+            SnapshotInstance: lambda host, m, rid: snapshot.snapshot(host, m.instance_uuid, m.image_id, rid),
+            SyncPowerState: lambda host, m, _: lifecycle.sync(host, m.instance_uuid),
+            GetConsoleOutput: lambda host, m, _: console_output(host, m),
+            GetConsoleEndpoint: lambda host, m, _: console_endpoint(host, m),
+            GetDiagnostics: lambda host, m, _: diagnostics(host, m),
+        }
 
     async def run(self) -> None:
         specs = host_specs(self.settings)
@@ -184,7 +214,7 @@ class ComputeRole(Role):
             try:
                 for step, request_id in await resize.due_for_confirm(host, window):
                     if not workers.closed:
-                        workers.submit(step.instance_uuid, Job("resize", request_id, resize=step))
+                        workers.submit(step.instance_uuid, Job(step, request_id))
             except Exception:
                 log.exception("confirming resizes failed; trying again next time")
 
@@ -192,7 +222,7 @@ class ComputeRole(Role):
     def _sync_soon(workers: InstanceWorkers[Job], instance_uuid: str) -> None:
         """Queue a power-state sync behind whatever the instance is doing."""
         if not workers.closed:
-            workers.submit(instance_uuid, Job("sync", ""))
+            workers.submit(instance_uuid, Job(SyncPowerState(instance_uuid=instance_uuid), ""))
 
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
@@ -201,18 +231,17 @@ class ComputeRole(Role):
                 + await recovery.interrupted_resizes(host))
         if not work:
             return
-        log.info("resuming interrupted work", builds=sum(w.kind == "build" for w in work),
-                 deletes=sum(w.kind == "terminate" for w in work),
-                 power_actions=sum(w.kind == "power" for w in work),
-                 resizes=sum(w.kind == "resize" for w in work))
+        log.info("resuming interrupted work", builds=sum(isinstance(w.msg, BuildAndRunInstance) for w in work),
+                 deletes=sum(isinstance(w.msg, TerminateInstance) for w in work),
+                 power_actions=sum(isinstance(w.msg, PowerAction) for w in work),
+                 resizes=sum(isinstance(w.msg, ResizeStep) for w in work))
         slots = asyncio.Semaphore(RECOVERY_CONCURRENCY)
 
         async def redo(item: recovery.Unfinished) -> None:
             async with slots:
                 with structlog.contextvars.bound_contextvars(instance_uuid=item.instance_uuid):
                     try:
-                        await self._handle(host, item.instance_uuid,
-                                           Job(item.kind, item.request_id, item.power, resize=item.resize))
+                        await self._handle(host, item.instance_uuid, Job(item.msg, item.request_id))
                     except Exception:
                         log.exception("recovery of an instance failed")
 
@@ -230,69 +259,23 @@ class ComputeRole(Role):
             log.info("queueing work the database outage may have interrupted", instances=len(work))
         for item in work:
             if not workers.closed:
-                workers.submit(item.instance_uuid, Job("resume", item.request_id, resumed=item))
+                workers.submit(item.instance_uuid, Job(item.msg, item.request_id, resumed=True))
 
     async def _on_message(self, host: Host, workers: InstanceWorkers[Job], msg: Message,
                           context: RequestContext | None) -> Message | None:
-        if isinstance(msg, GetConsoleOutput):
-            instance_uuid = canonical_uuid(msg.instance_uuid)
-            with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
-                return await console_output(host, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
-        if isinstance(msg, (GetConsoleEndpoint, GetDiagnostics)):
-            return await self._inspect(host, msg)
-        if not isinstance(msg, (BuildAndRunInstance, TerminateInstance, PowerAction, RebuildInstance, ResizeStep,
-                                SnapshotInstance)):
+        handler = self.handlers.get(type(msg))
+        if handler is None:
             raise errors.InvalidInput(f"compute cannot handle {type(msg).__name__}")
-        instance_uuid = canonical_uuid(msg.instance_uuid)
+        msg = msgspec.structs.replace(msg, instance_uuid=canonical_uuid(msg.instance_uuid))
+        if isinstance(msg, _READS):
+            with structlog.contextvars.bound_contextvars(instance_uuid=msg.instance_uuid):
+                return await handler(host, msg, "")
         request_id = (context.request_id if context else "") or f"req-{uuidlib.uuid4()}"
-        if isinstance(msg, PowerAction):
-            job = Job("power", request_id, msgspec.structs.replace(msg, instance_uuid=instance_uuid))
-        elif isinstance(msg, BuildAndRunInstance):
-            job = Job("build", request_id, alternates=tuple(msg.alternates))
-        elif isinstance(msg, RebuildInstance):
-            job = Job("rebuild", request_id)
-        elif isinstance(msg, ResizeStep):
-            job = Job("resize", request_id, resize=msgspec.structs.replace(msg, instance_uuid=instance_uuid))
-        elif isinstance(msg, SnapshotInstance):
-            job = Job("snapshot", request_id, image_id=msg.image_id)
-        else:
-            job = Job("terminate", request_id)
-        workers.submit(instance_uuid, job)
+        workers.submit(msg.instance_uuid, Job(msg, request_id))
         return None
 
-    @staticmethod
-    async def _handle(host: Host, instance_uuid: str, job: Job) -> None:
-        if job.kind == "resume":
-            item = job.resumed
-            assert item is not None
-            if await recovery.still_unfinished(host, item):
-                await ComputeRole._handle(host, instance_uuid, Job(item.kind, item.request_id, item.power))
+    async def _handle(self, host: Host, instance_uuid: str, job: Job) -> None:
+        if job.resumed and not await recovery.still_unfinished(host, job.msg):
             return
         with structlog.contextvars.bound_contextvars(request_id=job.request_id):
-            if job.kind == "build":
-                await build_and_run(host, instance_uuid, job.request_id, list(job.alternates))
-            elif job.kind == "power":
-                assert job.power is not None
-                await change_power(host, job.power, job.request_id)
-            elif job.kind == "sync":
-                await lifecycle.sync(host, instance_uuid)
-            elif job.kind == "rebuild":
-                await rebuild(host, instance_uuid, job.request_id)
-            elif job.kind == "resize":
-                assert job.resize is not None
-                await resize.run_step(host, job.resize, job.request_id)
-            elif job.kind == "snapshot":
-                await snapshot.snapshot(host, instance_uuid, job.image_id, job.request_id)
-            else:
-                await terminate(host, instance_uuid, job.request_id)
-
-    @staticmethod
-    async def _inspect(host: Host, msg: GetConsoleEndpoint | GetDiagnostics) -> Message:
-        """Reads of a running guest (where its consoles listen, its statistics): answered at
-        once, outside the instance's queue, like the console log."""
-        instance_uuid = canonical_uuid(msg.instance_uuid)
-        msg = msgspec.structs.replace(msg, instance_uuid=instance_uuid)
-        with structlog.contextvars.bound_contextvars(instance_uuid=instance_uuid):
-            if isinstance(msg, GetConsoleEndpoint):
-                return await console_endpoint(host, msg)
-            return await diagnostics(host, msg)
+            await self.handlers[type(job.msg)](host, job.msg, job.request_id)

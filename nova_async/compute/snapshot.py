@@ -24,6 +24,7 @@ from pathlib import Path
 
 import structlog
 
+from nova_async.common.states import TaskState
 from nova_async.compute import disks
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
@@ -33,7 +34,7 @@ from nova_async.db.queries import queries
 log = structlog.get_logger("compute.snapshot")
 MQ = queries("migrations")
 
-_SNAPSHOT_TASKS = ["image_snapshot", "image_pending_upload", "image_uploading"]
+_SNAPSHOT_TASKS = [TaskState.IMAGE_SNAPSHOT, TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_UPLOADING]
 
 
 def _target(host: Host, instance_uuid: str, image_id: str) -> Path:
@@ -43,7 +44,7 @@ def _target(host: Host, instance_uuid: str, image_id: str) -> Path:
 
 async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: str) -> None:
     row = await host.pool.fetchrow(instances.Q.get, instance_uuid)
-    if row is None or row["host"] != host.name or row["task_state"] != "image_snapshot":
+    if row is None or row["host"] != host.name or row["task_state"] != TaskState.IMAGE_SNAPSHOT:
         log.info("snapshot skipped", task_state=row["task_state"] if row else None)
         await _abandon(host, instance_uuid, image_id, request_id, "the server changed before it could be taken")
         return
@@ -53,8 +54,8 @@ async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: st
         async with instances.event(host.pool, instance_uuid, request_id, "compute_snapshot_instance", host.name):
             async with _quiesced(host, instance_uuid):
                 await disks.snapshot_root(host.instances_root, instance_uuid, target)
-            await _task(host, instance_uuid, "image_pending_upload", "image_snapshot")
-            await _task(host, instance_uuid, "image_uploading", "image_pending_upload")
+            await _task(host, instance_uuid, TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+            await _task(host, instance_uuid, TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
             image = await host.image.upload_file(image_id, str(target))
     except Exception as exc:
         log.error("snapshot failed", reason=describe(exc), image_id=image_id)
@@ -70,7 +71,7 @@ async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: st
     await host.notify("instance.snapshot.end", instance_uuid, image_id=image_id)
 
 
-async def _task(host: Host, instance_uuid: str, new: str, old: str) -> None:
+async def _task(host: Host, instance_uuid: str, new: TaskState, old: TaskState) -> None:
     if await host.pool.fetchrow(MQ.resize_task, instance_uuid, new, [old]) is None:
         raise SnapshotAbandoned("the server was deleted during the snapshot")
 

@@ -21,7 +21,6 @@ from nova_async.db.queries import queries
 
 log = structlog.get_logger("compute.terminate")
 Q = queries("compute")
-GQ = queries("server_groups")
 
 
 async def teardown(host: Host, instance_uuid: str, *, keep_allocations: bool = False) -> list[str]:
@@ -74,8 +73,7 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
             problems = await teardown(host, instance_uuid)
             if problems:
                 raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
-            await host.pool.fetchval(IQ.mark_deleted, instance_uuid)
-            await host.api_pool.execute(GQ.drop_member, instance_uuid)
+            await instances.mark_deleted(host.pool, host.api_pool, instance_uuid)
     except Exception as exc:
         log.error("terminate failed", error=describe(exc))
         # As in Nova: ERROR with the reason; deleting again retries every step.

@@ -24,6 +24,7 @@ import structlog
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.states import TaskState
 from nova_async.compute.client import ComputeClient
 from nova_async.compute.messages import ResizeStepName
 from nova_async.conductor.messages import ResizeInstance
@@ -85,7 +86,7 @@ class Resizer:
         db = cell.pool
         row = await db.fetchrow(IQ.get, uuid)
         migration = await db.fetchrow(MQ.get_migration, mig_uuid)
-        if row is None or migration is None or row["task_state"] != "resize_prep" \
+        if row is None or migration is None or row["task_state"] != TaskState.RESIZE_PREP \
                 or migration["status"] != "pre-migrating":
             log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
                      migration_status=migration and migration["status"])
@@ -118,7 +119,7 @@ class Resizer:
         await db.execute(IQ.add_fault, uuid, code, f"Resize failed: {reason}"[:1000],
                          "".join(traceback.format_exception(exc))[:10000], None)
         await db.execute(MQ.set_migration_status, mig_uuid, "error", ["pre-migrating"])
-        await db.execute(MQ.release_resize, uuid, ["resize_prep"])
+        await db.execute(MQ.release_resize, uuid, [TaskState.RESIZE_PREP])
         await instances.finish_action(db, uuid, request_id, "Error")
 
     async def resume(self, cast) -> None:

@@ -21,6 +21,7 @@ import structlog
 
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
+from nova_async.common.states import TaskState, VmState
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances
@@ -114,9 +115,9 @@ class ConductorRole(Role):
                                          [u for u in instance_uuids if u in self._scheduling],
                                          SELECT_EVENT):
             found.add(str(row["uuid"]))
-            if row["task_state"] == "deleting":
+            if row["task_state"] == TaskState.DELETING:
                 await self._finish_delete(cell.pool, str(row["uuid"]))
-            elif row["vm_state"] == "building" and row["host"] is None and str(row["uuid"]) not in self._scheduling:
+            elif row["vm_state"] == VmState.BUILDING and row["host"] is None and str(row["uuid"]) not in self._scheduling:
                 rows.append(row)
             elif row["event_id"] is not None:
                 # Another copy of the request took it up while the statement ran: these steps
@@ -190,7 +191,7 @@ class ConductorRole(Role):
             row = await conn.fetchrow(Q.get_for_update, uuid)
             if row is None:
                 return
-            deleting = row["task_state"] == "deleting"
+            deleting = row["task_state"] == TaskState.DELETING
             if not deleting:
                 await instances.set_error(conn, uuid, message, code=500)
                 await instances.finish_action(conn, uuid, request_id)
@@ -208,10 +209,10 @@ class ConductorRole(Role):
         row = await cell.pool.fetchrow(Q.get, uuid) if cell else None
         if row is None:
             return None
-        if row["task_state"] == "deleting":
+        if row["task_state"] == TaskState.DELETING:
             await self._finish_delete(cell.pool, uuid)
             return None
-        if row["vm_state"] != "building" or row["host"] is not None or uuid in self._scheduling:
+        if row["vm_state"] != VmState.BUILDING or row["host"] is not None or uuid in self._scheduling:
             log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
             return None
         self._scheduling.add(uuid)
@@ -259,9 +260,7 @@ class ConductorRole(Role):
         return None
 
     async def _finish_delete(self, db, uuid: str) -> None:
-        await self.placement.delete_allocations(uuid)
-        await db.execute(Q.mark_deleted, uuid)
-        await self.pool.execute(GQ.drop_member, uuid)
+        await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
 
     async def _resume_unscheduled(self) -> None:

@@ -10,21 +10,20 @@ import contextlib
 import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.common.states import VmState
 from nova_async.db.coalesce import Coalesced
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 log = structlog.get_logger("instances")
 Q = queries("instances")
-
-# Nova's power_state values.
-NOSTATE, RUNNING, PAUSED, SHUTDOWN, CRASHED, SUSPENDED = 0, 1, 3, 4, 6, 7
+GQ = queries("server_groups")
 
 _ANY = object()  # set_state without a compare-and-swap on task_state
 # Steps that many instances reach at once (a burst of boots) are recorded together.
@@ -52,7 +51,29 @@ async def set_error(db, uuid: str, message: str, *, host: str | None = None, cod
     """ERROR with a fault that says why (shown as the server's `fault`)."""
     async with _tx(db) as conn:
         await conn.execute(Q.add_fault, uuid, code, message[:1000], details[:10000], host)
-        await conn.execute(Q.set_state, uuid, "error", None, None, False, None)
+        await conn.execute(Q.set_state, uuid, VmState.ERROR, None, None, False, None)
+
+
+class Allocations(Protocol):
+    """The placement client, as far as a delete needs it (db/ may not import a role)."""
+
+    async def delete_allocations(self, consumer_uuid: str) -> None: ...
+
+
+async def mark_deleted(db, api_db: Pool, uuid: str) -> None:
+    """The last step of every delete, once nothing is held for the instance any more: its row
+    marked deleted in its cell (`db`), its server-group membership (in the API database)
+    dropped."""
+    await db.execute(Q.mark_deleted, uuid)
+    await api_db.execute(GQ.drop_member, uuid)
+
+
+async def finish_unhosted_delete(db, api_db: Pool, placement: Allocations, uuid: str) -> None:
+    """Finish the delete of an instance that never got a host (never scheduled, scheduling
+    failed, or deleted while being scheduled): the only thing it may hold is a placement
+    claim. The API and the conductor both end such a delete here."""
+    await placement.delete_allocations(uuid)
+    await mark_deleted(db, api_db, uuid)
 
 
 async def fault(db, uuid: str) -> asyncpg.Record | None:
