@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.api import (
+from nova_async.api import faults, microversion, remote_consoles
+from nova_async.api.handlers import (
     aggregates,
     availability_zones,
-    faults,
+    console_proxy,
+    diagnostics,
     flavors,
     instance_actions,
     keypairs,
-    microversion,
+    os_migrations,
     os_services,
     quota_sets,
     server_actions,
@@ -20,8 +22,6 @@ from nova_async.api import (
     servers,
     versions,
 )
-from nova_async.api import console_proxy, diagnostics, remote_consoles
-from nova_async.api import os_migrations
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import web as w
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from nova_async.api import flavor_store, keypairs, quotas, server_groups
+from nova_async.api import flavor_store, quotas
+from nova_async.api.handlers import keypairs, server_groups
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext

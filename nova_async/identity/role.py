@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.identity import http, revocations, store, versions
+from nova_async.identity import revocations, routes, store
+from nova_async.identity.handlers import versions
 from nova_async.role import Role
 
 
@@ -13,7 +14,7 @@ class IdentityRole(Role):
     name = "identity"
 
     def http(self) -> tuple[str, web.Application]:
-        return "/v3", http.build(self.deps)
+        return "/v3", routes.build(self.deps)
 
     def root_routes(self) -> list[web.RouteDef]:
         return [web.get("/", versions.list_versions(self.settings))]

@@ -29,8 +29,9 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.api import keypairs, microversion, quotas, server_resize, server_views
-from nova_async.api import lookup, remote_consoles, servers
+from nova_async.api import microversion, quotas, server_resize, server_views
+from nova_async.api import lookup, remote_consoles
+from nova_async.api.handlers import keypairs, servers
 from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common import web as w
-from nova_async.identity import auth, projects, roles, users, versions
+from nova_async.identity.handlers import auth, projects, roles, users, versions
 from nova_async.identity.views import DEPS
 from nova_async.role import Deps
 
