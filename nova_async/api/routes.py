@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.api import faults, microversion, remote_consoles
+from nova_async.api import faults, microversion
 from nova_async.api.handlers import (
     aggregates,
     availability_zones,
@@ -16,12 +16,14 @@ from nova_async.api.handlers import (
     os_migrations,
     os_services,
     quota_sets,
+    remote_consoles,
     server_actions,
     server_groups,
     server_meta,
     servers,
     versions,
 )
+from nova_async.api.remote_consoles import SERIAL_PATH, VNC_PATH
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import web as w
 
@@ -99,8 +101,8 @@ def build(state: ApiState) -> web.Application:
         web.post(V + "/servers/{server_id}/remote-consoles", remote_consoles.create_remote_console),
         web.get(V + "/servers/{server_id}/diagnostics", diagnostics.show_diagnostics),
         # The console proxy (WebSockets, token in the query) and the noVNC client's files.
-        web.get(remote_consoles.SERIAL_PATH, console_proxy.serial_console),
-        web.get(remote_consoles.VNC_PATH, console_proxy.vnc_console),
+        web.get(SERIAL_PATH, console_proxy.serial_console),
+        web.get(VNC_PATH, console_proxy.vnc_console),
         web.get("/console/novnc/{path:.*}", console_proxy.novnc_file),
         web.get(V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
         web.get(V + "/servers/{server_id}/os-instance-actions/{request_id}",

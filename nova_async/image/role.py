@@ -14,9 +14,9 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.image import routes, store, views
 from nova_async.image import messages as m
-from nova_async.image.state import ImageApi
 from nova_async.image.blobs import ImageFiles
 from nova_async.image.client import TOPIC
+from nova_async.image.state import ImageApi
 from nova_async.role import Deps, Role
 
 

@@ -10,8 +10,8 @@ from aiohttp import web
 from nova_async.common.context import RequestContext
 from nova_async.network import instance_ports, routes
 from nova_async.network import messages as m
-from nova_async.network.handlers.common import NetworkApi
 from nova_async.network.client import TOPIC
+from nova_async.network.state import NetworkApi
 from nova_async.role import Deps, Role
 
 
