@@ -76,7 +76,7 @@ async def open_console(state: ApiState, ctx: RequestContext, server_id: str, pro
     return console_url(state.base_url, served, token)
 
 
-# --- before 2.6: server actions (rows of handlers/server_actions.ACTIONS) ----------------------------
+# --- before 2.6: server actions (rows of handlers/server_actions.ACTIONS) -------------------
 
 def _type_only(*types: str) -> dict[str, Any]:
     return {"type": "object", "required": ["type"], "additionalProperties": False,
