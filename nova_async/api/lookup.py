@@ -1,8 +1,11 @@
 """Finding the server a request names: in the cell its mapping points to, and only if the
 caller may see it. Everything else answers Nova's 404, so that a server of another project
-looks exactly like one that does not exist."""
+looks exactly like one that does not exist. And a found server as show, update and rebuild
+answer it (handlers/servers.py, handlers/server_actions.py)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import asyncpg
 
@@ -14,6 +17,8 @@ from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
+Q = queries("servers")
+GQ = queries("server_groups")
 
 
 def not_found(server_id: str) -> errors.NotFound:
@@ -41,3 +46,14 @@ async def _find(state: ApiState, uuid: str, query: str) -> tuple[Pool, asyncpg.R
         if row is not None:
             return cell.pool, row
     return None
+
+
+async def shown(state: ApiState, pool: Pool, uuid: str) -> dict[str, Any] | None:
+    """A server as show, update and rebuild answer it: its row, latest fault and groups."""
+    row = await pool.fetchrow(Q.get_with_fault, uuid)
+    return None if row is None else await with_groups(state, row)
+
+
+async def with_groups(state: ApiState, row: asyncpg.Record) -> dict[str, Any]:
+    """The row with (2.71) the server groups it belongs to, which the API database keeps."""
+    return {**row, "server_groups": await state.pool.fetchval(GQ.groups_of_array, row["uuid"])}

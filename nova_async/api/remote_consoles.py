@@ -1,7 +1,7 @@
 """Remote consoles: a URL through which a browser or a WebSocket client reaches a guest.
 
-`POST /servers/{id}/remote-consoles` (2.6+) takes a protocol and a type, and answers the
-URL; before 2.6 the same came from the server actions `os-getVNCConsole`,
+`POST /servers/{id}/remote-consoles` (2.6+, handlers/remote_consoles.py) takes a protocol and
+a type, and answers the URL; before 2.6 the same came from the server actions `os-getVNCConsole`,
 `os-getSerialConsole`, `os-getSPICEConsole` and `os-getRDPConsole`, whose type alone names
 the protocol. What is served: `serial` (a WebSocket relayed to the guest's serial port)
 and `vnc`/`novnc` (the noVNC page, whose WebSocket is relayed to the guest's VNC screen).
@@ -21,8 +21,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from nova_async.api import console_tokens, lookup, microversion
-from nova_async.api.state import STATE, ApiState
+from nova_async.api import console_tokens, lookup
+from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.states import TaskState, VmState
 from nova_async.common import web as w
@@ -47,19 +47,6 @@ _OPEN_STATES = frozenset({VmState.ACTIVE, VmState.PAUSED})
 _BUSY_TASKS = frozenset({TaskState.DELETING, TaskState.MIGRATING, TaskState.RESIZE_MIGRATING})
 
 
-def _schema(protocols: list[str], types: list[str]):
-    return w.validator({
-        "type": "object", "required": ["remote_console"], "additionalProperties": False,
-        "properties": {"remote_console": {
-            "type": "object", "required": ["protocol", "type"], "additionalProperties": False,
-            "properties": {"protocol": {"enum": protocols}, "type": {"enum": types}}}}})
-
-
-_SCHEMA_26 = _schema(["vnc", "spice", "rdp", "serial"], ["novnc", "xvpvnc", "rdp-html5", "spice-html5", "serial"])
-_SCHEMA_28 = _schema(["vnc", "spice", "rdp", "serial", "mks"],
-                     ["novnc", "xvpvnc", "rdp-html5", "spice-html5", "serial", "webmks"])
-
-
 def console_url(base_url: str, console_type: str, token: str) -> str:
     if console_type == console_tokens.SERIAL:
         ws_base = "ws" + base_url.removeprefix("http") if base_url.startswith("http") else base_url
@@ -69,7 +56,7 @@ def console_url(base_url: str, console_type: str, token: str) -> str:
     return f"{base_url}{MOUNT}{NOVNC_PAGE}?path={path}"
 
 
-async def _open(state: ApiState, ctx: RequestContext, server_id: str, protocol: str, console_type: str) -> str:
+async def open_console(state: ApiState, ctx: RequestContext, server_id: str, protocol: str, console_type: str) -> str:
     """The checks Nova makes, in its order, then a token and its URL."""
     db, row = await lookup.visible_instance(state, ctx, server_id)
     uuid = str(row["uuid"])
@@ -90,18 +77,7 @@ async def _open(state: ApiState, ctx: RequestContext, server_id: str, protocol: 
     return console_url(state.base_url, served, token)
 
 
-async def create_remote_console(request: web.Request) -> web.Response:
-    version = microversion.of(request)
-    if version < Version(2, 6):
-        raise errors.NotFound("The resource could not be found.")
-    body = await w.read_json(request, _SCHEMA_28 if version >= Version(2, 8) else _SCHEMA_26)
-    wanted = body["remote_console"]
-    url = await _open(request.app[STATE], w.context(request), request.match_info["server_id"],
-                      wanted["protocol"], wanted["type"])
-    return w.dump({"remote_console": {"protocol": wanted["protocol"], "type": wanted["type"], "url": url}})
-
-
-# --- before 2.6: server actions (rows of server_actions.ACTIONS) ----------------------------
+# --- before 2.6: server actions (rows of handlers/server_actions.ACTIONS) -------------------
 
 def _type_only(*types: str) -> dict[str, Any]:
     return {"type": "object", "required": ["type"], "additionalProperties": False,
@@ -122,5 +98,5 @@ async def legacy_console(state: ApiState, ctx: RequestContext, uuid: str, value:
     if version >= Version(2, 6):   # replaced by remote-consoles, as in Nova
         raise errors.NotFound("The resource could not be found.")
     console_type = value["type"]
-    url = await _open(state, ctx, uuid, _PROTOCOL_OF[console_type], console_type)
+    url = await open_console(state, ctx, uuid, _PROTOCOL_OF[console_type], console_type)
     return w.dump({"console": {"type": console_type, "url": url}})

@@ -30,4 +30,4 @@ class ComputeApiRole(Role):
         state = ApiState(settings=self.settings, pool=self.pool, cells=self.cells, images=ImageClient(bus),
                          networks=NetworkClient(bus), conductor=ConductorClient(bus),
                          compute=ComputeClient(bus), placement=PlacementClient(bus))
-        return "/compute", routes.build(state)
+        return "/compute", routes.build_app(state)

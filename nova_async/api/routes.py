@@ -4,106 +4,113 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.api import (
+from nova_async.api import faults, microversion
+from nova_async.api.handlers import (
     aggregates,
     availability_zones,
-    faults,
+    console_proxy,
+    diagnostics,
     flavors,
     instance_actions,
     keypairs,
-    microversion,
+    os_migrations,
     os_services,
     quota_sets,
+    remote_consoles,
     server_actions,
     server_groups,
     server_meta,
     servers,
     versions,
 )
-from nova_async.api import console_proxy, diagnostics, remote_consoles
-from nova_async.api import os_migrations
+from nova_async.api.remote_consoles import SERIAL_PATH, VNC_PATH
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import web as w
 
 V = "/v2.1"
 
+ROUTES = [
+    ("GET", "", versions.list_versions),
+    ("GET", "/", versions.list_versions),
+    ("GET", V, versions.show_version),
+    ("GET", V + "/", versions.show_version),
 
-def build(state: ApiState) -> web.Application:
+    ("GET", V + "/flavors", flavors.list_flavors),
+    ("POST", V + "/flavors", flavors.create_flavor),
+    ("GET", V + "/flavors/detail", flavors.list_flavors_detail),
+    ("GET", V + "/flavors/{flavor_id}", flavors.show_flavor),
+    ("DELETE", V + "/flavors/{flavor_id}", flavors.delete_flavor),
+    ("GET", V + "/flavors/{flavor_id}/os-extra_specs", flavors.list_extra_specs),
+    ("POST", V + "/flavors/{flavor_id}/os-extra_specs", flavors.create_extra_specs),
+    ("GET", V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.show_extra_spec),
+    ("PUT", V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.update_extra_spec),
+    ("DELETE", V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
+
+    ("GET", V + "/os-services", os_services.list_services),
+    ("GET", V + "/os-migrations", os_migrations.list_migrations),
+    ("PUT", V + "/os-services/{service_id}", os_services.update_service),
+    ("GET", V + "/os-availability-zone", availability_zones.list_zones),
+    ("GET", V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),
+    ("GET", V + "/os-quota-sets/{project_id}/defaults", quota_sets.show_defaults),
+    ("GET", V + "/os-quota-sets/{project_id}/detail", quota_sets.show_detail),
+    ("PUT", V + "/os-quota-sets/{project_id}", quota_sets.update_quota_set),
+    ("DELETE", V + "/os-quota-sets/{project_id}", quota_sets.delete_quota_set),
+    ("GET", V + "/limits", quota_sets.show_limits),
+    ("GET", V + "/os-keypairs", keypairs.list_keypairs),
+    ("POST", V + "/os-keypairs", keypairs.create_keypair),
+    ("GET", V + "/os-keypairs/{name}", keypairs.show_keypair),
+    ("DELETE", V + "/os-keypairs/{name}", keypairs.delete_keypair),
+    ("GET", V + "/os-aggregates", aggregates.list_aggregates),
+    ("POST", V + "/os-aggregates", aggregates.create_aggregate),
+    ("GET", V + "/os-aggregates/{aggregate_id}", aggregates.show_aggregate),
+    ("PUT", V + "/os-aggregates/{aggregate_id}", aggregates.update_aggregate),
+    ("DELETE", V + "/os-aggregates/{aggregate_id}", aggregates.delete_aggregate),
+    ("POST", V + "/os-aggregates/{aggregate_id}/action", aggregates.aggregate_action),
+    ("GET", V + "/os-server-groups", server_groups.list_server_groups),
+    ("POST", V + "/os-server-groups", server_groups.create_server_group),
+    ("GET", V + "/os-server-groups/{group_id}", server_groups.show_server_group),
+    ("DELETE", V + "/os-server-groups/{group_id}", server_groups.delete_server_group),
+    ("GET", V + "/os-availability-zone/detail", availability_zones.list_zones_detail),
+    ("GET", V + "/os-hypervisors", os_services.list_hypervisors),
+    ("GET", V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
+
+    ("GET", V + "/servers", servers.list_servers),
+    ("POST", V + "/servers", servers.create_server),
+    ("GET", V + "/servers/detail", servers.list_servers_detail),
+    ("GET", V + "/servers/{server_id}", servers.show_server),
+    ("PUT", V + "/servers/{server_id}", servers.update_server),
+    ("DELETE", V + "/servers/{server_id}", servers.delete_server),
+    ("GET", V + "/servers/{server_id}/metadata", server_meta.show_metadata),
+    ("POST", V + "/servers/{server_id}/metadata", server_meta.merge_metadata),
+    ("PUT", V + "/servers/{server_id}/metadata", server_meta.replace_metadata),
+    ("GET", V + "/servers/{server_id}/metadata/{key}", server_meta.show_metadata_item),
+    ("PUT", V + "/servers/{server_id}/metadata/{key}", server_meta.set_metadata_item),
+    ("DELETE", V + "/servers/{server_id}/metadata/{key}", server_meta.delete_metadata_item),
+    ("GET", V + "/servers/{server_id}/tags", server_meta.show_tags),
+    ("PUT", V + "/servers/{server_id}/tags", server_meta.replace_tags),
+    ("DELETE", V + "/servers/{server_id}/tags", server_meta.delete_tags),
+    ("GET", V + "/servers/{server_id}/tags/{tag}", server_meta.check_tag),
+    ("PUT", V + "/servers/{server_id}/tags/{tag}", server_meta.add_tag),
+    ("DELETE", V + "/servers/{server_id}/tags/{tag}", server_meta.delete_tag),
+    ("POST", V + "/servers/{server_id}/action", server_actions.create_server_action),
+    ("POST", V + "/servers/{server_id}/remote-consoles", remote_consoles.create_remote_console),
+    ("GET", V + "/servers/{server_id}/diagnostics", diagnostics.show_diagnostics),
+    # The console proxy (WebSockets, token in the query) and the noVNC client's files.
+    ("GET", SERIAL_PATH, console_proxy.serial_console),
+    ("GET", VNC_PATH, console_proxy.vnc_console),
+    ("GET", "/console/novnc/{path:.*}", console_proxy.novnc_file),
+    ("GET", V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
+    ("GET", V + "/servers/{server_id}/os-instance-actions/{request_id}", instance_actions.show_instance_action),
+]
+
+
+def build_app(state: ApiState) -> web.Application:
     app = w.api_app(faults.render_fault)
     app.middlewares.append(microversion.middleware)
     app[STATE] = state
-    app.router.add_routes([
-        web.get("", versions.list_versions),
-        web.get("/", versions.list_versions),
-        web.get(V, versions.show_version),
-        web.get(V + "/", versions.show_version),
-
-        web.get(V + "/flavors", flavors.list_flavors),
-        web.post(V + "/flavors", flavors.create_flavor),
-        web.get(V + "/flavors/detail", flavors.list_flavors_detail),
-        web.get(V + "/flavors/{flavor_id}", flavors.show_flavor),
-        web.delete(V + "/flavors/{flavor_id}", flavors.delete_flavor),
-        web.get(V + "/flavors/{flavor_id}/os-extra_specs", flavors.list_extra_specs),
-        web.post(V + "/flavors/{flavor_id}/os-extra_specs", flavors.create_extra_specs),
-        web.get(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.show_extra_spec),
-        web.put(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.update_extra_spec),
-        web.delete(V + "/flavors/{flavor_id}/os-extra_specs/{key}", flavors.delete_extra_spec),
-
-        web.get(V + "/os-services", os_services.list_services),
-        web.get(V + "/os-migrations", os_migrations.list_migrations),
-        web.put(V + "/os-services/{service_id}", os_services.update_service),
-        web.get(V + "/os-availability-zone", availability_zones.list_zones),
-        web.get(V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),
-        web.get(V + "/os-quota-sets/{project_id}/defaults", quota_sets.show_defaults),
-        web.get(V + "/os-quota-sets/{project_id}/detail", quota_sets.show_detail),
-        web.put(V + "/os-quota-sets/{project_id}", quota_sets.update_quota_set),
-        web.delete(V + "/os-quota-sets/{project_id}", quota_sets.delete_quota_set),
-        web.get(V + "/limits", quota_sets.show_limits),
-        web.get(V + "/os-keypairs", keypairs.list_keypairs),
-        web.post(V + "/os-keypairs", keypairs.create_keypair),
-        web.get(V + "/os-keypairs/{name}", keypairs.show_keypair),
-        web.delete(V + "/os-keypairs/{name}", keypairs.delete_keypair),
-        web.get(V + "/os-aggregates", aggregates.list_aggregates),
-        web.post(V + "/os-aggregates", aggregates.create_aggregate),
-        web.get(V + "/os-aggregates/{aggregate_id}", aggregates.show_aggregate),
-        web.put(V + "/os-aggregates/{aggregate_id}", aggregates.update_aggregate),
-        web.delete(V + "/os-aggregates/{aggregate_id}", aggregates.delete_aggregate),
-        web.post(V + "/os-aggregates/{aggregate_id}/action", aggregates.aggregate_action),
-        web.get(V + "/os-server-groups", server_groups.list_server_groups),
-        web.post(V + "/os-server-groups", server_groups.create_server_group),
-        web.get(V + "/os-server-groups/{group_id}", server_groups.show_server_group),
-        web.delete(V + "/os-server-groups/{group_id}", server_groups.delete_server_group),
-        web.get(V + "/os-availability-zone/detail", availability_zones.list_zones_detail),
-        web.get(V + "/os-hypervisors", os_services.list_hypervisors),
-        web.get(V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
-
-        web.get(V + "/servers", servers.list_servers),
-        web.post(V + "/servers", servers.create_server),
-        web.get(V + "/servers/detail", servers.list_servers_detail),
-        web.get(V + "/servers/{server_id}", servers.show_server),
-        web.put(V + "/servers/{server_id}", servers.update_server),
-        web.delete(V + "/servers/{server_id}", servers.delete_server),
-        web.get(V + "/servers/{server_id}/metadata", server_meta.show_metadata),
-        web.post(V + "/servers/{server_id}/metadata", server_meta.merge_metadata),
-        web.put(V + "/servers/{server_id}/metadata", server_meta.replace_metadata),
-        web.get(V + "/servers/{server_id}/metadata/{key}", server_meta.show_metadata_item),
-        web.put(V + "/servers/{server_id}/metadata/{key}", server_meta.set_metadata_item),
-        web.delete(V + "/servers/{server_id}/metadata/{key}", server_meta.delete_metadata_item),
-        web.get(V + "/servers/{server_id}/tags", server_meta.show_tags),
-        web.put(V + "/servers/{server_id}/tags", server_meta.replace_tags),
-        web.delete(V + "/servers/{server_id}/tags", server_meta.delete_tags),
-        web.get(V + "/servers/{server_id}/tags/{tag}", server_meta.check_tag),
-        web.put(V + "/servers/{server_id}/tags/{tag}", server_meta.add_tag),
-        web.delete(V + "/servers/{server_id}/tags/{tag}", server_meta.delete_tag),
-        web.post(V + "/servers/{server_id}/action", server_actions.create_server_action),
-        web.post(V + "/servers/{server_id}/remote-consoles", remote_consoles.create_remote_console),
-        web.get(V + "/servers/{server_id}/diagnostics", diagnostics.show_diagnostics),
-        # The console proxy (WebSockets, token in the query) and the noVNC client's files.
-        web.get(remote_consoles.SERIAL_PATH, console_proxy.serial_console),
-        web.get(remote_consoles.VNC_PATH, console_proxy.vnc_console),
-        web.get("/console/novnc/{path:.*}", console_proxy.novnc_file),
-        web.get(V + "/servers/{server_id}/os-instance-actions", instance_actions.list_instance_actions),
-        web.get(V + "/servers/{server_id}/os-instance-actions/{request_id}",
-                instance_actions.show_instance_action),
-    ])
+    for method, path, handler in ROUTES:
+        if method == "GET":
+            app.router.add_get(path, handler)   # and HEAD, as aiohttp's web.get gives
+        else:
+            app.router.add_route(method, path, handler)
     return app

@@ -15,7 +15,10 @@ from typing import Any
 
 import msgspec
 
-from nova_async.api import flavor_store, keypairs, quotas, server_groups
+from nova_async.api import flavor_store, quotas
+# the domain halves of os-keypairs and os-server-groups (their HTTP is in handlers/)
+from nova_async.api import keypair_store as keypairs
+from nova_async.api import server_group_store as server_groups
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext

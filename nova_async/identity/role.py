@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.identity import http, revocations, store, versions
+from nova_async.identity import revocations, routes, store
 from nova_async.role import Role
 
 
@@ -13,10 +13,10 @@ class IdentityRole(Role):
     name = "identity"
 
     def http(self) -> tuple[str, web.Application]:
-        return "/v3", http.build(self.deps)
+        return "/v3", routes.build_app(self.deps)
 
     def root_routes(self) -> list[web.RouteDef]:
-        return [web.get("/", versions.list_versions(self.settings))]
+        return routes.root_routes(self.settings)
 
     async def run(self) -> None:
         password, generated = store.admin_password(self.deps.state_dir, self.settings.identity.admin_password)

@@ -2,8 +2,8 @@
 an existing token, pick the scope), read one back for validation, check or revocation, and
 render either in Keystone v3's shape with the service catalog.
 
-Issue expects a body the JSON schema in auth.py has already checked; the rules left here are
-the ones that need the database or the token's signature."""
+Issue expects a body the JSON schema in handlers/auth.py has already checked; the rules left
+here are the ones that need the database or the token's signature."""
 
 from __future__ import annotations
 

@@ -12,11 +12,11 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.image import http, store, views
+from nova_async.image import routes, store, views
 from nova_async.image import messages as m
-from nova_async.image.api import ImageApi
 from nova_async.image.blobs import ImageFiles
 from nova_async.image.client import TOPIC
+from nova_async.image.state import ImageApi
 from nova_async.role import Deps, Role
 
 
@@ -35,7 +35,7 @@ class ImageRole(Role):
         }
 
     def http(self) -> tuple[str, web.Application]:
-        app = http.build_app(ImageApi(pool=self.pool, files=self.files, base_url=self.settings.base_url))
+        app = routes.build_app(ImageApi(pool=self.pool, files=self.files, base_url=self.settings.base_url))
         app.on_startup.append(self._recover)
         return "/image", app
 

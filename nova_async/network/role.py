@@ -8,10 +8,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common.context import RequestContext
-from nova_async.network import http, instance_ports
+from nova_async.network import instance_ports, routes
 from nova_async.network import messages as m
-from nova_async.network.api import NetworkApi
 from nova_async.network.client import TOPIC
+from nova_async.network.state import NetworkApi
 from nova_async.role import Deps, Role
 
 
@@ -28,7 +28,7 @@ class NetworkRole(Role):
         }
 
     def http(self) -> tuple[str, web.Application]:
-        return "/network", http.build_app(NetworkApi(pool=self.pool, base_url=self.settings.base_url))
+        return "/network", routes.build_app(NetworkApi(pool=self.pool, base_url=self.settings.base_url))
 
 
 

@@ -38,7 +38,7 @@ SELECT count(*) AS instances,
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
 -- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging, $9/$10 changed since/before
 -- (either one lists deleted servers too, as Nova's polling clients expect). {columns}: what the
--- caller shows (api/servers.py): a summary list needs three, a detail list every one and the fault.
+-- caller shows (api/handlers/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
   -- the vm_state test inside: a one-time filter, so no other row probes instance_faults

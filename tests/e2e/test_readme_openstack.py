@@ -59,7 +59,7 @@ async def test_readme_more_openstack_commands_work(database, work_dir):
     (no guest is booted, so libvirt's test driver serves)."""
     home = work_dir / "home"
     (home / ".ssh").mkdir(parents=True)
-    from nova_async.api.keypairs import generate
+    from nova_async.api.keypair_store import generate
     (home / ".ssh" / "id_ed25519.pub").write_text(generate()[0] + "\n")
     async with serve(work_dir / "osc-more", "--database", database, "--libvirt-uri", "test:///default") as served:
         env = {**os.environ, "HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nova_async.api.keypairs import generate
+from nova_async.api.keypair_store import generate
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import V, boot_body, ok, wait_status
 

@@ -1,7 +1,10 @@
 """The architecture, checked: a role reaches another role only through that role's
-`client` and `messages` modules, and the shared layers (bus, db, common) import no role."""
+`client` and `messages` modules, the shared layers (bus, db, common) import no role, and a
+role's HTTP handlers (`<role>/handlers/`) are reached only through its `routes.py`."""
 
 import ast
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -43,3 +46,53 @@ def test_shared_layers_import_no_role(layer):
     bad = [f"{p.relative_to(PACKAGE)} imports {n}" for p in modules(layer) for n in imports(p)
            if n.split(".")[1] in ROLES]
     assert not bad, "\n".join(bad)
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _route_handlers(role: str) -> set[str]:
+    """The handler modules: those under `<role>/handlers/` whose coroutines the role's
+    routes.py maps URLs to. Anything else under handlers/ (`common`, a query-string parser)
+    is a helper that handlers may share."""
+    package = f"nova_async.{role}.handlers"
+    local: dict[str, str] = {}
+    tree = ast.parse((PACKAGE / role / "routes.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == package:
+            local.update({a.asname or a.name: f"{package}.{a.name}" for a in node.names})
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in local:
+            module = importlib.import_module(local[node.value.id])
+            if inspect.iscoroutinefunction(getattr(module, node.attr, None)):
+                found.add(local[node.value.id])
+    return found
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_handlers_are_reached_only_through_the_route_table(role):
+    """Handlers do not import each other (what two share lives beside handlers/: a domain,
+    view or state module), and nothing but the role's routes.py imports from handlers/.
+    Every role that serves HTTP has that one layout."""
+    serves_http = "def http(" in (PACKAGE / role / "role.py").read_text()
+    layout = [(PACKAGE / role / "handlers").is_dir(), (PACKAGE / role / "routes.py").exists()]
+    assert layout == [serves_http] * 2, f"{role}: an HTTP role has routes.py and handlers/, others neither"
+    if not serves_http:
+        return
+    handlers = _route_handlers(role)
+    assert handlers, f"{role}/routes.py maps no URL to a module under {role}/handlers/"
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        in_handlers = name.startswith(f"nova_async.{role}.handlers.")
+        for imported in imports(path):
+            target = ".".join(imported.split(".")[:4])
+            if not target.startswith(f"nova_async.{role}.handlers.") or target == name:
+                continue
+            if in_handlers and target in handlers:
+                bad.append(f"{path.relative_to(PACKAGE)} (a handler) imports the handler {target}")
+            elif not in_handlers and name != f"nova_async.{role}.routes":
+                bad.append(f"{path.relative_to(PACKAGE)} imports {imported} from handlers/")
+    assert not bad, "\n".join(sorted(set(bad)))

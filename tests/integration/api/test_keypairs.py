@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nova_async.api.keypairs import fingerprint, generate
+from nova_async.api.keypair_store import fingerprint, generate
 from nova_async.compute.build import drive_content
 from nova_async.compute.config_drive import meta_data
 from tests.integration import test_server_lifecycle

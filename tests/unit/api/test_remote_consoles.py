@@ -2,7 +2,7 @@
 
 from urllib.parse import parse_qs, urlsplit
 
-from nova_async.api.diagnostics import legacy, standard
+from nova_async.api.handlers.diagnostics import legacy, standard
 from nova_async.api.remote_consoles import console_url
 from nova_async.compute.messages import CpuStats, Diagnostics, DiskStats, NicStats
 

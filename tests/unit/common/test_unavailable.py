@@ -13,9 +13,9 @@ from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.health import DatabaseHealth
-from nova_async.identity.http import render_fault as keystone_fault
-from nova_async.image.http import render_fault as glance_fault
-from nova_async.network.http import render_fault as neutron_fault
+from nova_async.identity.routes import render_fault as keystone_fault
+from nova_async.image.routes import render_fault as glance_fault
+from nova_async.network.routes import render_fault as neutron_fault
 from nova_async.placement.microversion import render_fault as placement_fault
 from nova_async.service import build_http
 

@@ -29,8 +29,8 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.api import keypairs, microversion, quotas, server_resize, server_views
-from nova_async.api import lookup, remote_consoles, servers
+from nova_async.api import keypair_store, microversion, quotas, server_resize, server_views
+from nova_async.api import lookup, remote_consoles
 from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
 from nova_async.common.states import TaskState, VmState
@@ -125,7 +125,7 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
     image = await usable_image(state, ctx, value["imageRef"], row["flavor"])
-    key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
+    key_data = await keypair_store.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])
@@ -144,7 +144,7 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
         await db.execute(AQ.release, uuid, TaskState.REBUILDING)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
-    shown = await servers.shown(state, db, uuid)
+    shown = await lookup.shown(state, db, uuid)
     server = server_views.detail(shown, state.base_url, (2, 1), ctx)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from nova_async.common.web import dump, public
 from nova_async.image import views
-from nova_async.image.api import STATE
+from nova_async.image.state import STATE
 
 
 @public

@@ -9,7 +9,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import check, context, dump, query_flag, query_int, read_body
 from nova_async.image import schemas, store, views
-from nova_async.image.api import STATE
+from nova_async.image.state import STATE
 
 # Query parameters that are not property filters. Those we do not act on (sorting is
 # always newest first; there are no image members) are accepted and ignored.

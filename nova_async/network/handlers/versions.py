@@ -7,7 +7,7 @@ from aiohttp import web
 
 from nova_async.common.web import dump, public
 from nova_async.network import views
-from nova_async.network.api import STATE
+from nova_async.network.state import STATE
 
 
 @public

@@ -7,18 +7,15 @@ one response that creates it, and nowhere else."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import re
 from typing import Any
 
 import asyncpg
 from aiohttp import web
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from nova_async.api import microversion, quotas
+from nova_async.api.keypair_store import fingerprint, generate
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -29,8 +26,6 @@ Q = queries("keypairs")
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9 _.-]{1,255}$")
 _SAFE_NAME_292 = re.compile(r"^[A-Za-z0-9 _.@-]{1,255}$")   # 2.92 allows '@'
-_SSH_TYPES = ("ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-              "ecdsa-sha2-nistp521", "ssh-dss")
 
 
 def _schema(version) -> Any:
@@ -46,32 +41,6 @@ def _schema(version) -> Any:
         keypair["required"] = ["name", "public_key"]
     return w.validator({"type": "object", "required": ["keypair"], "additionalProperties": False,
                         "properties": {"keypair": keypair}})
-
-
-def fingerprint(public_key: str) -> str:
-    """The MD5 fingerprint of an OpenSSH public key, colon-separated, as Nova shows it."""
-    parts = public_key.strip().split()
-    if len(parts) < 2 or parts[0] not in _SSH_TYPES:
-        raise errors.InvalidInput("Keypair data is invalid: failed to generate fingerprint")
-    try:
-        blob = base64.b64decode(parts[1], validate=True)
-    except (binascii.Error, ValueError):
-        raise errors.InvalidInput("Keypair data is invalid: failed to generate fingerprint") from None
-    # The key blob starts with its own type name: a key that lies about its type is invalid.
-    if len(blob) < 4 or blob[4:4 + int.from_bytes(blob[:4], "big")] != parts[0].encode():
-        raise errors.InvalidInput("Keypair data is invalid: failed to generate fingerprint")
-    digest = hashlib.md5(blob).hexdigest()
-    return ":".join(digest[i:i + 2] for i in range(0, 32, 2))
-
-
-def generate() -> tuple[str, str]:
-    """A new ed25519 key pair: (OpenSSH public key, OpenSSH private key)."""
-    key = ed25519.Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                           serialization.PublicFormat.OpenSSH).decode()
-    return public, private
 
 
 def _user(request: web.Request, requested: str | None) -> str:
@@ -152,13 +121,3 @@ async def delete_keypair(request: web.Request) -> web.Response:
     if await request.app[STATE].pool.fetchval(Q.delete, user_id, request.match_info["name"]) is None:
         raise errors.NotFound(f"Keypair {request.match_info['name']} not found for user {user_id}.")
     return web.Response(status=204 if version >= (2, 2) else 202)
-
-
-async def key_for_boot(db, user_id: str, key_name: str | None) -> str | None:
-    """The public key a boot names, or 400 when the user has no key of that name."""
-    if key_name is None:
-        return None
-    row = await db.fetchrow(Q.get, user_id, key_name)
-    if row is None:
-        raise errors.InvalidInput("Invalid key_name provided.")
-    return row["public_key"]

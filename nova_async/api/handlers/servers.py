@@ -10,15 +10,13 @@ from aiohttp import web
 
 from nova_async.api import lookup, microversion, schemas, server_create, server_delete, server_views
 from nova_async.api.links import links
-from nova_async.api.state import STATE, ApiState
+from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.timeutil import parse_iso
-from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("servers")
-GQ = queries("server_groups")
 _MAX_LIMIT = 1000
 # A summary list reads three columns, not whole rows: a request spec, user data and network
 # info are most of a row's bytes, and a poller listing a thousand servers reads them all.
@@ -81,17 +79,6 @@ async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
     return unique[:limit]
 
 
-async def shown(state: ApiState, pool: Pool, uuid: str) -> dict[str, Any] | None:
-    """A server as show, update and rebuild answer it: its row, latest fault and groups."""
-    row = await pool.fetchrow(Q.get_with_fault, uuid)
-    return None if row is None else await with_groups(state, row)
-
-
-async def with_groups(state: ApiState, row: asyncpg.Record) -> dict[str, Any]:
-    """The row with (2.71) the server groups it belongs to, which the API database keeps."""
-    return {**row, "server_groups": await state.pool.fetchval(GQ.groups_of_array, row["uuid"])}
-
-
 async def list_servers(request: web.Request) -> web.Response:
     base = request.app[STATE].base_url
     return w.dump({"servers": [server_views.summary(r, base) for r in await _query(request, _LIST_SUMMARY)]})
@@ -117,7 +104,7 @@ def _changed(request: web.Request, name: str) -> datetime | None:
 async def show_server(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
     _, row = await lookup.visible_instance(state, ctx, request.match_info["server_id"], Q.get_with_fault)
-    row = await with_groups(state, row)
+    row = await lookup.with_groups(state, row)
     return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
 
 
@@ -147,7 +134,7 @@ async def update_server(request: web.Request) -> web.Response:
     body = (await w.read_json(request, _update_schema(version)))["server"]
     keys = ("name", "hostname", "description", "accessIPv4", "accessIPv6")
     await pool.execute(Q.update, uuid, *(body.get(k) for k in keys), *(k in body for k in keys))
-    row = await shown(state, pool, uuid)
+    row = await lookup.shown(state, pool, uuid)
     if row is None:
         raise lookup.not_found(server_id)
     return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})

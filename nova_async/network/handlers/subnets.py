@@ -7,7 +7,8 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import context, dump, read_json
 from nova_async.network import schemas, subnets, views
-from nova_async.network.api import STATE, fields, many, number
+from nova_async.network.handlers.common import fields, many, number
+from nova_async.network.state import STATE
 
 
 async def list_subnets(request: web.Request) -> web.Response:

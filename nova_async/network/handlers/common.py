@@ -1,24 +1,12 @@
-"""The Neutron v2.0 HTTP API: one handler module per resource, sharing the state and the
-query-string conventions below (`?name=a&name=b` means either; `?fields=` trims)."""
+"""What the Neutron v2.0 handlers share: the query-string conventions (`?name=a&name=b`
+means either; `?fields=` trims)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import query_flag
-from nova_async.db.pool import Pool
-
-
-@dataclass(frozen=True)
-class NetworkApi:
-    pool: Pool
-    base_url: str
-
-
-STATE = web.AppKey("network_api", NetworkApi)
 
 
 def many(request: web.Request, name: str) -> list[str] | None:

@@ -6,7 +6,8 @@ from aiohttp import web
 
 from nova_async.common.web import context, dump, read_json
 from nova_async.network import ports, schemas, views
-from nova_async.network.api import STATE, fields, many
+from nova_async.network.handlers.common import fields, many
+from nova_async.network.state import STATE
 
 
 async def list_ports(request: web.Request) -> web.Response:

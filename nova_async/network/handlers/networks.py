@@ -6,7 +6,8 @@ from aiohttp import web
 
 from nova_async.common.web import context, dump, read_json
 from nova_async.network import networks, schemas, views
-from nova_async.network.api import STATE, fields, flag, many
+from nova_async.network.handlers.common import fields, flag, many
+from nova_async.network.state import STATE
 
 
 async def list_networks(request: web.Request) -> web.Response:

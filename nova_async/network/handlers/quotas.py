@@ -6,7 +6,7 @@ from aiohttp import web
 
 from nova_async.common.web import context, dump
 from nova_async.network import quotas
-from nova_async.network.api import STATE
+from nova_async.network.state import STATE
 
 
 async def show_quota(request: web.Request) -> web.Response:

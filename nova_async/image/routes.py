@@ -11,7 +11,8 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import api_app
-from nova_async.image.api import STATE, ImageApi, image_data, images, versions
+from nova_async.image.handlers import image_data, images, versions
+from nova_async.image.state import STATE, ImageApi
 
 ROUTES = [
     ("GET", "", versions.show_versions),

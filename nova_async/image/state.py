@@ -1,4 +1,4 @@
-"""The Glance v2 HTTP API: one handler module per resource, sharing the state below."""
+"""What the image API's handlers are given: the pool, the image files, and the URL clients reach us at."""
 
 from __future__ import annotations
 

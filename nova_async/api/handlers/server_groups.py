@@ -13,13 +13,12 @@ from typing import Any
 import asyncpg
 from aiohttp import web
 
-from nova_async.api import microversion, quotas
+from nova_async.api import microversion, quotas, server_group_store
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
 from nova_async.db.queries import queries
-from nova_async.scheduler.messages import GroupPolicy
 
 Q = queries("server_groups")
 
@@ -56,13 +55,6 @@ def _view(row: asyncpg.Record, members: list[str], version) -> dict[str, Any]:
     if version >= (2, 13):
         out["project_id"], out["user_id"] = row["project_id"], row["user_id"]
     return out
-
-
-async def _members(db, uuids: list) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {str(u): [] for u in uuids}
-    for r in await db.fetch(Q.members, uuids):
-        found[str(r["group_uuid"])].append(str(r["instance_uuid"]))
-    return found
 
 
 def _scope(ctx: RequestContext) -> str | None:
@@ -103,7 +95,7 @@ async def list_server_groups(request: web.Request) -> web.Response:
     offset = w.query_int(request, "offset", 0)
     pool = request.app[STATE].pool
     rows = await pool.fetch(Q.list, None if everyone else ctx.project_id, limit, offset)
-    members = await _members(pool, [r["uuid"] for r in rows])
+    members = await server_group_store.members_of(pool, [r["uuid"] for r in rows])
     version = microversion.of(request)
     return w.dump({"server_groups": [_view(r, members[str(r["uuid"])], version) for r in rows]})
 
@@ -111,7 +103,7 @@ async def list_server_groups(request: web.Request) -> web.Response:
 async def show_server_group(request: web.Request) -> web.Response:
     pool = request.app[STATE].pool
     row = await _get(pool, w.context(request), request.match_info["group_id"])
-    members = await _members(pool, [row["uuid"]])
+    members = await server_group_store.members_of(pool, [row["uuid"]])
     return w.dump({"server_group": _view(row, members[str(row["uuid"])], microversion.of(request))})
 
 
@@ -121,26 +113,3 @@ async def delete_server_group(request: web.Request) -> web.Response:
     await pool.execute(Q.delete, row["uuid"])
     return web.Response(status=204)
 
-
-async def join(conn: asyncpg.Connection, ctx: RequestContext, hints: dict[str, Any], instance_uuids: list[str],
-               limit: dict[str, int]) -> GroupPolicy | None:
-    """At boot: put the new instances in the group the hints name, in the caller's
-    transaction, under the group's row lock (boots joining one group count its members one at a
-    time, whatever quota locks they hold); the policy goes into the request spec."""
-    raw = hints.get("group")
-    if raw is None:
-        return None
-    if not isinstance(raw, str):
-        raise errors.InvalidInput("The scheduler hint 'group' must be a server group's id.")
-    group_id = w.parse_uuid(raw)
-    row = await conn.fetchrow(Q.get_for_update, group_id) if group_id else None
-    if row is None or not (ctx.is_admin or row["project_id"] == ctx.project_id):
-        raise errors.InvalidInput(f"Invalid server group: {raw} could not be found.")
-    members = (await _members(conn, [row["uuid"]]))[str(row["uuid"])]
-    allowed = limit["server_group_members"]
-    if 0 <= allowed < len(members) + len(instance_uuids):
-        raise quotas.QuotaExceeded(f"Quota exceeded, too many servers in group {raw} (limit {allowed}).")
-    for instance_uuid in instance_uuids:
-        await conn.execute(Q.add_member, instance_uuid, row["uuid"])
-    return GroupPolicy(uuid=str(row["uuid"]), policy=row["policy"],
-                       max_server_per_host=row["max_server_per_host"] or 1)

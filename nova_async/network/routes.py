@@ -10,7 +10,8 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import api_app, dump
-from nova_async.network.api import STATE, NetworkApi, networks, ports, quotas, subnets, versions
+from nova_async.network.handlers import networks, ports, quotas, subnets, versions
+from nova_async.network.state import STATE, NetworkApi
 
 V2 = "/v2.0"
 

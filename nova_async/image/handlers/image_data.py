@@ -13,7 +13,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import context
 from nova_async.image import store
-from nova_async.image.api import STATE
+from nova_async.image.state import STATE
 
 _CHUNK = 1024 * 1024
 

@@ -1,0 +1,1 @@
+"""The compute API's HTTP handlers, one module per resource; routes.py maps URLs to them."""

@@ -1,0 +1,1 @@
+"""Glance v2's HTTP handlers, one module per resource; routes.py maps URLs to them."""
