@@ -34,26 +34,38 @@ def _action(row, version) -> dict:
 
 
 async def list_instance_actions(request: web.Request) -> web.Response:
-    db, instance = await _instance(request)
-    rows = await db.fetch(Q.list_actions, instance["uuid"])
+    _, rows = await _in_its_cell(request, lambda conn, uuid: conn.fetch(Q.list_actions, uuid))
     version = microversion.of(request)
     return w.dump({"instanceActions": [_action(r, version) for r in rows]})
 
 
-async def _action_and_events(request: web.Request):
-    """The instance, its action and the action's events, read in one snapshot. A move between
-    cells (a server that never got a host goes to cell0 right after its ERROR) copies the
-    rows, then deletes them from the cell they left: read apart, the action could be found
-    there and its events already gone. When the action is missing from the snapshot, the
-    instance is looked up again, where its mapping now points."""
-    request_id = request.match_info["request_id"]
+async def _in_its_cell(request: web.Request, read):
+    """`read(conn, instance uuid)` in one snapshot of the cell that holds the instance. A move
+    between cells (a server that never got a host goes to cell0 right after its ERROR) copies
+    the rows, re-points the mapping, then deletes them from the cell they left: read apart
+    from the instance row, its actions could be read there after they were gone. So the row
+    is read again in the snapshot; when it has left, it is looked up where its mapping now
+    points."""
     for _ in range(2):
         db, instance = await _instance(request)
         async with db.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            action = await conn.fetchrow(Q.get_action, instance["uuid"], request_id)
-            if action is not None:
-                return instance, action, await conn.fetch(Q.list_events, action["id"])
-    raise errors.NotFound(f"Action for request {request_id} on instance {instance['uuid']} could not be found.")
+            if await conn.fetchrow(Q.get_any, instance["uuid"]) is not None:
+                return instance, await read(conn, instance["uuid"])
+    raise lookup.not_found(request.match_info["server_id"])
+
+
+async def _action_and_events(request: web.Request):
+    """The instance, its action and the action's events, read in one snapshot of its cell."""
+    request_id = request.match_info["request_id"]
+
+    async def read(conn, uuid):
+        action = await conn.fetchrow(Q.get_action, uuid, request_id)
+        return action, await conn.fetch(Q.list_events, action["id"]) if action else []
+
+    instance, (action, events) = await _in_its_cell(request, read)
+    if action is None:
+        raise errors.NotFound(f"Action for request {request_id} on instance {instance['uuid']} could not be found.")
+    return instance, action, events
 
 
 async def show_instance_action(request: web.Request) -> web.Response:
