@@ -23,7 +23,7 @@ from nova_async.common.web import parse_uuid
 from nova_async.db.queries import queries
 from nova_async.image.messages import ImageInfo
 from nova_async.network.messages import RequestedNetwork
-from nova_async.scheduler.messages import RequestSpec
+from nova_async.scheduler.messages import Flavor, RequestSpec
 
 GiB = 1024**3
 NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
@@ -116,10 +116,9 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     if zone is not None and not await state.pool.fetchval(Q.zone_exists, zone):
         raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
 
-    flavor_copy = {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
-                   "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
-                   "ephemeral_gb": flavor["ephemeral_gb"], "swap": flavor["swap"],
-                   "extra_specs": flavor["extra_specs"]}
+    flavor_copy = Flavor(id=flavor["id"], name=flavor["name"], vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"],
+                         root_gb=flavor["root_gb"], ephemeral_gb=flavor["ephemeral_gb"], swap=flavor["swap"],
+                         extra_specs={str(k): str(v) for k, v in (flavor["extra_specs"] or {}).items()})
     spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor["id"],
                        vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"], root_gb=flavor["root_gb"],
                        ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
@@ -157,7 +156,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
             # lock is held for one round trip less.
             insert = asyncio.ensure_future(cell.pool.fetchrow(
                 Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
-                ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
+                ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, spec.to_stored(), nets,
                 server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
                 "True" if server.get("config_drive") in (True, "true", "True") else "",
                 server.get("accessIPv4"), server.get("accessIPv6"), key_data,
