@@ -1,7 +1,9 @@
-"""Accepting a boot request: check it against flavor, image and networks, write the
-instance rows and their `create` actions in one transaction, and cast to the conductor.
-
-Nothing is written unless everything checks out; the 202 goes back before any scheduling."""
+"""Accepting a boot request, in the order create() reads: parse the body, resolve the
+flavor, image, networks, key and hints it names, then under the project's quota lock decide
+how many instances fit and write them (cell database) with their mappings (API database),
+and cast to the conductor. Nothing is written unless everything checks out, and what a
+failed write may leave behind is taken out (`write_rows` says how, and what backs it up);
+the 202 goes back before any scheduling."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import msgspec
 
 from nova_async.api import flavor_store, quotas
@@ -23,10 +26,11 @@ from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
 from nova_async.image.messages import ImageInfo
 from nova_async.network.messages import RequestedNetwork
-from nova_async.scheduler.messages import RequestSpec
+from nova_async.scheduler.messages import Flavor, RequestSpec
 
 GiB = 1024**3
 NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
@@ -39,6 +43,65 @@ class Accepted:
     uuids: list[str]
     reservation_id: str
     admin_pass: str
+
+
+async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], version) -> Accepted:
+    """Accept a boot request: 202 material once its instances are written, mapped and cast."""
+    request = parse(body, version)
+    found = await resolve(state, ctx, request)
+    cell = state.cells.default  # where new instances are written; the conductor moves them if need be
+    uuids = await reserve_and_write(state, ctx, request, found, cell)
+    await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
+    return Accepted(uuids=uuids, reservation_id=request.reservation_id, admin_pass=request.admin_pass)
+
+
+# -- 1. parse: what the body asks for, checked on its own (the JSON schema ran before)
+
+@dataclass(frozen=True)
+class BootRequest:
+    name: str
+    min_count: int
+    max_count: int
+    user_data: str | None
+    image_ref: str
+    flavor_ref: str
+    networks: list[RequestedNetwork]
+    key_name: str | None
+    availability_zone: str | None
+    metadata: dict[str, str]
+    config_drive: str               # "True" or "", as Nova keeps it
+    access_ip_v4: str | None
+    access_ip_v6: str | None
+    tags: list[str]
+    description: str | None
+    admin_pass: str
+    hints: dict[str, Any]           # os:scheduler_hints
+    reservation_id: str             # names the request's instances together
+
+
+def parse(body: dict[str, Any], version) -> BootRequest:
+    server = body["server"]
+    min_count = _count(server.get("min_count", 1), "min_count")
+    max_count = _count(server.get("max_count", min_count), "max_count")
+    if min_count > max_count:
+        raise errors.InvalidInput(f"min_count ({min_count}) must be <= max_count ({max_count}).")
+    if max_count > 1000:
+        raise errors.InvalidInput("max_count may be at most 1000.")
+    user_data = _user_data(server)
+    image_ref = _image_ref(server)
+    networks = _requested_networks(server, version)
+    return BootRequest(
+        name=server["name"], min_count=min_count, max_count=max_count, user_data=user_data,
+        image_ref=image_ref, flavor_ref=str(server["flavorRef"]), networks=networks,
+        key_name=server.get("key_name"), availability_zone=server.get("availability_zone"),
+        metadata=server.get("metadata", {}),
+        config_drive="True" if server.get("config_drive") in (True, "true", "True") else "",
+        access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        tags=list(dict.fromkeys(server.get("tags", []))) if version >= (2, 52) else [],
+        description=server.get("description") if version >= (2, 19) else None,
+        admin_pass=server.get("adminPass") or secrets.token_urlsafe(9),
+        hints=body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {},
+        reservation_id=f"r-{secrets.token_hex(4)}")
 
 
 def _count(value: Any, name: str) -> int:
@@ -90,106 +153,167 @@ def _user_data(server: dict[str, Any]) -> str | None:
     return data
 
 
-async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], version) -> Accepted:
-    server = body["server"]
-    min_count = _count(server.get("min_count", 1), "min_count")
-    max_count = _count(server.get("max_count", min_count), "max_count")
-    if min_count > max_count:
-        raise errors.InvalidInput(f"min_count ({min_count}) must be <= max_count ({max_count}).")
-    if max_count > 1000:
-        raise errors.InvalidInput("max_count may be at most 1000.")
-    user_data = _user_data(server)
+# -- 2. resolve: the flavor, image, networks, key and hints the request names, looked up
 
-    image_ref = _image_ref(server)
-    requested = _requested_networks(server, version)
+@dataclass(frozen=True)
+class Resolved:
+    flavor: Flavor
+    image: ImageInfo
+    key_data: str | None
+    spec: RequestSpec               # without its server group: joined under the quota lock
+
+
+async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) -> Resolved:
+    """Everything the request names, looked up and checked; InvalidInput for what is not there
+    or does not fit. Nothing is written."""
     # The flavor, the image and the networks are looked up at once (three services, three
     # round trips that do not wait for each other); what is wrong is told in that order.
-    flavor, image, networks = await asyncio.gather(
-        _flavor(state, str(server["flavorRef"])), find_image(state, ctx, image_ref),
-        _check_networks(state, ctx, requested), return_exceptions=True)
-    for outcome in (flavor, image):
+    flavor_row, image, networks = await asyncio.gather(
+        _flavor(state, request.flavor_ref), find_image(state, ctx, request.image_ref),
+        _check_networks(state, ctx, request.networks), return_exceptions=True)
+    for outcome in (flavor_row, image):
         if isinstance(outcome, BaseException):
             raise outcome
-    check_image(image, flavor)
+    check_image(image, flavor_row)
     if isinstance(networks, BaseException):
         raise networks
 
-    key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, server.get("key_name"))
-    zone = server.get("availability_zone")
+    key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, request.key_name)
+    zone = request.availability_zone
     if zone is not None and not await state.pool.fetchval(Q.zone_exists, zone):
         raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
+    placement_hints = await _host_hints(state, ctx, request.hints)
 
-    flavor_copy = {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
-                   "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
-                   "ephemeral_gb": flavor["ephemeral_gb"], "swap": flavor["swap"],
-                   "extra_specs": flavor["extra_specs"]}
-    spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor["id"],
-                       vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"], root_gb=flavor["root_gb"],
-                       ephemeral_gb=flavor["ephemeral_gb"], swap_mb=flavor["swap"], image_id=image.id,
-                       availability_zone=server.get("availability_zone"),
-                       extra_specs={str(k): str(v) for k, v in (flavor["extra_specs"] or {}).items()},
-                       image_properties=dict(image.properties))
-    hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
-    placement_hints = await _host_hints(state, ctx, hints)
-    if placement_hints:
-        spec = msgspec.structs.replace(spec, scheduler_hints=placement_hints)
-    reservation_id = f"r-{secrets.token_hex(4)}"
-    nets = [msgspec.to_builtins(r) for r in requested]
-    each = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
-    cell = state.cells.default  # where new instances are written; the conductor moves them if need be
+    flavor = Flavor(id=flavor_row["id"], name=flavor_row["name"], vcpus=flavor_row["vcpus"],
+                    memory_mb=flavor_row["memory_mb"], root_gb=flavor_row["root_gb"],
+                    ephemeral_gb=flavor_row["ephemeral_gb"], swap=flavor_row["swap"],
+                    extra_specs={str(k): str(v) for k, v in (flavor_row["extra_specs"] or {}).items()})
+    spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor.id, vcpus=flavor.vcpus,
+                       memory_mb=flavor.memory_mb, root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+                       swap_mb=flavor.swap, image_id=image.id, availability_zone=zone,
+                       extra_specs=flavor.extra_specs, image_properties=dict(image.properties),
+                       scheduler_hints=placement_hints)
+    return Resolved(flavor=flavor, image=image, key_data=key_data, spec=spec)
+
+
+# -- 3. under the project's quota lock: how many fit, the server group, the rows
+
+async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootRequest, found: Resolved,
+                            cell: Cell) -> list[str]:
+    """Decide how many instances fit (down to min_count), join their server group and write
+    them, all under the project's counting lock; their uuids. With nothing limited there is
+    nothing to count, and no lock to wait for."""
+    each = {"instances": 1, "cores": found.flavor.vcpus, "ram": found.flavor.memory_mb}
     uuids: list[str] = []
     try:
         async with state.pool.acquire() as conn, conn.transaction():
-            # Quota: as many as fit, down to min_count, decided and written under the project's
-            # counting lock; with nothing limited there is nothing to count, and no lock to wait for
             limit, counted = await quotas.lock_for_boot(conn, state.settings.quota, ctx.project_id, each)
             used = await quotas.usage(state.cells, ctx.project_id) if counted else quotas.total()
-            quotas.check_metadata(limit, server.get("metadata", {}))
-            count = quotas.how_many_fit(limit, used, each, min_count, max_count)
+            quotas.check_metadata(limit, request.metadata)
+            count = quotas.how_many_fit(limit, used, each, request.min_count, request.max_count)
             uuids = [str(uuid.uuid4()) for _ in range(count)]
-            group = await server_groups.join(conn, ctx, hints, uuids, limit)
+            spec = found.spec
+            group = await server_groups.join(conn, ctx, request.hints, uuids, limit)
             if group is not None:
+                _check_policy_clash(group.policy, spec.scheduler_hints)
                 spec = msgspec.structs.replace(spec, group=group)
-                _check_policy_clash(group.policy, placement_hints)
-            names = [server["name"]] if count == 1 else [f"{server['name']}-{i + 1}" for i in range(count)]
-            # The rows and their actions go into the cell, committed there while the lock is still
-            # held, so that the next count sees them. They come with a recount of that cell (what
-            # others committed meanwhile; ours are added on top). Should anything after this fail,
-            # they are taken out again; after a crash, cells.tidy() removes rows left unmapped.
-            # Their mappings are written at the same time, on this transaction's connection: the
-            # lock is held for one round trip less.
-            insert = asyncio.ensure_future(cell.pool.fetchrow(
-                Q.insert_many, uuids, names, [_hostname(n) for n in names], list(range(count)),
-                ctx.project_id, ctx.user_id, reservation_id, flavor_copy, image.id, msgspec.to_builtins(spec), nets,
-                server.get("key_name"), user_data, server.get("metadata", {}), server.get("availability_zone"),
-                "True" if server.get("config_drive") in (True, "true", "True") else "",
-                server.get("accessIPv4"), server.get("accessIPv6"), key_data,
-                list(dict.fromkeys(server.get("tags", [])) if version >= (2, 52) else []),
-                server.get("description") if version >= (2, 19) else None, ctx.request_id, counted))
-            try:
-                for outcome in await asyncio.gather(
-                        insert, state.cells.map_instances(conn, cell, uuids, ctx.project_id, ctx.user_id),
-                        return_exceptions=True):
-                    if isinstance(outcome, BaseException):
-                        raise outcome
-                if counted:
-                    others = await quotas.usage(state.cells, ctx.project_id, skip=cell)
-                    quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(insert.result()), others),
-                                                           each, count))
-            except BaseException:
-                if insert.done() and not insert.cancelled() and insert.exception() is None:
-                    await asyncio.shield(cell.pool.execute(CQ.forget_instances, uuids))
-                raise
+            rows = InstanceRows.of(request, found, ctx, uuids, spec, counted)
+            await write_rows(state, conn, cell, rows, limit, each)
     except errors.DatabaseUnavailable:
         # Whether the rows, or even the commit, made it is unknown: the rows no mapping names
         # are taken out once the database is back (they are no server the user was promised).
         if uuids:
             state.cells.forget_later(cell, uuids)
         raise
-    await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
-    return Accepted(uuids=uuids, reservation_id=reservation_id,
-                    admin_pass=server.get("adminPass") or secrets.token_urlsafe(9))
+    return uuids
 
+
+@dataclass(frozen=True)
+class InstanceRows:
+    """A boot request's instances as `servers.insert_many` writes them: what differs per
+    instance as lists, the rest once. `arguments()` is the one place they become its $1..$23."""
+
+    uuids: list[str]
+    names: list[str]
+    project_id: str
+    user_id: str
+    reservation_id: str
+    flavor: Flavor
+    image_id: str
+    spec: RequestSpec
+    networks: list[RequestedNetwork]
+    key_name: str | None
+    user_data: str | None
+    metadata: dict[str, str]
+    availability_zone: str | None
+    config_drive: str
+    access_ip_v4: str | None
+    access_ip_v6: str | None
+    key_data: str | None
+    tags: list[str]
+    description: str | None
+    request_id: str                 # of the instances' `create` actions
+    counted: bool                   # whether the project's usage is recounted (something is limited)
+
+    @classmethod
+    def of(cls, request: BootRequest, found: Resolved, ctx: RequestContext, uuids: list[str],
+           spec: RequestSpec, counted: bool) -> InstanceRows:
+        names = [request.name] if len(uuids) == 1 else [f"{request.name}-{i + 1}" for i in range(len(uuids))]
+        return cls(uuids=uuids, names=names, project_id=ctx.project_id, user_id=ctx.user_id,
+                   reservation_id=request.reservation_id, flavor=found.flavor, image_id=found.image.id, spec=spec,
+                   networks=request.networks, key_name=request.key_name, user_data=request.user_data,
+                   metadata=request.metadata, availability_zone=request.availability_zone,
+                   config_drive=request.config_drive, access_ip_v4=request.access_ip_v4,
+                   access_ip_v6=request.access_ip_v6, key_data=found.key_data, tags=request.tags,
+                   description=request.description, request_id=ctx.request_id, counted=counted)
+
+    def arguments(self) -> tuple[Any, ...]:
+        return (self.uuids, self.names, [_hostname(n) for n in self.names], list(range(len(self.uuids))),
+                self.project_id, self.user_id, self.reservation_id, self.flavor, self.image_id,
+                self.spec.to_stored(), self.networks, self.key_name, self.user_data, self.metadata,
+                self.availability_zone, self.config_drive, self.access_ip_v4, self.access_ip_v6,
+                self.key_data, self.tags, self.description, self.request_id, self.counted)
+
+
+async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows: InstanceRows,
+                     limit: dict[str, int], each: dict[str, int]) -> None:
+    """The instance rows (with their `create` actions) into the cell database, and their
+    mappings into the API database on `conn`, the quota lock's transaction; the two at once,
+    so that the lock is held for one round trip less.
+
+    The cell's rows commit on their own, while the lock is still held, so that the next count
+    sees them; they come with a recount of that cell (what others committed meanwhile; ours
+    are added on top). The mappings commit with the lock's transaction, that is only once the
+    rows are in and counted: there are never mappings without rows. Rows without mappings can
+    be left, and are listed and counted until they go: when anything fails after the insert
+    may have happened, the rows are taken out here, before the error goes on. A cancellation
+    (only at the shutdown deadline: aiohttp does not cancel a handler whose client went away)
+    waits for that too; should the delete itself be cut short (cancelled again, or the cell
+    database away), the database still tells what to do, and the API database is never left
+    with mappings: `cells.forget_pending()` (once an outage is over, from `forget_later`) and
+    the conductor's `cells.tidy()` (at start and every minute, for rows over a minute old)
+    remove the rows no mapping names. Rows cast to nobody (the request cut short after its
+    commit) are picked up by the conductor's `_resume_unscheduled` at its next start."""
+    inserted: Any = None  # the insert's recount row; None while its outcome is unknown
+    try:
+        inserted, mapped = await asyncio.gather(
+            cell.pool.fetchrow(Q.insert_many, *rows.arguments()),
+            state.cells.map_instances(conn, cell, rows.uuids, rows.project_id, rows.user_id),
+            return_exceptions=True)
+        for outcome in (inserted, mapped):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        if rows.counted:
+            others = await quotas.usage(state.cells, rows.project_id, skip=cell)
+            quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(inserted), others),
+                                                   each, len(rows.uuids)))
+    except BaseException:
+        if not isinstance(inserted, BaseException):  # in the cell, or perhaps (cut short)
+            await cell.pool.execute(CQ.forget_instances, rows.uuids)
+        raise
+
+
+# -- the checks
 
 async def _host_hints(state: ApiState, ctx: RequestContext, hints: dict[str, Any]) -> dict[str, list[str]]:
     """`same_host` / `different_host`: instance ids (one or a list) that must exist and be the

@@ -52,7 +52,7 @@ from nova_async.db.queries import queries
 from nova_async.common.context import RequestContext
 from nova_async.conductor.messages import RescheduleInstance
 from nova_async.network.messages import IpInfo, RequestedNetwork, Vif
-from nova_async.scheduler.messages import Destination
+from nova_async.scheduler.messages import Destination, Flavor
 
 log = structlog.get_logger("compute.build")
 CQ = queries("compute")
@@ -74,31 +74,6 @@ BLOCK_DEVICES_EVENT = "compute_prepare_block_devices"
 
 class DeleteRaced(errors.Conflict):
     """The instance was deleted while it was being built."""
-
-
-@dataclass(frozen=True)
-class Flavor:
-    name: str
-    vcpus: int
-    memory_mb: int
-    root_gb: int
-    ephemeral_gb: int
-    swap_mb: int
-
-    @classmethod
-    def from_row(cls, data: Any) -> Flavor:
-        if not isinstance(data, dict):
-            raise errors.InvalidInput("the instance has no flavor")
-
-        def number(key: str, minimum: int) -> int:
-            value = data.get(key) or 0
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise errors.InvalidInput(f"flavor {key} must be an integer >= {minimum}, got {value!r}")
-            return value
-
-        return cls(name=str(data.get("name") or ""), vcpus=number("vcpus", 1),
-                   memory_mb=number("memory_mb", 1), root_gb=number("root_gb", 0),
-                   ephemeral_gb=number("ephemeral_gb", 0), swap_mb=number("swap", 0))
 
 
 @dataclass(frozen=True)
@@ -196,7 +171,7 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
     `started`: the events of those two steps, when the caller started them already.
     `finishes`: a build's event, whose Success and the end of its action go with ACTIVE."""
     instance_uuid = str(row["uuid"])
-    flavor = Flavor.from_row(row["flavor"])
+    flavor = Flavor.from_row(row["flavor"])  # the row is the truth: what the API wrote, or a resize
     requested = requested_networks(row["requested_networks"])
 
     def event(name: str) -> contextlib.AbstractAsyncContextManager[instances.Step]:
@@ -265,7 +240,7 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
         base, properties = await _base_image(host, row)
         boot = await boot_files(host, properties, row["project_id"]) if host.real_guests else BootFiles()
         disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
-                                        ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap_mb)
+                                        ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap)
         return disk_list, boot
 
 

@@ -30,7 +30,6 @@ import traceback
 import uuid as uuidlib
 
 import asyncpg
-import msgspec
 import structlog
 
 from nova_async.common import errors
@@ -45,7 +44,6 @@ from nova_async.compute.messages import ResizeStep, ResizeStepName
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
-from nova_async.scheduler.messages import RequestSpec
 
 log = structlog.get_logger("compute.resize")
 MQ = queries("migrations")
@@ -133,7 +131,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             await disks.backup_for_resize(host.instances_root, uuid)
             new = Flavor.from_row(migration["new_flavor"])
             await disks.resize_disks(host.instances_root, uuid, root_gb=new.root_gb,
-                                     ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap_mb)
+                                     ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap)
             await host.hypervisor.remove(name)
         if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_MIGRATED,
                                     [TaskState.RESIZE_MIGRATING]) is None:
@@ -151,7 +149,7 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
         log.warning("finish skipped: not the destination host", dest=migration["dest_compute"])
         return
     new_flavor = migration["new_flavor"]
-    spec = _spec_with(row["request_spec"], new_flavor)
+    spec = row["request_spec"]  # stored without its flavor (RequestSpec.to_stored): a resize keeps it
     claimed = await host.pool.fetchrow(MQ.begin_finish, uuid, host.name, migration["dest_node"], new_flavor, spec)
     if claimed is None:
         log.info("finish skipped", task_state=row["task_state"])
@@ -263,7 +261,3 @@ async def _set_error(host: Host, uuid: str, request_id: str, exc: Exception) -> 
     await instances.set_error(host.pool, uuid, f"Reverting the resize failed: {reason}", host=host.name,
                               details="".join(traceback.format_exception(exc)))
     await instances.finish_action(host.pool, uuid, request_id, "Error")
-
-
-def _spec_with(spec: dict, flavor: dict) -> dict:
-    return msgspec.to_builtins(msgspec.convert(spec, RequestSpec).for_flavor(flavor))

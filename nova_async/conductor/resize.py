@@ -42,7 +42,7 @@ MQ = queries("migrations")
 
 def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: bool,
                 cell: str | None = None) -> RequestSpec:
-    spec = msgspec.convert(old_spec, RequestSpec).for_flavor(flavor)
+    spec = RequestSpec.from_stored(old_spec, flavor)
     hints = dict(spec.scheduler_hints)
     if not same_host:
         hints["different_host"] = [*hints.get("different_host", []), instance_uuid]

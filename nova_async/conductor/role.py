@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 
-import msgspec
 import structlog
 
 from nova_async.common import errors, metrics
@@ -135,7 +134,7 @@ class ConductorRole(Role):
 
     async def _schedule_and_build(self, cell: Cell, rows: list, uuids: list[str], ctx: RequestContext) -> None:
         db = cell.pool
-        spec = msgspec.convert(rows[0]["request_spec"], RequestSpec)
+        spec = RequestSpec.from_stored(rows[0]["request_spec"], rows[0]["flavor"])
         request_id = ctx.request_id
         started = {str(r["uuid"]): r["event_id"] for r in rows}
         scheduler_events = {str(r["uuid"]): r["scheduler_event_id"] for r in rows
@@ -224,7 +223,7 @@ class ConductorRole(Role):
 
     async def _reschedule(self, cell: Cell, msg: RescheduleInstance, row, ctx: RequestContext) -> None:
         uuid, db = msg.instance_uuid, cell.pool
-        spec = msgspec.convert(row["request_spec"], RequestSpec)
+        spec = RequestSpec.from_stored(row["request_spec"], row["flavor"])
         tried = [msg.failed_host]
         chosen = None
         async with instances.event(db, uuid, ctx.request_id, "conductor_reschedule_instance"):

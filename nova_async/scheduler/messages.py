@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from nova_async.bus.messages import Message
+from nova_async.common import errors
 
 
 class GroupPolicy(Message, frozen=True, kw_only=True):
@@ -15,6 +16,40 @@ class GroupPolicy(Message, frozen=True, kw_only=True):
     uuid: str
     policy: str                      # affinity, anti-affinity, soft-affinity, soft-anti-affinity
     max_server_per_host: int = 1     # anti-affinity's rule (2.64); 1 without one
+
+
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class Flavor(msgspec.Struct, frozen=True, kw_only=True):
+    """An instance's own copy of its flavor (flavors may change or go), as `instances.flavor`
+    and a migration's old and new flavor keep it. It is the one place an instance's flavor is
+    stored: its request spec is stored without it (`RequestSpec.to_stored`). Readers take it
+    through `from_row`, whose checks are the field types below."""
+
+    id: str
+    name: str
+    vcpus: Positive
+    memory_mb: Positive
+    root_gb: Count
+    ephemeral_gb: Count = 0
+    swap: Count = 0
+    extra_specs: dict[str, str] = {}
+
+    @classmethod
+    def from_row(cls, data: Any) -> Flavor:
+        """The flavor a row keeps (an instance's, a migration's); InvalidInput when it holds
+        no usable flavor, which no host could build."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as exc:
+            raise errors.InvalidInput(f"The instance's flavor is not usable: {exc}") from None
+
+
+# The RequestSpec fields that restate its flavor: not stored with the spec (the flavor is
+# stored beside it), put back from the flavor when the spec is read.
+_FLAVOR_FIELDS = ("flavor_id", "vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap_mb", "extra_specs")
 
 
 class RequestSpec(Message, frozen=True, kw_only=True):
@@ -36,18 +71,30 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     group: GroupPolicy | None = None
     cell: str | None = None            # uuid of the only cell whose hosts may take it (a resize)
 
-    def for_flavor(self, flavor: dict[str, Any]) -> RequestSpec:
-        """The same request with another flavor (a resize); `flavor` as instances.flavor keeps it."""
-        return msgspec.structs.replace(
-            self, flavor_id=str(flavor["id"]), vcpus=flavor["vcpus"], memory_mb=flavor["memory_mb"],
-            root_gb=flavor["root_gb"], ephemeral_gb=flavor.get("ephemeral_gb") or 0,
-            swap_mb=flavor.get("swap") or 0,
-            extra_specs={str(k): str(v) for k, v in (flavor.get("extra_specs") or {}).items()})
+    @classmethod
+    def from_stored(cls, spec: dict[str, Any], flavor: Flavor | dict[str, Any]) -> RequestSpec:
+        """The spec `to_stored()` kept, with `flavor` (the row's, or the new one of a resize);
+        fields of a flavor still in `spec` (stored before migration 0042) give way to it."""
+        flavor = flavor if isinstance(flavor, Flavor) else Flavor.from_row(flavor)
+        return msgspec.convert({**spec, **_flavor_fields(flavor)}, cls)
+
+    def to_stored(self) -> dict[str, Any]:
+        """What `instances.request_spec` keeps: the spec without its flavor."""
+        stored = msgspec.to_builtins(self)
+        for field in _FLAVOR_FIELDS:
+            stored.pop(field, None)
+        return stored
 
     def resources(self) -> dict[str, int]:
         wanted = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,
                   "DISK_GB": self.root_gb + self.ephemeral_gb + (self.swap_mb + 1023) // 1024}
         return {rc: amount for rc, amount in wanted.items() if amount > 0}
+
+
+def _flavor_fields(flavor: Flavor) -> dict[str, Any]:
+    return {"flavor_id": flavor.id, "vcpus": flavor.vcpus, "memory_mb": flavor.memory_mb,
+            "root_gb": flavor.root_gb, "ephemeral_gb": flavor.ephemeral_gb, "swap_mb": flavor.swap,
+            "extra_specs": dict(flavor.extra_specs)}
 
 
 SELECT_EVENT = "scheduler_select_destinations_and_claim"  # the action event of a decision

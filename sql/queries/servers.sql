@@ -1,19 +1,12 @@
 -- The compute API's reads and writes of instances (shared state changes live in instances.sql).
 
--- name: insert
-INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
-                       flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
-                       availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
-                       description, vm_state, task_state)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-        'building', 'scheduling');
-
 -- name: insert_many
 -- A boot request's instances ($1 uuids, $2 names, $3 hostnames, $4 launch indexes; the rest
--- is the same for all) with their `create` actions (request $22), in one statement. Returns
--- the project's usage as this statement's snapshot saw it, without the new instances: the
--- caller adds them (the recount that catches a writer that did not take the quota lock);
--- zeros when $23 is false (no limit to check: nothing is counted).
+-- is the same for all: api/server_create.py InstanceRows.arguments() names each) with their
+-- `create` actions (request $22), in one statement. Returns the project's usage as this
+-- statement's snapshot saw it, without the new instances: the caller adds them (the recount
+-- that catches a writer that did not take the quota lock); zeros when $23 is false (no limit
+-- to check: nothing is counted).
 WITH new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
