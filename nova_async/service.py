@@ -23,6 +23,7 @@ import importlib
 import secrets
 import signal
 import time
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web
@@ -133,6 +134,33 @@ async def drain(roles: list[Role], tasks: list[asyncio.Task], deadline: float) -
             task.cancel()
 
 
+async def _run_role(role: Role) -> None:
+    structlog.contextvars.bind_contextvars(role=role.name)
+    await role.run()
+
+
+class RoleTasks:
+    """Built roles running, each a named task of the caller's TaskGroup with its name bound
+    in its log context: waited for until every one is ready, and stopped tier by tier, then
+    the bus's intake. The service runs its configured roles so; tests/harness.py runs the
+    roles a test chose through the same class, with a test HTTP server in front."""
+
+    def __init__(self, tg: asyncio.TaskGroup, roles: list[Role]) -> None:
+        self.roles = roles
+        self.tasks = [tg.create_task(_run_role(role), name=f"role:{role.name}") for role in roles]
+
+    async def ready(self, waiting: Callable[[Role], None] = lambda role: None) -> None:
+        """Until all are ready, one by one: `waiting` hears of each that is not yet."""
+        for role in self.roles:
+            if not role.ready.is_set():
+                waiting(role)
+                await role.ready.wait()
+
+    async def stop(self, bus: Bus, deadline: float) -> None:
+        await drain(self.roles, self.tasks, deadline)
+        bus.stop_intake()
+
+
 class Service:
     # serve() hands over the one that systemd's environment asked for.
     notifier: systemd.Notifier = systemd.DISABLED
@@ -205,7 +233,7 @@ class Service:
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,
                                  window=settings.service.private_database_window),
                     name="db:private-postgres"))
-            tasks = [tg.create_task(self._run_role(role), name=f"role:{role.name}") for role in roles]
+            running = RoleTasks(tg, roles)
             await runner.setup()
             host, _, port = settings.service.listen.rpartition(":")
             site = web.TCPSite(runner, host.strip("[]") or None, int(port), reuse_address=True)
@@ -214,10 +242,9 @@ class Service:
             except OSError as exc:
                 log.error("cannot listen", listen=settings.service.listen, error=exc.strerror)
                 raise SystemExit(f"nova-async: cannot listen on {settings.service.listen}: {exc.strerror}")
-            for role in roles:  # one by one: all must be ready, and the status names the laggard
-                if not role.ready.is_set():
-                    notifier.status(f"listening at {settings.base_url}; waiting for role {role.name}")
-                    await role.ready.wait()
+            # One by one: all must be ready, and the status names the laggard.
+            await running.ready(lambda role: notifier.status(
+                f"listening at {settings.base_url}; waiting for role {role.name}"))
             if settings.image.demo_guest:
                 await register_demo_guest(deps.pool, roles)
             login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
@@ -238,8 +265,7 @@ class Service:
             notifier.stopping("stopping: no new requests; draining work in flight")
             log.info("shutting down: stopping intake")
             await runner.cleanup()
-            await drain(roles, tasks, deadline)
-            bus.stop_intake()
+            await running.stop(bus, deadline)
             log.info("shutting down: no longer watching the database", tasks=[t.get_name() for t in watching])
             for task in watching:
                 task.cancel()
@@ -257,11 +283,6 @@ class Service:
         self.notifier.status(ready if outage is None else
                              f"database unreachable since {outage.since_text()} ({outage.reason}); "
                              "requests answer 503")
-
-    @staticmethod
-    async def _run_role(role: Role) -> None:
-        structlog.contextvars.bind_contextvars(role=role.name)
-        await role.run()
 
 
 def serve(settings: Settings) -> int:

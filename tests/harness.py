@@ -23,7 +23,7 @@ from nova_async.bus.memory import MemoryBus
 from nova_async.db.cells import Cells, open_cells
 from nova_async.db.pool import Pool
 from nova_async.role import Deps, Role
-from nova_async.service import _token_key, build_http, drain, role_class
+from nova_async.service import RoleTasks, _token_key, build_http, role_class
 from nova_async.common.tokens import TokenCodec
 
 
@@ -79,23 +79,38 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
 
 @contextlib.asynccontextmanager
 async def _running(deps: Deps, roles: list[str]) -> AsyncIterator[Harness]:
-    settings, bus, pool = deps.settings, deps.bus, deps.pool
-    built = {name: role_class(name)(deps) for name in roles}
-    tasks = [asyncio.create_task(r.run(), name=f"role:{r.name}") for r in built.values()]
-    client = TestClient(TestServer(build_http(settings, list(built.values()), deps.tokens, pool.health)))
+    built = [role_class(name)(deps) for name in roles]
+    client = TestClient(TestServer(build_http(deps.settings, built, deps.tokens, deps.pool.health)))
+    up, stop = asyncio.Event(), asyncio.Event()
+
+    async def supervise() -> None:
+        # The service's own supervision (service.RoleTasks), in a task of its own: a fixture's
+        # set-up and tear-down run in different tasks, and a TaskGroup is left by the task
+        # that entered it. A role that fails ends the group, and the test when it leaves.
+        async with asyncio.TaskGroup() as tg:
+            running = RoleTasks(tg, built)
+            await running.ready()
+            up.set()
+            await stop.wait()
+            await running.stop(deps.bus, time.monotonic() + 30)
+
     await client.start_server()
+    owner = asyncio.create_task(supervise(), name="harness:roles")
     try:
-        waiting = asyncio.gather(*(r.ready.wait() for r in built.values()))
-        done, _ = await asyncio.wait([waiting, *tasks], timeout=30, return_when=asyncio.FIRST_COMPLETED)
-        for t in tasks:
-            if t in done:
-                t.result()  # a role that died at start-up fails the test with its error
-        if waiting not in done:
-            waiting.cancel()
+        waiting = asyncio.ensure_future(up.wait())
+        await asyncio.wait([waiting, owner], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if owner.done():
+            owner.result()  # a role that died at start-up fails the test with its error
+        if not up.is_set():
             raise TimeoutError("roles did not become ready within 30 s")
-        yield Harness(http=client, bus=bus, pool=pool, deps=deps, roles=built, cells=deps.cells)
+        yield Harness(http=client, bus=deps.bus, pool=deps.pool, deps=deps,
+                      roles={r.name: r for r in built}, cells=deps.cells)
     finally:
-        await client.close()
-        await drain(list(built.values()), tasks, time.monotonic() + 30)
-        bus.stop_intake()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.close()  # HTTP intake first, then the roles, as the service stops
+        if up.is_set():
+            stop.set()
+        else:
+            owner.cancel()
+        await asyncio.wait([owner])
+    owner.result()  # a role that failed while the test ran fails it

@@ -10,14 +10,12 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Protocol
 
 import aiohttp
 import libvirt
 import pytest
 
 PASSWORD = "e2e-secret"
-V = "/compute/v2.1"
 
 
 def free_port() -> int:
@@ -103,27 +101,3 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: di
         waiting.cancel()
         await pumping
         await asyncio.to_thread(remove_guests_under, state_dir.resolve())
-
-
-class Caller(Protocol):
-    async def call(self, method: str, path: str, status: int, **kw: Any) -> Any: ...
-
-
-async def boot_base(api: Caller, name: str, cidr: str) -> dict:
-    """What a boot of the admin project needs, made through the API: no quota, a flavor, a
-    small raw image and a network. The flavor asks for no root disk (the disk is the image's,
-    and placement is asked for no DISK_GB), so many servers fit however small the file
-    system the hosts report is (a tmpfs, say). Returns the server body's common part."""
-    await api.call("PUT", V + "/os-quota-sets/admin", 200,
-                   json={"quota_set": {"instances": -1, "cores": -1, "ram": -1}})
-    flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
-        "name": name, "ram": 64, "vcpus": 1, "disk": 0}}))["flavor"]["id"]
-    image = (await api.call("POST", "/image/v2/images", 201, json={
-        "name": name, "disk_format": "raw", "container_format": "bare"}))["id"]
-    await api.call("PUT", f"/image/v2/images/{image}/file", 204, data=b"\0" * 65536,
-                   headers={"Content-Type": "application/octet-stream"})
-    net = (await api.call("POST", "/network/v2.0/networks", 201,
-                          json={"network": {"name": name}}))["network"]["id"]
-    await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
-        "network_id": net, "cidr": cidr, "ip_version": 4}})
-    return {"flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}

@@ -4,17 +4,13 @@ test driver: these clients only see the API, so no real guest is needed here).""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import serve
-
-BIN = Path(sys.executable).parent
+from tests.e2e.driver import BIN, os_env, run_ok
 
 pytestmark = pytest.mark.skipif(not (BIN / "openstack").exists() or not (BIN / "nova").exists(),
                                 reason="the OpenStack clients are installed by `make test`")
@@ -102,30 +98,14 @@ exit 1
 """
 
 
-async def _run(argv: list[str], env: dict[str, str], cwd: Path) -> str:
-    proc = await asyncio.create_subprocess_exec(*argv, env=env, cwd=cwd, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(), 600)
-    output = out.decode()
-    assert proc.returncode == 0, output
-    return output
-
-
 async def test_every_clients_md_command_works(database, work_dir):
     async with serve(work_dir / "contract", "--database", database, "--libvirt-uri", "test:///default") as served:
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
-               "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
-               "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password,
-               "OS_IDENTITY_API_VERSION": "3"}
-        env.pop("OS_CLOUD", None)
+        env = os_env(served, OS_IDENTITY_API_VERSION="3")
         cwd = work_dir / "contract-cwd"
         cwd.mkdir()
-        try:
-            osc = await _run(["bash", "-euxo", "pipefail", "-c", OSC], env, cwd)
-            sdk = await _run([sys.executable, "-c", SDK], env, cwd)
-            nova = await _run(["bash", "-euxo", "pipefail", "-c", NOVA], env, cwd)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n--- server log ---\n" + "\n".join(served.log[-40:])) from None
+        osc = await run_ok("bash", "-euxo", "pipefail", "-c", OSC, env=env, cwd=cwd, timeout=600, served=served)
+        sdk = await run_ok(sys.executable, "-c", SDK, env=env, cwd=cwd, timeout=600, served=served)
+        nova = await run_ok("bash", "-euxo", "pipefail", "-c", NOVA, env=env, cwd=cwd, timeout=600, served=served)
     assert "osc-done" in osc and "sdk-done" in sdk and "nova-done" in nova
     names = re.findall(r"^(multi-\d|vm1)$", osc, re.M)
     assert sorted(names[:3]) == ["multi-1", "multi-2", "vm1"] and names[3:] == []

@@ -19,72 +19,57 @@ import signal
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 
 from nova_async.db import embedded
 from nova_async.db.embedded import EmbeddedPostgres
-from tests.e2e.conftest import boot_base, serve
+from tests.e2e.conftest import serve
+from tests.e2e.driver import NOAUTH_ADMIN, V, WAIT, Api
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
-V = "/compute/v2.1"
-HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin", "OpenStack-API-Version": "compute 2.96"}
-WAIT = 300   # bound on every wait below; the test asserts outcomes, never speed
 BURST = 10
 # A request still unanswered after this long hangs (the pool's connect deadline is 10 s).
 HANG = aiohttp.ClientTimeout(total=60)
 
 
-class Client:
+class PatientApi(Api):
     """Talks to the service the way a patient client does: a 503 is retried after the
     Retry-After it carries. Every answer is checked: never a 5xx other than 503, and no 503
     without Retry-After."""
 
     def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
-        self.session, self.url = session, url
+        super().__init__(session, url, NOAUTH_ADMIN)
         self.statuses: Counter[int] = Counter()
 
-    async def once(self, method: str, path: str, *, headers: dict | None = None, **kw) -> tuple[int, object]:
-        async with self.session.request(method, self.url + path, headers={**HEADERS, **(headers or {})},
-                                        **kw) as resp:
-            body = await resp.text()
-            self.statuses[resp.status] += 1
-            assert resp.status < 500 or resp.status == 503, f"{method} {path}: {resp.status} {body}"
-            if resp.status == 503:
-                assert resp.headers.get("Retry-After", "").isdigit(), f"503 without Retry-After: {body}"
-            return resp.status, (await resp.json() if body else None)
+    def heard(self, method: str, path: str, resp: aiohttp.ClientResponse, text: str) -> None:
+        self.statuses[resp.status] += 1
+        assert resp.status < 500 or resp.status == 503, f"{method} {path}: {resp.status} {text}"
+        if resp.status == 503:
+            assert resp.headers.get("Retry-After", "").isdigit(), f"503 without Retry-After: {text}"
 
-    async def call(self, method: str, path: str, status: int, **kw) -> object:
+    async def call(self, method: str, path: str, status: int, **kw) -> Any:
         """`status` in the end, after as many 503s as it takes."""
-        async with asyncio.timeout(WAIT):
-            while True:
-                got, body = await self.once(method, path, **kw)
-                if got != 503:
-                    assert got == status, f"{method} {path}: {got} {body}"
-                    return body
-                await asyncio.sleep(0.2)  # less than Retry-After: this test is in a hurry
+        async def answer() -> tuple[int, Any]:
+            return await self.once(method, path, **kw)
 
-    async def settled(self) -> dict[str, dict]:
-        """Every server, once none of them is in BUILD."""
-        async with asyncio.timeout(WAIT):
-            while True:
-                got, body = await self.once("GET", V + "/servers/detail")
-                if got == 200:
-                    servers = {s["id"]: s for s in body["servers"]}
-                    if all(s["status"] != "BUILD" for s in servers.values()):
-                        return servers
-                await asyncio.sleep(0.2)
+        # Sooner than Retry-After: this test is in a hurry.
+        got, body = await until(answer, lambda answered: answered[0] != 503, what=f"{method} {path} not 503",
+                                timeout=WAIT, interval=0.2)
+        assert got == status, f"{method} {path}: {got} {body}"
+        return body
 
     async def healthy(self) -> None:
-        async with asyncio.timeout(WAIT):
-            while (await self.once("GET", "/healthz"))[0] != 200:
-                await asyncio.sleep(0.1)
+        await until(lambda: self.once("GET", "/healthz"), lambda answered: answered[0] == 200,
+                    what="/healthz 200", timeout=WAIT, interval=0.1)
 
 
 @contextlib.asynccontextmanager
-async def burst(api: Client, base: dict, accepted: list[str]):
+async def burst(api: PatientApi, base: dict, accepted: list[str]):
     """Boots BURST servers, a few at a time, retrying each POST the service answers 503; the
     block runs while they go (the caller breaks the database meanwhile)."""
     slots = asyncio.Semaphore(3)
@@ -97,9 +82,8 @@ async def burst(api: Client, base: dict, accepted: list[str]):
     booting = asyncio.create_task(asyncio.wait_for(asyncio.gather(*(boot(i) for i in range(BURST))), WAIT),
                                   name="e2e:burst")
     try:
-        async with asyncio.timeout(WAIT):
-            while len(accepted) < 3 and not booting.done():
-                await asyncio.sleep(0.01)
+        await until(lambda: len(accepted) >= 3 or booting.done(), bool, what="three boots accepted",
+                    timeout=WAIT, interval=0.01)
         yield
         await booting
     finally:
@@ -139,20 +123,16 @@ def postmaster(state: Path) -> int:
 
 async def restarted(state: Path, old: int) -> int:
     """The pid of the postmaster that replaced `old` (started by the service, not by us)."""
-    async with asyncio.timeout(WAIT):
-        while True:
-            pid = EmbeddedPostgres(state).postmaster_pid()
-            if pid is not None and pid != old:
-                return pid
-            await asyncio.sleep(0.1)
+    return await until(EmbeddedPostgres(state).postmaster_pid, lambda pid: pid is not None and pid != old,
+                       what="a new postmaster", timeout=WAIT, interval=0.1)
 
 
 async def test_private_postgres_killed_under_load_is_restarted_by_the_service(work_dir):
     state = state_dir(work_dir, "dbloss-private")
     async with serve(state, "--auth", "noauth", "--simulate-hosts", "2") as served, \
             aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
-        api = Client(session, served.url)
-        base = await boot_base(api, "dbloss", "10.30.0.0/16")
+        api = PatientApi(session, served.url)
+        base = await api.boot_base("dbloss", "10.30.0.0/16")
         accepted: list[str] = []
         async with burst(api, base, accepted):
             old = postmaster(state)
@@ -204,17 +184,16 @@ async def test_an_external_postgres_restart_is_ridden_out(work_dir):
         state = state_dir(work_dir, "dbloss-external-state")
         async with serve(state, "--auth", "noauth", "--simulate-hosts", "2", "--database", pg.dsn) as served, \
                 aiohttp.ClientSession(timeout=HANG) as session, log_on_failure(served):
-            api = Client(session, served.url)
-            base = await boot_base(api, "dbloss", "10.30.0.0/16")
+            api = PatientApi(session, served.url)
+            base = await api.boot_base("dbloss", "10.30.0.0/16")
             accepted: list[str] = []
             async with burst(api, base, accepted):
                 await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),
                                     "-m", "immediate", "-w", "stop")
                 # Away: every request fails fast with 503 and Retry-After, /healthz says so.
                 for path in ("/healthz", V + "/servers/detail", V + "/flavors"):
-                    async with asyncio.timeout(WAIT):
-                        while (await api.once("GET", path))[0] != 503:
-                            await asyncio.sleep(0.1)
+                    await until(lambda: api.once("GET", path), lambda answered: answered[0] == 503,
+                                what=f"GET {path} 503", timeout=WAIT, interval=0.1)
                 await pg.start()
             await api.healthy()
             check_settled(await api.settled(), accepted)

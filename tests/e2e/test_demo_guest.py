@@ -26,6 +26,7 @@ from nova_async import config
 from nova_async.compute.config_drive import DriveContent, Nic, build_config_drive
 from nova_async.compute.guest_image import build_or_reuse
 from nova_async.compute.host_setup import setup_host
+from tests.waiting import until
 
 QEMU = Path("/usr/bin/qemu-system-x86_64")
 pytestmark = [
@@ -68,24 +69,17 @@ def domain_xml(name: str, uuid: str, domain_type: str, image, iso: Path, console
 
 
 async def wait_for_lines(console: Path, done, timeout: float) -> list[str]:
-    """Lines of the guest's serial log once `done(lines)` holds (test code: short sleeps are fine)."""
-    deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        if console.exists():
-            lines = console.read_text(errors="replace").replace("\r", "").splitlines()
-            if done(lines):
-                return lines
-        await asyncio.sleep(0.1)
-    pytest.fail(f"guest did not get there within {timeout:.0f} s; console so far:\n" + "\n".join(lines[-40:]))
+    """Lines of the guest's serial log once `done(lines)` holds."""
+    def lines() -> list[str]:
+        return console.read_text(errors="replace").replace("\r", "").splitlines() if console.exists() else []
+
+    return await until(lines, done, what="the guest's console", timeout=timeout, interval=0.1,
+                       show=lambda seen: "\n" + "\n".join(seen[-40:]))
 
 
 async def wait_shut_off(dom, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while await asyncio.to_thread(dom.isActive):
-        if time.monotonic() > deadline:
-            pytest.fail("guest did not power off after the ACPI power button")
-        await asyncio.sleep(0.1)
+    await until(lambda: asyncio.to_thread(dom.isActive), lambda active: not active,
+                what="the guest powered off after the ACPI power button", timeout=timeout, interval=0.1)
 
 
 async def test_demo_guest_reads_config_drive_and_powers_off_on_acpi():

@@ -5,7 +5,6 @@ project|user|role`, against a live `nova-async serve` on its private PostgreSQL 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shutil
 import sys
@@ -14,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import serve
-
-BIN = Path(sys.executable).parent
+from tests.e2e.driver import BIN, os_env, run
 
 pytestmark = [
     pytest.mark.e2e,
@@ -25,24 +23,23 @@ pytestmark = [
 
 
 class Shell:
-    def __init__(self, url: str, state_dir: Path, password: str, cwd: Path) -> None:
-        self.state_dir, self.cwd = state_dir, cwd
-        self.env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{url}/v3",
-                    "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default"}
-        self.env.pop("OS_CLOUD", None)
-        self.admin = ("admin", password, "admin")
+    """The `openstack` CLI as one user or another, and `nova-async` commands beside the
+    served process, on its state directory (they read its database from there)."""
 
-    async def _run(self, argv: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[int, str]:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env=env, cwd=self.cwd, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await asyncio.wait_for(proc.communicate(stdin), 120)
-        return proc.returncode, out.decode()
+    def __init__(self, served, cwd: Path) -> None:
+        self.served, self.cwd = served, cwd
+        # The clients' environment without a user: each command says whose it is.
+        self.env = {k: v for k, v in os_env(served).items()
+                    if k not in ("OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME")}
+        self.admin = ("admin", served.password, "admin")
+
+    async def run(self, argv: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[int, str]:
+        return await run(*argv, env=env, cwd=self.cwd, stdin=stdin, timeout=120)
 
     async def osc(self, *args: str, who: tuple[str, str, str] | None = None) -> tuple[int, str]:
         user, password, project = who or self.admin
         env = {**self.env, "OS_USERNAME": user, "OS_PASSWORD": password, "OS_PROJECT_NAME": project}
-        return await self._run(["openstack", *args], env)
+        return await self.run(["openstack", *args], env)
 
     async def ok(self, *args: str, who: tuple[str, str, str] | None = None) -> str:
         rc, out = await self.osc(*args, who=who)
@@ -50,13 +47,13 @@ class Shell:
         return out
 
     async def nova(self, *args: str, stdin: bytes | None = None) -> tuple[int, str]:
-        return await self._run([sys.executable, "-m", "nova_async", *args, "--state-dir", str(self.state_dir)],
-                               self.env, stdin)
+        return await self.run([sys.executable, "-m", "nova_async", *args, "--state-dir", str(self.served.state_dir)],
+                              self.env, stdin)
 
 
 async def test_identity_with_openstack_and_nova_async_commands(work_dir):
     async with serve(work_dir / "identity", "--libvirt-uri", "test:///default") as served:
-        sh = Shell(served.url, served.state_dir, served.password, work_dir)
+        sh = Shell(served, work_dir)
 
         # --- with the openstack CLI, as admin -------------------------------------------
         out = await sh.ok("project", "create", "demo", "--description", "Demo project")
@@ -188,7 +185,7 @@ def _tokens_with_keystoneclient(url: str, password: str) -> dict[str, object]:
 
 async def test_tokens_validated_and_revoked_by_the_clients(work_dir):
     async with serve(work_dir / "tokens", "--roles", "identity") as served:
-        sh = Shell(served.url, served.state_dir, served.password, work_dir)
+        sh = Shell(served, work_dir)
 
         seen = await asyncio.to_thread(_tokens_with_keystoneclient, served.url, served.password)
         assert seen == {"user": "admin", "project": "admin", "catalog": True, "nocatalog": False,
@@ -199,11 +196,11 @@ async def test_tokens_validated_and_revoked_by_the_clients(work_dir):
         await sh.ok("token", "revoke", token)
         env = {**sh.env, "OS_AUTH_TYPE": "token", "OS_TOKEN": token, "OS_PROJECT_NAME": "admin"}
         del env["OS_USER_DOMAIN_NAME"]  # the token plugin takes no user
-        rc, out = await sh._run(["openstack", "project", "list"], env)
+        rc, out = await sh.run(["openstack", "project", "list"], env)
         assert rc != 0 and "401" in out, out
 
         # keystoneauth finds identity v3 from the bare URL too: the root lists the versions
         env = {**sh.env, "OS_AUTH_URL": served.url, "OS_USERNAME": "admin",
                "OS_PASSWORD": served.password, "OS_PROJECT_NAME": "admin"}
-        rc, out = await sh._run(["openstack", "token", "issue", "-f", "value", "-c", "project_id"], env)
+        rc, out = await sh.run(["openstack", "token", "issue", "-f", "value", "-c", "project_id"], env)
         assert rc == 0 and out.strip(), out

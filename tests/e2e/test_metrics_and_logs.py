@@ -4,33 +4,14 @@ lines with the request id, role and instance uuid bound."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
 import aiohttp
 
 from tests.e2e.conftest import serve
+from tests.e2e.driver import V, Api
 
-V = "/compute/v2.1"
-
-
-async def ok(resp: aiohttp.ClientResponse, status: int):
-    assert resp.status == status, f"{resp.method} {resp.url}: {resp.status} {await resp.text()}"
-    return await resp.json() if resp.content_type == "application/json" else None
-
-
-async def boot(s: aiohttp.ClientSession, url: str, headers: dict, name: str, flavor: str, image: str,
-               net: str) -> dict:
-    body = {"server": {"name": name, "imageRef": image, "flavorRef": flavor, "networks": [{"uuid": net}]}}
-    created = await ok(await s.post(f"{url}{V}/servers", json=body, headers=headers), 202)
-    server_id = created["server"]["id"]
-    async with asyncio.timeout(60):
-        while True:
-            server = (await ok(await s.get(f"{url}{V}/servers/{server_id}", headers=headers), 200))["server"]
-            if server["status"] in ("ACTIVE", "ERROR"):
-                return server
-            await asyncio.sleep(0.05)
 
 
 def sample(text: str, name: str, **labels: str) -> float:
@@ -44,28 +25,25 @@ def sample(text: str, name: str, **labels: str) -> float:
 
 async def test_metrics_and_json_logs_of_a_served_process(database, work_dir):
     async with serve(work_dir / "metrics", "--database", database, "--libvirt-uri", "test:///default") as served:
-        url = served.url
         async with aiohttp.ClientSession() as s:
-            headers = {"X-Auth-Token": await served.token(s)}
-            small = (await ok(await s.post(f"{url}{V}/flavors", headers=headers, json={"flavor": {
-                "name": "m1.metrics", "ram": 256, "vcpus": 1, "disk": 1}}), 200))["flavor"]["id"]
-            huge = (await ok(await s.post(f"{url}{V}/flavors", headers=headers, json={"flavor": {
-                "name": "m1.huge", "ram": 256, "vcpus": 1, "disk": 1000000}}), 200))["flavor"]["id"]
-            image = await ok(await s.post(f"{url}/image/v2/images", headers=headers, json={
-                "name": "metrics-image", "disk_format": "raw", "container_format": "bare"}), 201)
-            await ok(await s.put(f"{url}/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
-                                 headers={**headers, "Content-Type": "application/octet-stream"}), 204)
-            net = (await ok(await s.post(f"{url}/network/v2.0/networks", headers=headers,
-                                         json={"network": {"name": "metrics-net"}}), 201))["network"]["id"]
-            await ok(await s.post(f"{url}/network/v2.0/subnets", headers=headers, json={"subnet": {
-                "network_id": net, "cidr": "10.9.0.0/24", "ip_version": 4}}), 201)
+            api = await Api.admin(s, served)
+            small = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+                "name": "m1.metrics", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
+            huge = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
+                "name": "m1.huge", "ram": 256, "vcpus": 1, "disk": 1000000}}))["flavor"]["id"]
+            image = await api.image("metrics-image", b"\0" * 65536, "raw", "bare")
+            net = (await api.call("POST", "/network/v2.0/networks", 201,
+                                  json={"network": {"name": "metrics-net"}}))["network"]["id"]
+            await api.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+                "network_id": net, "cidr": "10.9.0.0/24", "ip_version": 4}})
+            base = {"imageRef": image, "networks": [{"uuid": net}]}
 
-            built = await boot(s, url, headers, "metrics-vm", small, image["id"], net)
-            assert built["status"] == "ACTIVE", built.get("fault")
-            refused = await boot(s, url, headers, "metrics-toobig", huge, image["id"], net)
+            built = await api.status(await api.boot({**base, "flavorRef": small}, "metrics-vm"), "ACTIVE")
+            refused = await api.status(await api.boot({**base, "flavorRef": huge}, "metrics-toobig"),
+                                       "ACTIVE", "ERROR")
             assert refused["status"] == "ERROR"
 
-            async with s.get(f"{url}/metrics") as r:  # no token: a scraper has none
+            async with s.get(f"{served.url}/metrics") as r:  # no token: a scraper has none
                 assert r.status == 200
                 assert r.headers["Content-Type"].startswith("text/plain")
                 text = await r.text()
@@ -88,7 +66,7 @@ async def test_metrics_and_json_logs_of_a_served_process(database, work_dir):
     assert sample(text, "process_resident_memory_bytes") > 0
     # Nothing that belongs to a project: no ids, names or paths.
     for private in (built["id"], refused["id"], built["tenant_id"], "metrics-vm", "metrics-image",
-                    image["id"], net, "/servers"):
+                    image, net, "/servers"):
         assert private not in text, private
 
     # JSON lines with the context bound: the canonical request line, a compute line.

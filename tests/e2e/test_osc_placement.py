@@ -8,21 +8,17 @@ the test, so the list is kept honest."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-import os
 import shutil
-import sys
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import serve
+from tests.e2e.driver import BIN, os_env, run
 
-BIN = Path(sys.executable).parent
 VERSION = "1.39"
 AGGREGATE = "8a4c3f2e-1b6d-4c1e-9f0a-2d3b4c5d6e7f"
 
@@ -172,27 +168,17 @@ STEPS = [
 ]
 
 
-async def _openstack(env: dict[str, str], argv: list[str]) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "openstack", "--os-placement-api-version", VERSION, *argv, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    return proc.returncode or 0, out.decode() + ("\n" + err.decode() if proc.returncode else "")
-
-
 @pytest.mark.skipif(not _has_osc_placement(), reason="osc-placement is installed by `make test`")
 async def test_osc_placement_commands(database, work_dir):
     async with serve(work_dir / "osc-placement", "--database", database, "--roles", "identity,placement",
                      "--libvirt-uri", "test:///default") as served:
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
-               "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
-               "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password}
-        env.pop("OS_CLOUD", None)
+        env = os_env(served)
         walk = Walk()
         failed: dict[str, str] = {}
         for step in STEPS:
             argv = step.argv(walk)
-            code, out = await _openstack(env, argv)
+            code, out = await run("openstack", "--os-placement-api-version", VERSION, *argv, env=env,
+                                  timeout=120, stderr_on_failure_only=True)
             try:
                 assert code == 0, f"exit {code}: {out.strip()[-600:]}"
                 step.check(walk, out)

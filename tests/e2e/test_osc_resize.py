@@ -4,18 +4,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import serve
+from tests.e2e.driver import BIN, os_env, run_ok
 
-BIN = Path(sys.executable).parent
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
@@ -50,16 +46,8 @@ openstack server delete --wait rvm rvm2
 
 async def test_openstack_cli_resizes_and_snapshots(database, work_dir):
     async with serve(work_dir / "osc-resize", "--database", database, "--libvirt-uri", "test:///default") as served:
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
-               "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
-               "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password}
-        env.pop("OS_CLOUD", None)
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-euxo", "pipefail", "-c", SCRIPT, env=env, cwd=work_dir,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await asyncio.wait_for(proc.communicate(), 300)
-        output = out.decode()
-        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        output = await run_ok("bash", "-euxo", "pipefail", "-c", SCRIPT, env=os_env(served), cwd=work_dir,
+                              served=served)
         for expected in (r"after resize: VERIFY_RESIZE", r"\| reverted +\|", r"\| confirmed +\|",
                          r"snapshot: active"):
             assert re.search(expected, output), (expected, output)

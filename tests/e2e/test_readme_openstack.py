@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from nova_async.compute.guest_image import build_or_reuse
 from tests.e2e.conftest import serve
+from tests.e2e.driver import BIN, os_env, run_ok
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-BIN = Path(sys.executable).parent
 
 
 def block(name: str) -> str:
@@ -38,16 +35,8 @@ async def test_readme_openstack_commands_work(database, work_dir):
     await build_or_reuse()  # `make run` builds the demo guest before the first start
     name = "openstack"
     async with serve(work_dir / "osc", "--database", database) as served:
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
-               "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
-               "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password}
-        env.pop("OS_CLOUD", None)
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-euxo", "pipefail", "-c", block(name), env=env, cwd=work_dir,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await asyncio.wait_for(proc.communicate(), 300)
-        output = out.decode()
-        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        output = await run_ok("bash", "-euxo", "pipefail", "-c", block(name), env=os_env(served), cwd=work_dir,
+                              served=served)
         for expected in EXPECTED:
             assert re.search(expected, output), output
 
@@ -62,17 +51,8 @@ async def test_readme_more_openstack_commands_work(database, work_dir):
     from nova_async.api.keypair_store import generate
     (home / ".ssh" / "id_ed25519.pub").write_text(generate()[0] + "\n")
     async with serve(work_dir / "osc-more", "--database", database, "--libvirt-uri", "test:///default") as served:
-        env = {**os.environ, "HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}",
-               "OS_AUTH_URL": f"{served.url}/v3", "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin",
-               "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default",
-               "OS_PASSWORD": served.password}
-        env.pop("OS_CLOUD", None)
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-euxo", "pipefail", "-c", block("openstack-more"), env=env, cwd=work_dir,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await asyncio.wait_for(proc.communicate(), 300)
-        output = out.decode()
-        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        output = await run_ok("bash", "-euxo", "pipefail", "-c", block("openstack-more"),
+                              env=os_env(served, HOME=str(home)), cwd=work_dir, served=served)
         for expected in (r"\| policy +\| anti-affinity", r"\| east +\| available", r"\| instances +\| +20 \|",
                          r"\| fingerprint ", r"nova-compute \| \S+ +\| east +\| disabled",
                          r"\| VCPU=1,MEMORY_MB=512 +\| \S+ +\| \S*VCPU=\d+/\d+"):

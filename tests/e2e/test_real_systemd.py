@@ -47,6 +47,7 @@ import aiohttp
 import pytest
 
 from tests.e2e.conftest import PASSWORD, free_port
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEMD = Path("/lib/systemd/systemd")
@@ -265,16 +266,13 @@ class RealSystemd:
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
     async def wait_for(self, predicate, timeout: float, what: str) -> dict[str, str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            state = await self.show("ActiveState", "SubState", "MainPID", "NRestarts", "Result",
-                                    "StatusText")
-            if predicate(state):
-                return state
-            if time.monotonic() > deadline:
-                journal = await self.inside("journalctl", "--no-pager", "-n", "80", check=False)
-                pytest.fail(f"{what}: still {state}\n{journal}")
-            await asyncio.sleep(0.1)
+        try:
+            return await until(lambda: self.show("ActiveState", "SubState", "MainPID", "NRestarts", "Result",
+                                                 "StatusText"),
+                               predicate, what=what, timeout=timeout, interval=0.1)
+        except AssertionError as exc:
+            journal = await self.inside("journalctl", "--no-pager", "-n", "80", check=False)
+            pytest.fail(f"{exc}\n{journal}")
 
     async def close(self) -> None:
         if self.init_pid is not None:

@@ -10,10 +10,8 @@ the guest's diagnostics, from libvirt, as an admin sees them.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import shutil
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,9 +22,9 @@ from nova_async import config
 from nova_async.compute.guest_image import build_or_reuse
 from nova_async.compute.host_setup import setup_host
 from tests.e2e.conftest import serve
-from tests.e2e.test_tcg_guest_via_api import QEMU, URI, Api, V, _remove_leftovers
+from tests.e2e.driver import BIN, V, Api, os_env, run_ok
+from tests.e2e.test_tcg_guest_via_api import QEMU, URI, _remove_leftovers
 
-BIN = Path(sys.executable).parent
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
@@ -35,15 +33,7 @@ pytestmark = [
 
 
 async def openstack(served, *args: str) -> str:
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
-           "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
-           "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password, "OS_IDENTITY_API_VERSION": "3"}
-    env.pop("OS_CLOUD", None)
-    proc = await asyncio.create_subprocess_exec(BIN / "openstack", *args, env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(), 300)
-    assert proc.returncode == 0, out.decode()
-    return out.decode().strip()
+    return (await run_ok(BIN / "openstack", *args, env=os_env(served, OS_IDENTITY_API_VERSION="3"))).strip()
 
 
 async def type_until_echoed(ws: aiohttp.ClientWebSocketResponse, text: str, timeout: float = 120) -> bytes:
@@ -73,7 +63,7 @@ async def test_serial_and_vnc_consoles_of_a_real_guest(database, work_dir):
     try:
         async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
                 aiohttp.ClientSession() as session:
-            api = Api(session, served.url, await served.token(session))
+            api = await Api.admin(session, served)
             root = await api.demo_images(guest)
             flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
                 "name": "tcg.console", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]

@@ -15,47 +15,16 @@ from collections import Counter
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import boot_base, serve
+from tests.e2e.conftest import serve
+from tests.e2e.driver import NOAUTH_ADMIN, WAIT, Api
 from tests.rabbitmq import Broker, available
+from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
 
-V = "/compute/v2.1"
-HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin", "OpenStack-API-Version": "compute 2.96"}
 CONTROL_ROLES = "identity,image,network,placement,api,conductor,scheduler"
 REPORT_INTERVAL = 1
 SERVICE_DOWN_TIME = 5
-WAIT = 300  # bound on every wait below; the test asserts outcomes, never speed
-
-
-class Api:
-    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
-        self.session, self.url = session, url
-
-    async def call(self, method: str, path: str, status: int, *, headers: dict | None = None, **kw):
-        async with self.session.request(method, self.url + path, headers={**HEADERS, **(headers or {})},
-                                        **kw) as resp:
-            body = await resp.text()
-            assert resp.status == status, f"{method} {path}: {resp.status} {body}"
-            return await resp.json() if body else None
-
-    async def boot(self, base: dict, name: str) -> str:
-        return (await self.call("POST", V + "/servers", 202, json={"server": {**base, "name": name}}))["server"]["id"]
-
-    async def settled(self, ids: list[str]) -> dict[str, dict]:
-        """Wait until none of `ids` is in BUILD; return each server's detail."""
-        wanted = set(ids)
-        async with asyncio.timeout(WAIT):
-            while True:
-                servers = (await self.call("GET", V + "/servers/detail", 200))["servers"]
-                found = {s["id"]: s for s in servers if s["id"] in wanted}
-                if len(found) == len(wanted) and all(s["status"] != "BUILD" for s in found.values()):
-                    return found
-                await asyncio.sleep(0.5)
-
-    async def services(self) -> dict[str, str]:
-        listed = (await self.call("GET", V + "/os-services?binary=nova-compute", 200))["services"]
-        return {s["host"]: s["state"] for s in listed}
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +62,10 @@ async def test_control_and_three_compute_processes_over_rabbitmq(rabbitmq, datab
                 serve(work_dir / f"split-edge-{i}", "--roles", "compute", "--host", f"edge-{i}",
                       "--libvirt-uri", "test:///default", *common))
         session = await stack.enter_async_context(aiohttp.ClientSession())
-        api = Api(session, control.url)
+        api = Api(session, control.url, NOAUTH_ADMIN)
         stack.push(lambda *exc: print_logs({"control": control, **computes}) if exc[0] else None)
         assert await api.services() == {"edge-1": "up", "edge-2": "up", "edge-3": "up"}
-        base = await boot_base(api, "split", "10.20.0.0/16")
+        base = await api.boot_base("split", "10.20.0.0/16")
 
         # 30 servers, requested at once, spread over the three compute processes.
         first = await asyncio.gather(*(api.boot(base, f"split-{i}") for i in range(30)))
@@ -108,9 +77,8 @@ async def test_control_and_three_compute_processes_over_rabbitmq(rabbitmq, datab
         # A compute process dies: shown down once its heartbeats stop, and given nothing new.
         computes["edge-3"].proc.send_signal(signal.SIGKILL)
         await computes["edge-3"].proc.wait()
-        async with asyncio.timeout(WAIT):
-            while (await api.services()).get("edge-3") != "down":
-                await asyncio.sleep(REPORT_INTERVAL / 2)
+        await until(api.services, lambda states: states.get("edge-3") == "down", what="edge-3 shown down",
+                    timeout=WAIT, interval=REPORT_INTERVAL / 2)
         assert await api.services() == {"edge-1": "up", "edge-2": "up", "edge-3": "down"}
         after = await asyncio.gather(*(api.boot(base, f"after-{i}") for i in range(9)))
         servers = await api.settled(after)
@@ -131,9 +99,8 @@ async def test_control_and_three_compute_processes_over_rabbitmq(rabbitmq, datab
 
         booting = asyncio.create_task(boot_batch(), name="e2e:boot-batch")
         try:
-            async with asyncio.timeout(WAIT):
-                while len(batch) < 6:
-                    await asyncio.sleep(0.05)
+            await until(lambda: batch, lambda accepted: len(accepted) >= 6, what="six boots accepted",
+                        timeout=WAIT, interval=0.05)
             await rabbitmq.restart()
             await asyncio.wait_for(booting, WAIT)
         finally:

@@ -19,6 +19,7 @@ import pytest
 from nova_async.db import embedded
 from nova_async.db.embedded import EmbeddedPostgres
 from tests.e2e.conftest import serve
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -130,9 +131,10 @@ async def test_a_database_gone_too_long_is_in_the_status_and_starves_the_watchdo
                                     "-m", "immediate", "-w", "stop")
                 await systemd.wait_for(lambda r: any(d.fields.get("STATUS", "").startswith(
                     "database unreachable since") for d in r))
-                async with asyncio.timeout(60):
-                    while not any("no longer feeding the systemd watchdog" in line for line in served.log):
-                        await asyncio.sleep(0.1)
+                await until(lambda: served.log, lambda log: any("no longer feeding the systemd watchdog" in line
+                                                                for line in log),
+                            what="the watchdog no longer fed", timeout=60, interval=0.1,
+                            show=lambda log: "\n" + "\n".join(log[-20:]))
                 await asyncio.sleep(0.2)  # a ping sent before that line may still be on its way
                 starved = count(systemd.received, "WATCHDOG")
                 await asyncio.sleep(1)  # five intervals without a ping

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import shutil
 import time
 from pathlib import Path
@@ -29,6 +28,8 @@ from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.guest_image import build_or_reuse
 from nova_async.compute.host_setup import setup_host
 from tests.e2e.conftest import serve
+from tests.e2e.driver import V, Api
+from tests.waiting import until
 
 QEMU = Path("/usr/bin/qemu-system-x86_64")
 pytestmark = [
@@ -36,64 +37,8 @@ pytestmark = [
     pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
 ]
 
-V = "/compute/v2.1"
 URI = "qemu:///system"
 USER_DATA = "#!/bin/sh\necho \"it's $(id -u)\" <b>&amp; `uname` ${HOME} 'q' \\ ünï ✓\nlast; no newline"
-
-
-class Api:
-    def __init__(self, session: aiohttp.ClientSession, url: str, token: str) -> None:
-        self.s, self.url = session, url
-        self.h = {"X-Auth-Token": token, "OpenStack-API-Version": "compute 2.96"}
-
-    async def call(self, method: str, path: str, status: int, **kw):
-        async with self.s.request(method, self.url + path, headers=self.h, **kw) as r:
-            text = await r.text()
-            assert r.status == status, f"{method} {path}: {r.status} {text}"
-            return await r.json() if r.content_type == "application/json" else None
-
-    async def image(self, name: str, data: bytes, disk: str, container: str, **props: str) -> str:
-        """Create an image and upload `data` (streamed: the kernel is 60+ MiB)."""
-        image = await self.call("POST", "/image/v2/images", 201, json={
-            "name": name, "disk_format": disk, "container_format": container, **props})
-        async with self.s.put(f"{self.url}/image/v2/images/{image['id']}/file", data=io.BytesIO(data),
-                              headers={**self.h, "Content-Type": "application/octet-stream"}) as r:
-            assert r.status == 204, await r.text()
-        return image["id"]
-
-    async def demo_images(self, guest) -> str:
-        """The demo guest's kernel and ramdisk, and a 1 MiB root image that boots them: its id."""
-        kernel = await self.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
-        ramdisk = await self.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
-        return await self.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk)
-
-    async def status(self, server_id: str, *wanted: str, timeout: float = 120) -> dict:
-        async with asyncio.timeout(timeout):
-            while True:
-                async with self.s.get(f"{self.url}{V}/servers/{server_id}", headers=self.h) as r:
-                    if r.status == 404 and "GONE" in wanted:
-                        return {}
-                    assert r.status == 200, await r.text()
-                    server = (await r.json())["server"]
-                if server["status"] in wanted or server["status"] == "ERROR":
-                    assert server["status"] in wanted, server.get("fault")
-                    return server
-                await asyncio.sleep(0.2)
-
-    async def console(self, server_id: str, **body) -> str:
-        out = await self.call("POST", f"{V}/servers/{server_id}/action", 200,
-                              json={"os-getConsoleOutput": body})
-        return out["output"]
-
-    async def console_until(self, server_id: str, wanted: list[str], timeout: float = 120) -> list[str]:
-        deadline = time.monotonic() + timeout
-        lines: list[str] = []
-        while time.monotonic() < deadline:
-            lines = (await self.console(server_id)).splitlines()
-            if all(w in lines for w in wanted):
-                return lines
-            await asyncio.sleep(0.25)
-        pytest.fail(f"console lacks {wanted} after {timeout:.0f} s; so far:\n" + "\n".join(lines[-40:]))
 
 
 async def _libvirt(fn, *args):
@@ -136,7 +81,7 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
     try:
         async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
                 aiohttp.ClientSession() as session:
-            api = Api(session, served.url, await served.token(session))
+            api = await Api.admin(session, served)
             root = await api.demo_images(guest)
             flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
                 "name": "tcg.tiny", "ram": 256, "vcpus": 1, "disk": 1}}))["flavor"]["id"]
@@ -194,9 +139,7 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
                 return (await api.console(server_id)).count("nova-async-guest: ready")
 
             async def boots_again(before: int) -> None:
-                async with asyncio.timeout(120):
-                    while await boots() <= before:
-                        await asyncio.sleep(0.25)
+                await until(boots, lambda n: n > before, what="the guest up again", timeout=120, interval=0.25)
 
             for reboot_type in ("SOFT", "HARD"):   # SOFT: ACPI, the guest powers off, then boots
                 before = await boots()

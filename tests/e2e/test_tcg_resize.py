@@ -21,14 +21,15 @@ from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.guest_image import build_or_reuse
 from nova_async.compute.host_setup import setup_host
 from tests.e2e.conftest import serve
-from tests.e2e.test_tcg_guest_via_api import QEMU, URI, Api, _remove_leftovers
+from tests.e2e.driver import V, Api
+from tests.e2e.test_tcg_guest_via_api import QEMU, URI, _remove_leftovers
+from tests.waiting import until
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
 ]
 
-V = "/compute/v2.1"
 READY = "nova-async-guest: ready"
 
 
@@ -55,7 +56,7 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
     try:
         async with serve(state_dir, "--database", database, "--libvirt-uri", URI) as served, \
                 aiohttp.ClientSession() as session:
-            api = Api(session, served.url, await served.token(session))
+            api = await Api.admin(session, served)
             [demo] = (await api.call("GET", "/image/v2/images?name=nova-async-demo", 200))["images"]
             small, big = [(await api.call("POST", V + "/flavors", 200, json={"flavor": {
                 "name": name, "ram": ram, "vcpus": vcpus, "disk": 1}}))["flavor"]["id"]
@@ -78,9 +79,8 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
             server = await api.status(server_id, "VERIFY_RESIZE", timeout=180)
             assert server["flavor"]["original_name"] == "tcg.big"
             assert await _memory_kib(server_id) == (384 * 1024, 2)
-            async with asyncio.timeout(120):   # the guest booted again, with the new flavor
-                while (await api.console(server_id)).count(READY) < 2:
-                    await asyncio.sleep(0.25)
+            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 2,
+                        what="the guest booted again, with the new flavor", timeout=120, interval=0.25)
             await api.call("POST", f"{V}/servers/{server_id}/action", 204, json={"confirmResize": None})
             await api.status(server_id, "ACTIVE")
             instance_dir = served.state_dir / "instances" / server_id
@@ -89,10 +89,9 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
             # A snapshot of the running guest (paused while its disk is copied) boots.
             snap = await api.call("POST", f"{V}/servers/{server_id}/action", 202,
                                   json={"createImage": {"name": "grown-snap"}})
-            async with asyncio.timeout(120):
-                while (image := await api.call("GET", f"/image/v2/images/{snap['image_id']}", 200))[
-                        "status"] != "active":
-                    await asyncio.sleep(0.25)
+            image = await until(lambda: api.call("GET", f"/image/v2/images/{snap['image_id']}", 200),
+                                lambda shown: shown["status"] == "active", what="the snapshot active",
+                                timeout=120, interval=0.25)
             assert (image["kernel_id"], image["ramdisk_id"]) == (demo["kernel_id"], demo["ramdisk_id"])
             server = await api.status(server_id, "ACTIVE")
             assert server["OS-EXT-STS:task_state"] is None

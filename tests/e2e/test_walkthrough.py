@@ -3,7 +3,6 @@ defaults: one compute host on qemu:///system booting the demo guest it registere
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from nova_async.compute.guest_image import build_or_reuse
 from tests.e2e.conftest import serve
+from tests.e2e.driver import Api, run_ok
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/qemu-system-x86_64").exists(),
                                 reason="QEMU is not installed (make test installs it)")
@@ -30,30 +30,22 @@ def walkthrough() -> str:
 async def test_readme_curl_walkthrough_leaves_nothing_behind(database, work_dir):
     await build_or_reuse()  # `make run` builds it before the first start
     async with serve(work_dir / "walkthrough", "--database", database) as served:
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-euo", "pipefail", "-c", walkthrough(),
-            env={**os.environ, "NOVA": served.url, "OS_PASSWORD": served.password},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await asyncio.wait_for(proc.communicate(), 300)
-        output = out.decode()
-        assert proc.returncode == 0, output + "\n--- server log ---\n" + "\n".join(served.log[-40:])
+        output = await run_ok("bash", "-euo", "pipefail", "-c", walkthrough(),
+                              env={**os.environ, "NOVA": served.url, "OS_PASSWORD": served.password}, served=served)
         assert re.search(r"vm1 is ACTIVE\n(nova-async-guest: .*\n)+vm1 is SHUTOFF\nvm1 is ACTIVE\n", output), output
         assert "nova-async-guest: user_data=hello from curl\nnova-async-guest: ready\n" in output, output
         assert re.search(r"vm1 ACTIVE \{\"net1\":\[\{\"version\":4,\"addr\":\"10\.0\.0\.\d+\"", output), output
         assert "delete: 204" in output and "after delete: 404" in output, output
 
         async with aiohttp.ClientSession() as s:
-            headers = {"X-Auth-Token": await served.token(s)}
+            api = await Api.admin(s, served)
             # Nothing left behind: no allocation, no port, no disk.
-            async with s.get(f"{served.url}/placement/resource_providers", headers=headers) as r:
-                providers = (await r.json())["resource_providers"]
+            providers = (await api.call("GET", "/placement/resource_providers", 200))["resource_providers"]
             assert len(providers) == 1
             for rp in providers:
-                async with s.get(f"{served.url}/placement/resource_providers/{rp['uuid']}/usages",
-                                 headers=headers) as r:
-                    assert all(v == 0 for v in (await r.json())["usages"].values())
-            async with s.get(f"{served.url}/network/v2.0/ports", headers=headers) as r:
-                assert (await r.json())["ports"] == []
+                usages = (await api.call("GET", f"/placement/resource_providers/{rp['uuid']}/usages", 200))["usages"]
+                assert all(v == 0 for v in usages.values())
+            assert (await api.call("GET", "/network/v2.0/ports", 200))["ports"] == []
             instances = served.state_dir / "instances"
             leftovers = [p.name for p in instances.iterdir() if p.name != "_base"] if instances.exists() else []
             assert leftovers == []

@@ -15,6 +15,7 @@ from tests.conftest import dsn_for
 from tests.integration import test_server_lifecycle
 from tests.integration.compute.support import add_instance
 from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
+from tests.waiting import until, waiting_for_locks
 
 cloud = test_server_lifecycle.cloud  # sim-1 and sim-2, 4096 MB each, in cell1
 
@@ -25,6 +26,10 @@ async def where(h, server_id: str) -> dict[str, int]:
     for cell in h.cells.all():
         found[cell.name] = await cell.pool.fetchval("SELECT count(*) FROM instances WHERE uuid = $1", server_id)
     return found
+
+
+async def servers_of(h) -> list[dict]:
+    return (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
 
 
 async def mapped_cell(h, server_id: str) -> str:
@@ -63,9 +68,8 @@ async def test_a_placed_server_lives_in_cell1_and_an_unplaceable_one_in_cell0(cl
     assert "8192 MB MEMORY_MB" in server["fault"]["message"]
     # ERROR first, then the move to cell0: copy, re-map, and only then the delete from cell1
     # (a moment after the mapping changed), so wait for where the rows are, not the mapping.
-    async with asyncio.timeout(10):
-        while await where(h, failed_id) != {"api": 0, "cell0": 1, "cell1": 0}:
-            await asyncio.sleep(0.02)
+    await until(lambda: where(h, failed_id), lambda w: w == {"api": 0, "cell0": 1, "cell1": 0},
+                what="the failed server's rows in cell0 alone")
     assert await mapped_cell(h, failed_id) == "cell0"
     # Its history moved with it.
     actions = (await ok(await h.http.get(f"{V}/servers/{failed_id}/os-instance-actions",
@@ -138,7 +142,7 @@ async def test_tidy_keeps_a_copy_a_move_is_making_the_real_one(cloud):
         await cell0.pool.execute(cells_mod.Q.import_instance, exported["instance"], exported["faults"],
                                  exported["actions"], exported["events"])
         tidying = asyncio.create_task(h.cells.tidy())
-        await asyncio.sleep(0.3)
+        await waiting_for_locks(cell1.pool, what="tidy() waiting for the moving row's lock")
         assert not tidying.done()   # it waits for the move …
         await h.pool.execute(cells_mod.Q.remap_instance, moving, cell0.uuid)
         await src.execute(cells_mod.Q.drop_instance, moving)
@@ -233,9 +237,7 @@ async def test_a_server_placed_on_a_host_of_another_cell_moves_there_and_works(t
     assert (await wait_status(h, on_cell2, "SHUTOFF"))["status"] == "SHUTOFF"
     for server_id in ids:
         assert (await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice)).status == 204
-    async with asyncio.timeout(20):
-        while (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]:
-            await asyncio.sleep(0.05)
+    await until(lambda: servers_of(h), lambda listed: not listed, what="no servers left")
     assert await cell2.pool.fetchval("SELECT count(*) FROM instances WHERE deleted_at IS NULL") == 0
 
 

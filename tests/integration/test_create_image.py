@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 
 from tests.harness import running
 from tests.integration import test_server_lifecycle
-from tests.integration.test_resize import SIM1, _setup, action, boot, settled
-from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, wait_status
+from tests.integration.test_resize import SIM1, _setup, action, boot
+from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, settled, wait_status
+from tests.waiting import until
 
 cloud = test_server_lifecycle.cloud
 
 
 async def image_of(h, image_id: str, status: str = "active") -> dict:
-    async with asyncio.timeout(20):
-        while True:
-            resp = await h.http.get(f"/image/v2/images/{image_id}", headers=h.alice)
-            if resp.status == 404 and status == "GONE":
-                return {}
-            image = await ok(resp, 200)
-            if image["status"] == status:
-                return image
-            await asyncio.sleep(0.02)
+    """The image once its status is `status` ("GONE": deleted, returns {})."""
+    async def show() -> dict | None:
+        resp = await h.http.get(f"/image/v2/images/{image_id}", headers=h.alice)
+        if resp.status == 404 and status == "GONE":
+            return None
+        return await ok(resp, 200)
+
+    image = await until(show, lambda i: (i["status"] if i else "GONE") == status,
+                        what=f"image {image_id} {status}")
+    return image or {}
 
 
 async def test_snapshot_boots_a_new_server(cloud):

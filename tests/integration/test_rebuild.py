@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration import test_server_lifecycle
-from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
+from tests.integration.test_server_lifecycle import V, boot_body, ok, settled, wait_status
 
 cloud = test_server_lifecycle.cloud
 
@@ -16,16 +16,6 @@ async def image(h, name: str) -> str:
     await ok(await h.http.put(f"/image/v2/images/{created['id']}/file", data=b"\1" * 4096,
                               headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
     return created["id"]
-
-
-async def settled(h, sid: str) -> dict:
-    import asyncio
-    async with asyncio.timeout(20):
-        while True:
-            s = (await ok(await h.http.get(f"{V}/servers/{sid}", headers={**h.alice, **MV}), 200))["server"]
-            if s["OS-EXT-STS:task_state"] is None:
-                return s
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("stopped", [False, True], ids=["active", "stopped"])

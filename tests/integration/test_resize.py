@@ -4,7 +4,6 @@ back, and a restart in the middle resumed without leaving anything behind."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 
@@ -12,8 +11,9 @@ import pytest
 
 from nova_async.compute.domain_xml import domain_name
 from tests.harness import running
+from tests.waiting import until
 from tests.integration import test_server_lifecycle
-from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, wait_status
+from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, settled, wait_status
 
 cloud = test_server_lifecycle.cloud
 GiB = 1024 ** 3
@@ -22,16 +22,6 @@ GiB = 1024 ** 3
 async def flavor(h, name: str, ram: int, vcpus: int, disk: int) -> str:
     return (await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
         "name": name, "ram": ram, "vcpus": vcpus, "disk": disk}}), 200))["flavor"]["id"]
-
-
-async def settled(h, sid: str, headers=None) -> dict:
-    async with asyncio.timeout(20):
-        while True:
-            s = (await ok(await h.http.get(f"{V}/servers/{sid}", headers={**(headers or h.alice), **MV}),
-                          200))["server"]
-            if s["OS-EXT-STS:task_state"] is None:
-                return s
-            await asyncio.sleep(0.02)
 
 
 async def action(h, sid: str, body: dict, status: int, headers=None):
@@ -201,9 +191,8 @@ async def test_resize_is_confirmed_after_the_window(pool, tmp_path):
         await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
         server = await wait_status(h, sid, "ACTIVE", "ERROR")   # VERIFY_RESIZE, then confirmed for us
         assert server["flavor"]["original_name"] == "m1.medium"
-        async with asyncio.timeout(10):
-            while (await migration_of(h, sid))["status"] != "confirmed":
-                await asyncio.sleep(0.05)
+        await until(lambda: migration_of(h, sid), lambda m: m["status"] == "confirmed",
+                    what="the resize's migration confirmed")
         assert await h.pool.fetchval("SELECT count(*) FROM allocations a JOIN consumers c "
                                      "ON c.id = a.consumer_id WHERE c.uuid <> $1", sid) == 0
         actions = (await ok(await h.http.get(f"{V}/servers/{sid}/os-instance-actions", headers=h.alice),
@@ -241,9 +230,8 @@ async def test_a_restart_in_the_middle_of_a_resize(pool, tmp_path, interrupted):
     async with running(pool, [r for r in ROLES if r != without], tmp_path, compute=SIM1) as h:
         await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
         if interrupted == "compute":
-            async with asyncio.timeout(10):
-                while (await migration_of(h, sid))["dest_compute"] is None:
-                    await asyncio.sleep(0.02)
+            await until(lambda: migration_of(h, sid), lambda m: m["dest_compute"] is not None,
+                        what="the resize's destination chosen")
             # Where the source host would be had it begun its step and then gone down.
             await h.cell1.execute("UPDATE instances SET task_state = 'resize_migrating' WHERE uuid = $1", sid)
             await h.pool.execute("UPDATE migrations SET status = 'migrating' WHERE instance_uuid = $1", sid)

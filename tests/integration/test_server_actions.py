@@ -14,10 +14,11 @@ import pytest
 from nova_async import service
 from nova_async.compute.domain_xml import domain_name
 from tests.harness import running
+from tests.waiting import waiting_for_locks
 from tests.integration import test_server_lifecycle
 from tests.integration.compute import fakes
 from tests.integration.compute.support import add_instance, events
-from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
+from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, settled, wait_status
 
 cloud = test_server_lifecycle.cloud  # the same whole cloud, two simulated hosts
 
@@ -48,22 +49,11 @@ def act(h, server_id: str, body, headers=None):
     return h.http.post(f"{V}/servers/{server_id}/action", headers=headers or h.alice, json=body)
 
 
-async def settle(h, server_id: str) -> dict:
-    """Poll like a client until no task is under way (202 comes before the work is done)."""
-    async with asyncio.timeout(20):
-        while True:
-            server = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.alice, **MV}),
-                               200))["server"]
-            if server["OS-EXT-STS:task_state"] is None:
-                return server
-            await asyncio.sleep(0.02)
-
-
 async def drive(h, server_id: str, body, status: str) -> dict:
     resp = await act(h, server_id, body)
     assert resp.status == 202, await resp.text()
     assert await resp.read() == b""
-    server = await settle(h, server_id)
+    server = await settled(h, server_id)
     assert server["status"] == status, (body, server.get("fault"))
     assert (server["OS-EXT-STS:vm_state"], server["OS-EXT-STS:power_state"]) == SETTLED[status]
     return server
@@ -141,7 +131,7 @@ async def test_actions_the_state_does_not_allow_are_409(cloud, state):
         assert resp.status == 409, (body, await resp.text())
         message = (await resp.json())["conflictingRequest"]["message"]
         assert f"instance {server_id} while it is in vm_state {SETTLED[state][0]}" in message
-    assert (await settle(h, server_id))["status"] == state
+    assert (await settled(h, server_id))["status"] == state
     assert await h.cell1.fetchval("SELECT count(*) FROM instance_actions") == before
 
 
@@ -164,7 +154,7 @@ async def test_a_locked_server_refuses_its_owner_but_not_an_admin(cloud):
     resp = await act(h, server_id, STOP)
     assert resp.status == 409 and "locked" in (await resp.json())["conflictingRequest"]["message"]
     assert (await act(h, server_id, STOP, headers=h.admin)).status == 202
-    assert (await settle(h, server_id))["status"] == "SHUTOFF"
+    assert (await settled(h, server_id))["status"] == "SHUTOFF"
 
 
 async def test_two_concurrent_actions_one_wins(cloud):
@@ -176,15 +166,12 @@ async def test_two_concurrent_actions_one_wins(cloud):
         await conn.execute("SELECT 1 FROM instances WHERE uuid = $1 FOR UPDATE", server_id)
         pending = [asyncio.create_task(act(h, server_id, body), name="test:act")
                    for body in (STOP, PAUSE, REBOOT_HARD)]
-        async with asyncio.timeout(60):
-            while await h.cell1.fetchval("SELECT count(*) FROM pg_stat_activity WHERE "
-                                         "datname = current_database() AND wait_event_type = 'Lock'") < 3:
-                await asyncio.sleep(0.01)
+        await waiting_for_locks(h.cell1, 3, what="three actions waiting on the row lock", timeout=60)
     replies = await asyncio.gather(*pending)
     assert sorted(r.status for r in replies) == [202, 409, 409]
     winner = next(body for body, r in zip((STOP, PAUSE, REBOOT_HARD), replies) if r.status == 202)
     status = {"os-stop": "SHUTOFF", "pause": "PAUSED", "reboot": "ACTIVE"}[next(iter(winner))]
-    assert (await settle(h, server_id))["status"] == status
+    assert (await settled(h, server_id))["status"] == status
     actions = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions", headers=h.alice), 200)
     assert len(actions["instanceActions"]) == 2  # create and the one that won
 
@@ -208,7 +195,7 @@ async def test_bad_bodies_are_400_and_change_nothing(cloud):
         assert resp.status == 400, raw
     assert "no such action" in (await (await act(h, server_id, {"os-migrateLive!": None})).json()
                                 )["badRequest"]["message"]
-    server = await settle(h, server_id)
+    server = await settled(h, server_id)
     assert server["status"] == "ACTIVE"
     assert await h.cell1.fetchval("SELECT count(*) FROM instance_actions") == 1
 
@@ -219,7 +206,7 @@ async def test_someone_elses_or_no_server_is_404(cloud):
     assert (await act(h, server_id, STOP, headers=h.bob)).status == 404
     assert (await act(h, str(uuidlib.uuid4()), STOP)).status == 404
     assert (await act(h, "not-a-uuid", STOP)).status == 404
-    assert (await settle(h, server_id))["status"] == "ACTIVE"
+    assert (await settled(h, server_id))["status"] == "ACTIVE"
 
 
 @pytest.mark.parametrize("state", ["SHUTOFF", "PAUSED", "SUSPENDED"])
@@ -241,7 +228,7 @@ async def test_a_guest_gone_behind_our_back_ends_in_error_with_a_fault(cloud):
     await h.roles["compute"].hosts[host].hypervisor.remove(domain_name(server_id))
     resp = await act(h, server_id, STOP)
     assert resp.status == 202
-    server = await settle(h, server_id)
+    server = await settled(h, server_id)
     assert (server["status"], server["OS-EXT-STS:power_state"]) == ("ERROR", 0)
     assert "does not exist" in server["fault"]["message"]
     [stop, _create] = (await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions",

@@ -4,13 +4,13 @@ PostgreSQL, real libvirt test driver, real HTTP, nothing mocked."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import pytest
 
 from nova_async.compute.domain_xml import domain_name
 from tests.harness import running
+from tests.waiting import until
 
 V = "/compute/v2.1"
 MV = {"OpenStack-API-Version": "compute 2.96"}
@@ -54,16 +54,28 @@ def boot_body(h, **extra):
                        "networks": [{"uuid": h.net}], **extra}}
 
 
+async def show_server(h, server_id: str, headers=None, gone_ok: bool = False) -> dict | None:
+    """The server as its owner (alice unless `headers` say) sees it; None if it is gone and
+    `gone_ok`, else a 404 fails."""
+    resp = await h.http.get(f"{V}/servers/{server_id}", headers={**(headers or h.alice), **MV})
+    if resp.status == 404 and gone_ok:
+        return None
+    return (await ok(resp, 200))["server"]
+
+
 async def wait_status(h, server_id: str, *wanted: str, headers=None) -> dict:
-    async with asyncio.timeout(20):
-        while True:
-            resp = await h.http.get(f"{V}/servers/{server_id}", headers={**(headers or h.alice), **MV})
-            if resp.status == 404 and "GONE" in wanted:
-                return {}
-            body = await ok(resp, 200)
-            if body["server"]["status"] in wanted:
-                return body["server"]
-            await asyncio.sleep(0.02)
+    """The server once its status is one of `wanted` ("GONE": deleted, returns {})."""
+    server = await until(lambda: show_server(h, server_id, headers, gone_ok="GONE" in wanted),
+                         lambda s: (s["status"] if s else "GONE") in wanted,
+                         what=f"server {server_id} in {' or '.join(wanted)}")
+    return server or {}
+
+
+async def settled(h, server_id: str, headers=None) -> dict:
+    """Poll like a client until no task is under way (202 comes before the work is done)."""
+    return await until(lambda: show_server(h, server_id, headers),
+                       lambda s: s["OS-EXT-STS:task_state"] is None,
+                       what=f"server {server_id} with no task under way")
 
 
 async def test_boot_show_list_delete_leaves_nothing_behind(cloud):

@@ -10,6 +10,7 @@ import pytest
 from nova_async.api import quotas
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import V, boot_body, ok, wait_status
+from tests.waiting import waiting_for_locks
 
 cloud = test_server_lifecycle.cloud   # alice is a member of proj-a; flavor m1.small: 1 VCPU, 1024 MB
 Q = V + "/os-quota-sets/proj-a"
@@ -115,7 +116,7 @@ async def test_unlimited_boots_still_take_the_project_lock(cloud):
     async with h.pool.acquire() as conn, conn.transaction():
         await conn.execute(quotas.Q.lock_project, "proj-a")   # as a quota update holds it
         boot = asyncio.ensure_future(h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="u")))
-        await asyncio.sleep(0.5)
+        await waiting_for_locks(h.pool, what="the boot waiting for the project's quota lock")
         assert not boot.done()   # it waits for the lock …
     assert (await boot).status == 202   # … and goes on once the lock is free
 
@@ -130,7 +131,7 @@ async def test_unlimited_boots_do_not_wait_for_each_other_but_a_quota_update_wai
         assert not counting and limit["instances"] == -1
         await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="side")), 202)
         update = asyncio.ensure_future(set_quota(h, instances=5))
-        await asyncio.sleep(0.5)
+        await waiting_for_locks(h.pool, what="the quota update waiting for the boot's lock")
         assert not update.done()   # the quota update waits for the boot in flight …
     await update                   # … and is made once it is gone
     async with h.pool.acquire() as conn, conn.transaction():
@@ -146,7 +147,7 @@ async def test_boots_that_count_wait_for_each_other(cloud):
         limit, counting = await quotas.lock_for_boot(conn, h.deps.settings.quota, "proj-a", each)
         assert counting and limit["cores"] == 20
         boot = asyncio.ensure_future(h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, name="c")))
-        await asyncio.sleep(0.5)
+        await waiting_for_locks(h.pool, what="the boot waiting for the counting lock")
         assert not boot.done()   # a boot that counts waits for the one counting before it
     assert (await boot).status == 202
 

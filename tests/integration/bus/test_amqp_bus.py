@@ -19,6 +19,7 @@ from nova_async.bus.base import unwrap
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from tests import waiting
 
 # One worker runs them all, on the one broker its session starts (conftest.py beside).
 pytestmark = pytest.mark.xdist_group("rabbitmq")
@@ -51,30 +52,33 @@ async def consuming(bus: AmqpBus, topic: str, handler, **kw):
         await asyncio.wait_for(task, WAIT)
 
 
+async def _queue_counts(bus: AmqpBus, topic: str) -> tuple[int, int] | None:
+    """(messages waiting, consumers) as the broker counts them on the topic's queue; None
+    while `bus` is still reconnecting after a restart, or before the queue is declared."""
+    try:
+        channel = await bus._connection.channel()
+    except RuntimeError:  # "Connection was not opened": still reconnecting after a restart
+        return None
+    try:
+        queue = await channel.declare_queue(queue_name(topic), passive=True)
+        return queue.declaration_result.message_count, queue.declaration_result.consumer_count
+    except aio_pika.exceptions.ChannelNotFoundEntity:
+        return None
+    finally:
+        await channel.close()
+
+
+async def _consumers(bus: AmqpBus, topic: str) -> int | None:
+    counts = await _queue_counts(bus, topic)
+    return None if counts is None else counts[1]
+
+
 async def _consumer_attached(bus: AmqpBus, topic: str) -> None:
-    """Wait until the broker counts a consumer on the topic's queue (consume() declares it)."""
-    async with asyncio.timeout(WAIT):
-        while True:
-            try:
-                channel = await bus._connection.channel()
-            except RuntimeError:  # "Connection was not opened": still reconnecting after a restart
-                await asyncio.sleep(0.05)
-                continue
-            try:
-                queue = await channel.declare_queue(queue_name(topic), passive=True)
-                if queue.declaration_result.consumer_count:
-                    return
-            except aio_pika.exceptions.ChannelNotFoundEntity:
-                pass
-            finally:
-                await channel.close()
-            await asyncio.sleep(0.02)
+    await waiting.until(lambda: _consumers(bus, topic), bool, what=f"a consumer on {topic}", timeout=WAIT)
 
 
 async def wait_for_count(items, count: int) -> None:
-    async with asyncio.timeout(WAIT):
-        while len(items) < count:
-            await asyncio.sleep(0.02)
+    await waiting.until(lambda: items, lambda seen: len(seen) >= count, what=f"{count} items", timeout=WAIT)
 
 
 @pytest.fixture
@@ -131,9 +135,10 @@ async def test_call_without_consumer_times_out_and_the_question_expires(bus, oth
         handled.append(msg.n)
         return Answer(n=0)
 
-    # A consumer that starts later never acts on the question nobody waits for any more
-    # (it expired in its queue when its caller stopped waiting; give the broker a moment).
-    await asyncio.sleep(0.3)
+    # A consumer that starts later never acts on the question nobody waits for any more:
+    # it expired in its queue when its caller stopped waiting.
+    await waiting.until(lambda: _queue_counts(bus, topic), lambda counts: counts == (0, 0),
+                        what=f"the question to {topic} expired", timeout=WAIT)
     async with consuming(other_bus, topic, handler):
         assert await bus.call(topic, Knock(n=2)) == Answer(n=0)
     assert handled == [2]
@@ -221,7 +226,9 @@ async def test_stop_intake_waits_for_messages_in_flight_and_leaves_the_rest_queu
         await other_bus.cast(topic, Knock(n=i))
     await asyncio.wait_for(started.wait(), WAIT)
     until.set()
-    await asyncio.sleep(0.05)
+    # The consumer has left the queue: where it would return, were it not for message 0.
+    await waiting.until(lambda: _consumers(bus, topic), lambda n: n == 0, what=f"no consumer on {topic}",
+                        timeout=WAIT)
     assert not task.done()  # still handling message 0
     release.set()
     await asyncio.wait_for(task, WAIT)
@@ -357,8 +364,6 @@ async def test_queue_depth_gauge_counts_what_waits_at_the_broker(bus, other_bus,
     gauge = f'nova_async_bus_queue_depth{{topic="{topic}"}} 4.0'.encode()
     async with consuming(other_bus, topic, held, concurrency=1):
         try:   # one message held by the handler, four waiting at the broker
-            async with asyncio.timeout(WAIT):
-                while gauge not in metrics.render():
-                    await asyncio.sleep(0.05)
+            await waiting.until(metrics.render, lambda text: gauge in text, what=gauge.decode(), timeout=WAIT)
         finally:
             release.set()

@@ -1,10 +1,9 @@
 """A compute host keeps placement's view of it true: an inventory edited behind its back
 is put back at the next refresh."""
 
-import asyncio
-
 from tests.harness import running
 from tests.integration.test_server_lifecycle import ROLES, ok
+from tests.waiting import until
 
 
 async def test_inventory_drift_is_corrected(pool, tmp_path):
@@ -17,9 +16,9 @@ async def test_inventory_drift_is_corrected(pool, tmp_path):
         edited = {"resource_provider_generation": current["resource_provider_generation"],
                   "inventories": {**current["inventories"], "VCPU": {**current["inventories"]["VCPU"], "total": 2}}}
         await ok(await h.http.put(url, json=edited, headers=h.admin), 200)
-        async with asyncio.timeout(10):
-            while True:
-                inv = await ok(await h.http.get(url, headers=h.admin), 200)
-                if inv["inventories"]["VCPU"]["total"] == 8:
-                    break
-                await asyncio.sleep(0.05)
+
+        async def inventories() -> dict:
+            return await ok(await h.http.get(url, headers=h.admin), 200)
+
+        await until(inventories, lambda inv: inv["inventories"]["VCPU"]["total"] == 8,
+                    what="the VCPU total back to the host's 8")

@@ -18,10 +18,21 @@ from nova_async.db import embedded
 from nova_async.db.embedded import EmbeddedPostgres
 from nova_async.db.health import DatabaseHealth
 from nova_async.db.pool import PoolClosing, open_pool
+from tests.waiting import until
 
 
 async def backend(conn: asyncpg.Connection) -> int:
     return await conn.fetchval("SELECT pg_backend_pid()")
+
+
+async def running_sleeps(dsn: str) -> int:
+    """How many pg_sleep() calls the server is running on this database, asked from aside."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                   "AND state = 'active' AND query LIKE '%pg_sleep(%' AND pid <> pg_backend_pid()")
+    finally:
+        await conn.close()
 
 
 async def test_the_last_connection_given_back_is_the_next_one_lent(database):
@@ -46,7 +57,7 @@ async def test_never_more_than_max_size_and_waiters_are_served_in_turn(database)
                 await conn.fetchval("SELECT 1")
 
         holders = [asyncio.create_task(hold(n)) for n in ("a", "b")]
-        await asyncio.sleep(0.1)
+        await until(lambda: order, lambda o: len(o) == 2, what="a and b holding connections")
         assert sorted(order) == ["a", "b"]
 
         async def later(name: str) -> None:
@@ -54,7 +65,7 @@ async def test_never_more_than_max_size_and_waiters_are_served_in_turn(database)
                 order.append(name)
 
         waiting = [asyncio.create_task(later(n)) for n in ("c", "d")]
-        await asyncio.sleep(0.1)
+        await until(lambda: len(pool._waiters), lambda n: n == 2, what="c and d in the pool's line")
         assert len(order) == 2  # both wait: two connections are lent out
         release.set()
         await asyncio.gather(*holders, *waiting)
@@ -77,7 +88,7 @@ async def test_a_connection_given_back_mid_transaction_or_cut_off_is_closed_not_
 
         task = asyncio.create_task(slow())
         await started.wait()
-        await asyncio.sleep(0.05)
+        await until(lambda: running_sleeps(database), bool, what="pg_sleep(10) running on the server")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -93,7 +104,7 @@ async def test_a_connection_the_server_closed_is_replaced(database):
             assert await admin.fetchval("SELECT pg_terminate_backend($1)", first)
         finally:
             await admin.close()
-        await asyncio.sleep(0.1)
+        await until(lambda: [c.is_closed() for c in pool._idle], all, what="the idle connection seen closed")
         assert await pool.fetchval("SELECT pg_backend_pid()") != first
 
 
@@ -103,7 +114,7 @@ async def test_a_waiter_cancelled_as_a_connection_reaches_it_passes_it_on(databa
         await holding.__aenter__()
         gave_up = asyncio.create_task(pool.fetchval("SELECT 1"))
         patient = asyncio.create_task(pool.fetchval("SELECT 2"))
-        await asyncio.sleep(0.05)
+        await until(lambda: len(pool._waiters), lambda n: n == 2, what="both callers in the pool's line")
         await holding.__aexit__(None, None, None)  # handed to `gave_up`, cancelled before it runs
         gave_up.cancel()
         assert await patient == 2
@@ -118,7 +129,7 @@ async def test_a_waiter_cancelled_as_a_place_frees_passes_the_place_on(database)
         await conn.execute("BEGIN")  # unfit to go back: closed, and its place freed
         gave_up = asyncio.create_task(pool.fetchval("SELECT 1"))
         patient = asyncio.create_task(pool.fetchval("SELECT 2"))
-        await asyncio.sleep(0.05)
+        await until(lambda: len(pool._waiters), lambda n: n == 2, what="both callers in the pool's line")
         await holding.__aexit__(None, None, None)  # `gave_up` is told, and cancelled before it runs
         gave_up.cancel()
         assert await asyncio.wait_for(patient, 10) == 2
@@ -128,16 +139,17 @@ async def test_a_waiter_cancelled_as_a_place_frees_passes_the_place_on(database)
 
 async def test_closing_waits_for_connections_lent_out_and_refuses_new_callers(database):
     async with open_pool(database, min_size=1, max_size=2) as pool:
-        done = asyncio.Event()
+        holding, done = asyncio.Event(), asyncio.Event()
 
         async def finishing() -> None:
             async with pool.acquire() as conn:
-                await asyncio.sleep(0.2)
+                holding.set()
+                await asyncio.sleep(0.2)   # work in flight while the pool is closed
                 await conn.fetchval("SELECT 1")
                 done.set()
 
         task = asyncio.create_task(finishing())
-        await asyncio.sleep(0.05)
+        await holding.wait()
         await pool.close()
         assert done.is_set()
         await task
@@ -195,9 +207,8 @@ async def test_a_server_that_is_away_fails_calls_at_once_and_is_used_again_when_
                 before = await pool.fetchval("SELECT pg_backend_pid()")
                 await embedded._run(*pg.prefix, embedded.find_bin("pg_ctl"), "-D", str(pg.data),
                                     "-m", "immediate", "-w", "stop")
-                async with asyncio.timeout(30):  # the probe notices, with no call made
-                    while health.outage() is None:
-                        await asyncio.sleep(0.01)
+                # The probe notices, with no call made.
+                await until(health.outage, lambda outage: outage is not None, what="the outage noticed")
                 back = health.next_return()
                 for _ in range(3):  # refused, every time: no call waits for the server
                     with pytest.raises(errors.DatabaseUnavailable):

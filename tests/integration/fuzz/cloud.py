@@ -15,6 +15,7 @@ import yarl
 
 from nova_async.common.web import API_NAME
 from tests.harness import Harness, running
+from tests.waiting import until
 from tests.integration.fuzz.routes import Route, enumerate_routes
 
 
@@ -114,10 +115,10 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
     server = (await _ok(await http.post(C + "/servers", headers=alice, json={"server": {
         "name": "fuzzvm", "imageRef": image, "flavorRef": flavor, "networks": [{"uuid": net}],
         "metadata": {"role": "fuzz"}, "tags": ["fuzztag"]}}), 202))["server"]["id"]
-    async with asyncio.timeout(30):
-        while (await _ok(await http.get(f"{C}/servers/{server}", headers=alice), 200))["server"]["status"] \
-                not in ("ACTIVE", "ERROR"):
-            await asyncio.sleep(0.05)
+    async def status() -> str:
+        return (await _ok(await http.get(f"{C}/servers/{server}", headers=alice), 200))["server"]["status"]
+
+    await until(status, lambda s: s in ("ACTIVE", "ERROR"), what="the fuzz server built")
     actions = (await _ok(await http.get(f"{C}/servers/{server}/os-instance-actions", headers=alice), 200))
     services = (await _ok(await http.get(C + "/os-services", headers=admin), 200))["services"]
     await _ok(await http.put("/placement/resource_classes/CUSTOM_FUZZ", headers={**h.admin, **PV}), 201, 204)

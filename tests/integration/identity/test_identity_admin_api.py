@@ -5,14 +5,13 @@ for tokens already issued."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from nova_async.common.tokens import Revocations
 from nova_async.identity import revocations
 from nova_async.identity.admin import IdentityAdmin
 from tests.harness import running
+from tests.waiting import until
 
 KEYSTONE = {"auth": "keystone", "admin_password": "s3cret"}
 ROLE_IDS = {}
@@ -271,9 +270,8 @@ async def test_revocations_written_elsewhere_reach_a_running_service(api):
     ids = await _setup_demo(api)
     elsewhere = IdentityAdmin(api.h.pool, 3600)  # no local checker, like the command line
     await elsewhere.delete_user(ids["alice"])
-    async with asyncio.timeout(30):
-        while (await api.call("alice", "GET", "/compute/v2.1/servers"))[0] != 401:
-            await asyncio.sleep(0.05)
+    await until(lambda: api.call("alice", "GET", "/compute/v2.1/servers"), lambda answer: answer[0] == 401,
+                what="alice's token refused")
 
 
 async def test_following_loads_existing_events_and_later_ones(pool):
@@ -285,9 +283,8 @@ async def test_following_loads_existing_events_and_later_ones(pool):
         assert target._by_project.keys() == {project["id"]}
         other = await admin.create_project("p2")
         await admin.update_project(other["id"], enabled=False)
-        async with asyncio.timeout(30):
-            while other["id"] not in target._by_project:
-                await asyncio.sleep(0.02)
+        await until(lambda: target._by_project, lambda revoked: other["id"] in revoked,
+                    what="the disabled project's revocation followed")
 
 
 async def test_a_token_without_scope_is_for_the_default_project(api):

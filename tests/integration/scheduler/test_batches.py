@@ -12,6 +12,7 @@ import pytest
 from nova_async.common import errors
 from nova_async.placement.client import PlacementClient
 from tests.harness import running
+from tests.waiting import until
 from tests.integration.scheduler.test_select import Cloud, new, spec
 
 
@@ -128,10 +129,11 @@ async def test_an_asker_gone_before_the_claim_answered_leaves_no_claim(cloud, po
     with pytest.raises(asyncio.CancelledError):
         await asking
     go_on.set()
-    for _ in range(100):  # the batch finishes on its own, then gives the claim back
-        if await pool.fetchval("SELECT count(*) FROM allocations") == 0 and not cloud.direct.batches.deciders:
-            break
-        await asyncio.sleep(0.05)
+    async def claims_left() -> tuple[int, int]:
+        return await pool.fetchval("SELECT count(*) FROM allocations"), len(cloud.direct.batches.deciders)
+
+    # The batch finishes on its own, then gives the claim back.
+    await until(claims_left, lambda left: left == (0, 0), what="no allocations and no batch deciding")
     assert await cloud.placement.allocations(instance) == {}
     assert await cloud.used("a") == {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 

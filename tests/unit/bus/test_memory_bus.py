@@ -9,6 +9,7 @@ from nova_async.bus.memory import MemoryBus
 from nova_async.bus.messages import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from tests.waiting import until
 
 
 class Ping(Message, frozen=True, kw_only=True):
@@ -97,8 +98,7 @@ async def test_casts_queued_before_a_consumer_starts_are_delivered_and_drained()
     for i in range(5):
         await bus.cast("t", Ping(n=i))
     task = await serve(bus, "t", handler)
-    while len(got) < 5:
-        await asyncio.sleep(0.01)
+    await until(lambda: got, lambda handled: len(handled) == 5, what="the five casts handled")
     await stop(bus, task)
     assert sorted(got) == [0, 1, 2, 3, 4]
 

@@ -1,6 +1,7 @@
 import asyncio
 
 from nova_async.compute.workers import InstanceWorkers
+from tests.waiting import until
 
 
 async def test_jobs_for_one_instance_run_in_order_and_others_in_parallel():
@@ -54,8 +55,7 @@ async def test_idle_workers_end_and_come_back():
 
     async with InstanceWorkers(handle, name="t", idle_seconds=0.01) as workers:
         workers.submit("a", "first")
-        while len(workers):  # the worker for "a" ends once idle
-            await asyncio.sleep(0.01)
+        await until(lambda: len(workers), lambda n: n == 0, what='the worker for "a" ended, idle')
         workers.submit("a", "second")
         await came_back.wait()
     assert seen == ["first", "second"]

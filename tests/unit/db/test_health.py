@@ -9,6 +9,7 @@ import asyncio
 from nova_async.config import load
 from nova_async.db.health import DatabaseHealth, server_of
 from nova_async.service import Service
+from tests.waiting import until
 
 API = "postgresql://nova@/nova?host=/run/pg"
 CELL = "postgresql://nova@/nova_cell1?host=/run/pg"
@@ -74,9 +75,8 @@ async def test_the_watchdog_is_withheld_once_the_outage_outlasts_the_setting(tmp
     service = Service(settings)
     assert service.withhold_watchdog() is None
     service.health.lost(API, "connection refused")
-    async with asyncio.timeout(10):
-        while service.withhold_watchdog() is None:
-            await asyncio.sleep(0.01)
-    assert "database_outage_limit" in service.withhold_watchdog()
+    withheld = await until(service.withhold_watchdog, lambda why: why is not None,
+                           what="the watchdog withheld", interval=0.01)
+    assert "database_outage_limit" in withheld
     service.health.reached(API)
     assert service.withhold_watchdog() is None

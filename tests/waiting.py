@@ -1,0 +1,59 @@
+"""The one way a test waits for something it can only look at, not be told of: ask again
+until the answer is the one wanted, within a bound that is a safety net, never a timing
+claim. A test that can wait on an event (an asyncio.Event, a message, a log line) does that
+instead.
+
+    server = await until(lambda: show(h, sid), lambda s: s["status"] == "ACTIVE", what="server ACTIVE")
+
+When the bound passes, the failure says what was awaited and shows the last answer seen,
+which is what one needs to tell a slow system from a wrong one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+# Generous: under pytest-xdist four workers share two cores with the databases and libvirt.
+TIMEOUT = 30.0
+NOTHING = object()
+
+
+async def until(probe: Callable[[], Awaitable[T] | T], done: Callable[[T], bool] = bool, *,
+                what: str = "the condition", timeout: float = TIMEOUT, interval: float = 0.02,
+                show: Callable[[T], str] = repr) -> T:
+    """Call `probe` (a coroutine function or a plain one) until `done` holds for what it
+    returns, and return that. Its errors are not caught: a probe that may fail on the way
+    (a 503, a connection being re-made) catches what it expects itself. `show` renders the
+    last value for the failure (a console's tail, say, rather than its repr)."""
+    last: Any = NOTHING
+    bound = asyncio.timeout(timeout)
+    try:
+        async with bound:
+            while True:
+                value = probe()
+                if isinstance(value, Awaitable):
+                    value = await value
+                last = value
+                if done(value):
+                    return value
+                await asyncio.sleep(interval)
+    except TimeoutError:
+        if not bound.expired():
+            raise  # the probe's own
+        seen = "nothing (the probe never answered)" if last is NOTHING else show(last)
+        raise AssertionError(f"waited {timeout:g} s for {what}; last seen: {seen}") from None
+
+
+LOCK_WAITERS = ("SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'")
+
+
+async def waiting_for_locks(pool, count: int = 1, *, what: str = "a session waiting for a lock",
+                            timeout: float = TIMEOUT) -> None:
+    """Until `count` sessions on `pool`'s database wait for a lock (a row's, an advisory one):
+    the point at which a test holding a lock has provably held a request up, and may say so."""
+    await until(lambda: pool.fetchval(LOCK_WAITERS), lambda waiting: waiting >= count,
+                what=what, timeout=timeout)
