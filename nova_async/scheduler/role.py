@@ -29,6 +29,11 @@ class SchedulerRole(Role):
             m.SelectDestinations: self._select_destinations,
         }
 
+    async def run(self) -> None:
+        # The batches' deciders are this role's: they end (the batches queued decided) before it does.
+        async with self.scheduler.batches.lines:
+            await super().run()
+
     async def _select_destinations(self, msg: m.SelectDestinations, ctx: RequestContext) -> m.Selections:
         # Filtering, weighing and the placement claims, as one recorded step per instance.
         started, result = time.perf_counter(), "failed"

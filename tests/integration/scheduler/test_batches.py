@@ -129,7 +129,7 @@ async def test_an_asker_gone_before_the_claim_answered_leaves_no_claim(cloud, po
         await asking
     go_on.set()
     for _ in range(100):  # the batch finishes on its own, then gives the claim back
-        if await pool.fetchval("SELECT count(*) FROM allocations") == 0 and not cloud.direct.batches.deciders:
+        if await pool.fetchval("SELECT count(*) FROM allocations") == 0 and not len(cloud.direct.batches.lines):
             break
         await asyncio.sleep(0.05)
     assert await cloud.placement.allocations(instance) == {}
