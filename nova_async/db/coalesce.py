@@ -26,6 +26,7 @@ calls, and its sender, belong to the pool the calls are made on (lines.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,14 @@ class Coalesced:
             rows = await db.fetch(self.query, *_statement_args([args], self.shared))
             return rows if self.many else rows[0] if rows else None
         return await db.lines.submit(self, functools.partial(self._sending, db), args)
+
+    async def each(self, db: Pool | asyncpg.Connection, calls: list[tuple[Any, ...]]) -> list[Any]:
+        """Several calls at once, their answers in order: on a pool they queue together, so
+        they share a statement (each key once) rather than wait for each other."""
+        if not isinstance(db, Pool):
+            return [await self(db, *args) for args in calls]
+        how = functools.partial(self._sending, db)
+        return await asyncio.gather(*(db.lines.submit(self, how, args) for args in calls))
 
     def _sending(self, pool: Pool) -> Sending:
         return Sending(send=functools.partial(self._send, pool), take=self._take, name="coalesced")

@@ -93,26 +93,34 @@ async def event(db, uuid: str, request_id: str, name: str, host: str | None = No
         yield step
     except BaseException as exc:
         if event_id is not None:
-            detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
-            tb = "".join(traceback.format_exception(exc))[-4000:]
-            await FINISH_EVENT(db, event_id, "Error", f"{detail}\n{tb}")
+            await FINISH_EVENT(db, event_id, "Error", _error_text(exc))
         raise
     if event_id is not None and not step.recorded:
         await FINISH_EVENT(db, event_id, "Success", None)
 
 
 @contextlib.asynccontextmanager
-async def events(db, uuids: list[str], request_id: str, name: str, *,
-                 started: dict[str, int | None] | None = None) -> AsyncIterator[list[Step]]:
-    """The same step, recorded for each of several instances (a multi-create request);
-    `started` as for `event`, per instance."""
-    async with contextlib.AsyncExitStack() as stack:
-        steps = []
-        for uuid in uuids:
-            steps.append(await stack.enter_async_context(
-                event(db, uuid, request_id, name) if started is None
-                else event(db, uuid, request_id, name, started=started.get(uuid))))
-        yield steps
+async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncIterator[None]:
+    """The same step, recorded for each of several instances (a multi-create request): every
+    start in one statement, every finish in one."""
+    rows = await START_EVENT.each(db, [(uuid, request_id, name, None) for uuid in uuids])
+    event_ids = [row["id"] for row in rows if row is not None]
+    try:
+        yield
+    except BaseException as exc:
+        if event_ids:
+            error = _error_text(exc)
+            await FINISH_EVENT.each(db, [(event_id, "Error", error) for event_id in event_ids])
+        raise
+    if event_ids:
+        await FINISH_EVENT.each(db, [(event_id, "Success", None) for event_id in event_ids])
+
+
+def _error_text(exc: BaseException) -> str:
+    """What an event's traceback column says of the error that ended it."""
+    detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
+    tb = "".join(traceback.format_exception(exc))[-4000:]
+    return f"{detail}\n{tb}"
 
 
 @contextlib.asynccontextmanager

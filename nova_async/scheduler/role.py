@@ -44,12 +44,8 @@ class SchedulerRole(Role):
             else:
                 cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
             db = cell.pool if cell else self.cells.default.pool
-            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT,
-                                        started=msg.events or None) as steps:
+            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
                 selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
-                if msg.events:  # the conductor records the Success, with each instance's host
-                    for step in steps:
-                        step.recorded = True
             result = "placed"
         except errors.NoValidHost:
             result = "no_valid_host"
