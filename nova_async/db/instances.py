@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 import structlog
@@ -67,35 +65,19 @@ async def finish_action(db, uuid: str, request_id: str, message: str | None = No
     await db.execute(Q.finish_action, uuid, request_id, message)
 
 
-@dataclass
-class Step:
-    """An event being recorded. A body that writes the event's Success itself, in a statement
-    it makes anyway (see finish_event_and in instances.sql), sets `recorded`; the end of the
-    block then writes nothing more. An error is recorded either way."""
-
-    id: int | None
-    recorded: bool = False
-
-
 @contextlib.asynccontextmanager
-async def event(db, uuid: str, request_id: str, name: str, host: str | None = None, *,
-                started: Any = _ANY) -> AsyncIterator[Step]:
-    """Record one step of an action: its start, then Success or Error with the reason.
-    `started`: the event's id when the caller's own statement already started it (None: its
-    action was not found, nothing is recorded)."""
-    if started is _ANY:
-        row = await START_EVENT(db, uuid, request_id, name, host)
-        event_id = None if row is None else row["id"]
-    else:
-        event_id = started
-    step = Step(event_id)
+async def event(db, uuid: str, request_id: str, name: str, host: str | None = None) -> AsyncIterator[None]:
+    """Record one step of an action: its start, then Success or Error with the reason. Each
+    role records its own steps; a step whose action is not found is not recorded."""
+    row = await START_EVENT(db, uuid, request_id, name, host)
+    event_id = None if row is None else row["id"]
     try:
-        yield step
+        yield
     except BaseException as exc:
         if event_id is not None:
             await FINISH_EVENT(db, event_id, "Error", _error_text(exc))
         raise
-    if event_id is not None and not step.recorded:
+    if event_id is not None:
         await FINISH_EVENT(db, event_id, "Success", None)
 
 
