@@ -154,7 +154,9 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.start", instance_uuid)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name):
-            await _build(host, row, request_id, ends_action=True)
+            await _build(host, row, request_id)
+        # ACTIVE once every step of the build is recorded: whoever sees it sees them finished.
+        await _activate(host, instance_uuid, None, request_id)
     except DeleteRaced:
         log.info("instance deleted while building; finishing the delete")
         await terminate(host, instance_uuid, request_id)
@@ -182,10 +184,8 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.end", instance_uuid, state="active")
 
 
-async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None,
-                 ends_action: bool = False) -> None:
-    """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`.
-    `ends_action`: the action of `request_id` (a build's) ends with ACTIVE."""
+async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
+    """Ports and disks at once, then the guest (made ACTIVE by `_activate`)."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])
     requested = requested_networks(row["requested_networks"])
@@ -220,7 +220,12 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
-    if await SET_ACTIVE(host.pool, instance_uuid, then, request_id if ends_action else None) is None:
+
+
+async def _activate(host: Host, instance_uuid: str, then: str | None, ends: str | None) -> None:
+    """The instance ACTIVE with task_state `then`, and the action of request `ends` (a
+    build's; None: none) ended with it; DeleteRaced when a delete got there first."""
+    if await SET_ACTIVE(host.pool, instance_uuid, then, ends) is None:
         raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
 
 
@@ -327,7 +332,8 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
             await host.hypervisor.remove(domain_name(instance_uuid))
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
             # A stopped guest is powered off again without ever showing ACTIVE and idle.
-            await _build(host, row, request_id, then="powering-off" if was_stopped else None)
+            await _build(host, row, request_id)
+            await _activate(host, instance_uuid, "powering-off" if was_stopped else None, None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)
                 await instances.set_state(host.pool, instance_uuid, vm_state="stopped", task_state=None,

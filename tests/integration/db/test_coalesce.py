@@ -138,3 +138,12 @@ async def test_a_pool_closing_sends_the_calls_queued_and_refuses_those_after(dat
     with pytest.raises(PoolClosing):
         await rename(pool, 2, "refused")
     assert not pool.lines   # no sender is left
+
+
+async def test_each_sends_its_calls_as_one_statement_and_answers_in_order(things):
+    rename = Coalesced(RENAME)
+    rows = await rename.each(things, [(9, "x9"), (999, "nobody"), (8, "x8")])
+    assert [r and r["name"] for r in rows] == ["x9", None, "x8"]
+    assert rows[0]["txid"] == rows[2]["txid"]
+    async with things.acquire() as conn:
+        assert [r["name"] for r in await rename.each(conn, [(10, "c10"), (11, "c11")])] == ["c10", "c11"]
