@@ -59,9 +59,9 @@ CQ = queries("compute")
 T = TypeVar("T")
 # The read and the two writes of a build that every boot makes, shared by the builds that
 # reach them at once.
-GET_FOR_BUILD = Coalesced(IQ.get_for_build, shared=1)
-SET_NETWORK_INFO = Coalesced(IQ.set_network_info_after)
-SET_ACTIVE = Coalesced(IQ.set_active_after)
+GET_FOR_BUILD = Coalesced(IQ.get_for_build)
+SET_NETWORK_INFO = Coalesced(IQ.set_network_info)
+SET_ACTIVE = Coalesced(IQ.set_active)
 
 # Nova's default for direct kernel boot is root plus the consoles; ours names only the
 # serial console (the one we log) and adds "quiet": under TCG every kernel message on the
@@ -117,10 +117,7 @@ async def _settled(step: Awaitable[T]) -> T | BaseException:
 
 async def build_and_run(host: Host, instance_uuid: str, request_id: str,
                         alternates: list[Destination] | None = None) -> None:
-    # The row, and the events of the build and of its first two steps started when the build
-    # goes ahead, in one statement.
-    row = await GET_FOR_BUILD(host.pool, instance_uuid, request_id, host.name,
-                              [BUILD_EVENT, NETWORK_EVENT, BLOCK_DEVICES_EVENT])
+    row = await GET_FOR_BUILD(host.pool, instance_uuid)
     if row is None:
         log.info("build skipped: the instance is gone")
         return
@@ -131,13 +128,11 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         log.warning("build skipped: the instance was placed on another host", instance_host=row["host"])
         return
     await host.notify("instance.create.start", instance_uuid)
-    build_event, *step_events = row["event_ids"] or (None, None, None)
     try:
-        async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name,
-                                   started=build_event) as step:
-            await _build(host, row, request_id, started=dict(zip((NETWORK_EVENT, BLOCK_DEVICES_EVENT),
-                                                                 step_events)), finishes=build_event)
-            step.recorded = True  # with the instance made ACTIVE
+        async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name):
+            await _build(host, row, request_id)
+        # ACTIVE once every step of the build is recorded: whoever sees it sees them finished.
+        await _activate(host, instance_uuid, None, request_id)
     except DeleteRaced:
         log.info("instance deleted while building; finishing the delete")
         await terminate(host, instance_uuid, request_id)
@@ -165,19 +160,14 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.end", instance_uuid, state=VmState.ACTIVE)
 
 
-async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str | None = None,
-                 started: dict[str, int | None] | None = None, finishes: int | None = None) -> None:
-    """Ports and disks at once, then the guest; the instance is ACTIVE with task_state `then`.
-    `started`: the events of those two steps, when the caller started them already.
-    `finishes`: a build's event, whose Success and the end of its action go with ACTIVE."""
+async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
+    """Ports and disks at once, then the guest (made ACTIVE by `_activate`)."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])  # the row is the truth: what the API wrote, or a resize
     requested = requested_networks(row["requested_networks"])
 
-    def event(name: str) -> contextlib.AbstractAsyncContextManager[instances.Step]:
-        if started is None:
-            return instances.event(host.pool, instance_uuid, request_id, name, host.name)
-        return instances.event(host.pool, instance_uuid, request_id, name, host.name, started=started[name])
+    def event(name: str) -> contextlib.AbstractAsyncContextManager[None]:
+        return instances.event(host.pool, instance_uuid, request_id, name, host.name)
 
     async with asyncio.TaskGroup() as tg:
         net = tg.create_task(_settled(_network(host, row, requested, event(NETWORK_EVENT))),
@@ -189,7 +179,7 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
     disk_list, boot = blk.result()  # type: ignore[misc]
-    async with instances.event(host.pool, instance_uuid, request_id, "compute_spawn", host.name) as spawn:
+    async with event("compute_spawn"):
         console_log = ""
         if host.real_guests:
             disk_list.append(await disks.config_drive(host.instances_root, instance_uuid,
@@ -206,31 +196,30 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str, *, then: str 
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
-        spawn.recorded = True  # with the state, below
-    if await SET_ACTIVE(host.pool, instance_uuid, spawn.id, then, finishes,
-                        request_id if finishes is not None else None) is None:
+
+
+async def _activate(host: Host, instance_uuid: str, then: str | None, ends: str | None) -> None:
+    """The instance ACTIVE with task_state `then`, and the action of request `ends` (a
+    build's; None: none) ended with it; DeleteRaced when a delete got there first."""
+    if await SET_ACTIVE(host.pool, instance_uuid, then, ends) is None:
         raise DeleteRaced(f"Instance {instance_uuid} was deleted while it was being built.")
 
 
 async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNetwork],
-                   event: contextlib.AbstractAsyncContextManager[instances.Step]) -> list[Vif]:
+                   event: contextlib.AbstractAsyncContextManager[None]) -> list[Vif]:
     instance_uuid = str(row["uuid"])
-    async with event as step:
+    async with event:
         vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
         records = [vif_record(v) for v in vifs]
-        bridges = list(dict.fromkeys(v.bridge for v in vifs if v.bridge)) if host.real_guests else []
-        if not bridges:  # nothing left to do: the event's Success goes with the ports
-            await SET_NETWORK_INFO(host.pool, instance_uuid, msgspec.json.encode(records).decode(), step.id)
-            step.recorded = True
-            return vifs
-        await host.pool.execute(IQ.set_network_info, instance_uuid, records)
-        for bridge in bridges:
-            await host.bridges.ensure(bridge)
+        await SET_NETWORK_INFO(host.pool, instance_uuid, msgspec.json.encode(records).decode())
+        if host.real_guests:
+            for bridge in dict.fromkeys(v.bridge for v in vifs if v.bridge):
+                await host.bridges.ensure(bridge)
     return vifs
 
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
-                         event: contextlib.AbstractAsyncContextManager[instances.Step]
+                         event: contextlib.AbstractAsyncContextManager[None]
                          ) -> tuple[list[disks.Disk], BootFiles]:
     instance_uuid = str(row["uuid"])
     async with event:
@@ -319,7 +308,8 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
             await host.hypervisor.remove(domain_name(instance_uuid))
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
             # A stopped guest is powered off again without ever showing ACTIVE and idle.
-            await _build(host, row, request_id, then=TaskState.POWERING_OFF if was_stopped else None)
+            await _build(host, row, request_id)
+            await _activate(host, instance_uuid, TaskState.POWERING_OFF if was_stopped else None, None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)
                 await instances.set_state(host.pool, instance_uuid, vm_state=VmState.STOPPED, task_state=None,

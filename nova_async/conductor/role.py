@@ -32,7 +32,7 @@ from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
-from nova_async.scheduler.messages import SELECT_EVENT, RequestSpec
+from nova_async.scheduler.messages import RequestSpec
 
 log = structlog.get_logger("conductor")
 Q = queries("instances")
@@ -40,7 +40,7 @@ CQ = queries("conductor")
 GQ = queries("server_groups")
 EVENT = "conductor_schedule_and_build_instances"
 # The write that gives an instance its host, shared by the boots that reach it at once.
-SET_HOST = Coalesced(CQ.set_host_after)
+SET_HOST = Coalesced(CQ.set_hosts)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
 # Boot requests handled at once. A request spends nearly all its time here waiting for the
 # scheduler, whose batches take whatever requests are waiting: at 64 (a thread pool's size,
@@ -108,43 +108,30 @@ class ConductorRole(Role):
     async def _schedule_in(self, cell: Cell, instance_uuids: list[str], ctx: RequestContext) -> set[str]:
         """Schedule and build those of the instances that are in `cell` and still need it;
         the uuids of those found there."""
-        rows, found = [], set()
-        # The rows, with the scheduling events of those to schedule started (one statement).
-        for row in await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, ctx.request_id, EVENT,
-                                         [u for u in instance_uuids if u in self._scheduling],
-                                         SELECT_EVENT):
-            found.add(str(row["uuid"]))
-            if row["task_state"] == TaskState.DELETING:
-                await self._finish_delete(cell.pool, str(row["uuid"]))
-            elif row["vm_state"] == VmState.BUILDING and row["host"] is None and str(row["uuid"]) not in self._scheduling:
-                rows.append(row)
-            elif row["event_id"] is not None:
-                # Another copy of the request took it up while the statement ran: these steps
-                # are not going to happen here after all.
-                await cell.pool.execute(CQ.drop_events, [row["event_id"], row["scheduler_event_id"]])
-        if not rows:
-            return found
+        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids)
+        # Taken up here with no await in between: another copy of the request (redelivered,
+        # or recast at a restart) finds them in _scheduling and leaves them alone.
+        rows = [r for r in found_rows if r["vm_state"] == VmState.BUILDING and r["host"] is None
+                and r["task_state"] != TaskState.DELETING and str(r["uuid"]) not in self._scheduling]
         uuids = [str(r["uuid"]) for r in rows]
         self._scheduling.update(uuids)
         try:
-            await self._schedule_and_build(cell, rows, uuids, ctx)
+            for row in found_rows:
+                if row["task_state"] == TaskState.DELETING:
+                    await self._finish_delete(cell.pool, str(row["uuid"]))
+            if rows:
+                await self._schedule_and_build(cell, rows, uuids, ctx)
         finally:
             self._scheduling.difference_update(uuids)
-        return found
+        return {str(r["uuid"]) for r in found_rows}
 
     async def _schedule_and_build(self, cell: Cell, rows: list, uuids: list[str], ctx: RequestContext) -> None:
         db = cell.pool
         spec = RequestSpec.from_stored(rows[0]["request_spec"], rows[0]["flavor"])
         request_id = ctx.request_id
-        started = {str(r["uuid"]): r["event_id"] for r in rows}
-        scheduler_events = {str(r["uuid"]): r["scheduler_event_id"] for r in rows
-                            if r["scheduler_event_id"] is not None}
         try:
-            async with instances.events(db, uuids, request_id, EVENT, started=started) as steps:
-                selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid,
-                                                                      events=scheduler_events)
-                for step in steps:
-                    step.recorded = True  # with each instance's host, below
+            async with instances.events(db, uuids, request_id, EVENT):
+                selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid)
         except errors.DatabaseUnavailable:
             # Not the request's fault: it stays unscheduled, and is scheduled again once the
             # database is back (perhaps this process never saw it go: the error may come
@@ -165,13 +152,9 @@ class ConductorRole(Role):
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
             target = await self.cells.of_host(chosen.host) or cell
-            finished = [started.get(uuid), scheduler_events.get(uuid)]
-            if target is cell:
-                placed = await SET_HOST(db, uuid, chosen.host, chosen.node, *finished)
-            else:  # the host is in another cell: the instance moves there first
-                await db.execute(CQ.finish_events, finished)
+            if target is not cell:  # the host is in another cell: the instance moves there first
                 await self.cells.move(uuid, cell, target)
-                placed = await target.pool.fetchrow(Q.set_host, uuid, chosen.host, chosen.node)
+            placed = await SET_HOST(target.pool, uuid, chosen.host, chosen.node)
             if placed is None:  # deleted while we scheduled: give the claim back
                 await self._finish_delete(target.pool, uuid)
                 continue

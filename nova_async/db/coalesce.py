@@ -19,99 +19,80 @@ statement of its own, over arrays of one.
 after the arrays, and only calls that agree on them share a statement.
 
 `many`: a call gets every row of its `ord` (a list, perhaps empty), not one row or None.
-`most`: at most this many calls in one statement; the rest wait for the next one."""
+`most`: at most this many calls in one statement; the rest wait for the next one.
+
+A `Coalesced` is a frozen description, fit for module level; the line that gathers its
+calls, and its sender, belong to the pool the calls are made on (lines.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
+from nova_async.db.lines import Batch, Sending
 from nova_async.db.pool import Pool
 
 
+@dataclass(frozen=True, eq=False)   # eq=False: each description has lines of its own
 class Coalesced:
-    def __init__(self, query: str, *, shared: int = 0, many: bool = False, most: int | None = None) -> None:
-        self.query = query
-        self.shared = shared
-        self.many = many
-        self.most = most
-        self._lines: dict[Pool, _Line] = {}   # per pool (each cell has its own)
+    query: str
+    shared: int = 0
+    many: bool = False
+    most: int | None = None
 
     async def __call__(self, db: Pool | asyncpg.Connection, *args: Any) -> Any:
         if not isinstance(db, Pool):
             rows = await db.fetch(self.query, *_statement_args([args], self.shared))
             return rows if self.many else rows[0] if rows else None
-        line = self._lines.get(db)
-        if line is None:  # a new pool: forget those closed since
-            self._lines = {p: other for p, other in self._lines.items() if not p.is_closing()}
-            line = self._lines[db] = _Line(db, self)
-        return await line.submit(args)
+        return await db.lines.submit(self, functools.partial(self._sending, db), args)
+
+    async def each(self, db: Pool | asyncpg.Connection, calls: list[tuple[Any, ...]]) -> list[Any]:
+        """Several calls at once, their answers in order: on a pool they queue together, so
+        they share a statement (each key once) rather than wait for each other."""
+        if not isinstance(db, Pool):
+            return [await self(db, *args) for args in calls]
+        how = functools.partial(self._sending, db)
+        return await asyncio.gather(*(db.lines.submit(self, how, args) for args in calls))
+
+    def _sending(self, pool: Pool) -> Sending:
+        return Sending(send=functools.partial(self._send, pool), take=self._take, name="coalesced")
+
+    def _take(self, waiting: Batch) -> tuple[Batch, Batch]:
+        """The calls of the next statement: in call order, a key at most once, those that
+        agree on the shared arguments with the first, at most `most`."""
+        calls: Batch = []
+        later: Batch = []
+        keys: set[Any] = set()
+        shared = None
+        for call in waiting:
+            args = call.args
+            if shared is None:
+                shared = args[len(args) - self.shared:]
+            alike = args[len(args) - self.shared:] == shared
+            full = self.most is not None and len(calls) >= self.most
+            (later if args[0] in keys or not alike or full else calls).append(call)
+            if alike:
+                keys.add(args[0])
+        return calls, later
+
+    async def _send(self, pool: Pool, calls: Batch) -> None:
+        rows = await pool.fetch(self.query, *_statement_args([c.args for c in calls], self.shared))
+        by_ord: dict[int, Any] = {}
+        for row in rows:
+            if self.many:
+                by_ord.setdefault(row["ord"], []).append(row)
+            else:
+                by_ord[row["ord"]] = row
+        for i, call in enumerate(calls, 1):
+            if not call.answer.done():
+                call.answer.set_result(by_ord.get(i, [] if self.many else None))
 
 
 def _statement_args(calls: list[tuple[Any, ...]], shared: int) -> list[Any]:
     """One array per argument of the calls, then the shared arguments (the calls agree on them)."""
     split = len(calls[0]) - shared
     return [list(column) for column in zip(*(args[:split] for args in calls))] + list(calls[0][split:])
-
-
-class _Line:
-    def __init__(self, pool: Pool, statement: Coalesced) -> None:
-        self.pool = pool
-        self.statement = statement   # its query and how calls share it
-        self._waiting: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
-        self._sending: asyncio.Task | None = None
-
-    async def submit(self, args: tuple[Any, ...]) -> Any:
-        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting.append((args, answer))
-        if self._sending is None:
-            self._sending = asyncio.create_task(self._send(), name="db:coalesced")
-        return await answer
-
-    async def _send(self) -> None:
-        statement = self.statement
-        calls: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
-        try:
-            await asyncio.sleep(0)  # calls made in the same turn of the loop go in the first statement
-            while self._waiting:
-                calls, keys, later = [], set(), []
-                shared = None
-                for args, answer in self._waiting:
-                    if answer.done():  # its caller is gone
-                        continue
-                    if shared is None:
-                        shared = args[len(args) - statement.shared:]
-                    alike = args[len(args) - statement.shared:] == shared
-                    full = statement.most is not None and len(calls) >= statement.most
-                    (later if args[0] in keys or not alike or full else calls).append((args, answer))
-                    if alike:
-                        keys.add(args[0])
-                self._waiting = later
-                if not calls:
-                    continue
-                try:
-                    rows = await self.pool.fetch(statement.query, *_statement_args([args for args, _ in calls],
-                                                                                   statement.shared))
-                except Exception as exc:
-                    for _, answer in calls:
-                        if not answer.done():
-                            answer.set_exception(exc)
-                    continue
-                by_ord: dict[int, Any] = {}
-                for row in rows:
-                    if statement.many:
-                        by_ord.setdefault(row["ord"], []).append(row)
-                    else:
-                        by_ord[row["ord"]] = row
-                for i, (_, answer) in enumerate(calls, 1):
-                    if not answer.done():
-                        answer.set_result(by_ord.get(i, [] if statement.many else None))
-        except BaseException:  # the service is stopping: nobody is left waiting
-            for _, answer in calls + self._waiting:
-                answer.cancel()
-            self._waiting = []
-            raise
-        finally:
-            self._sending = None

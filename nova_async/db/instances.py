@@ -9,8 +9,7 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import asyncpg
 import structlog
@@ -88,52 +87,44 @@ async def finish_action(db, uuid: str, request_id: str, message: str | None = No
     await db.execute(Q.finish_action, uuid, request_id, message)
 
 
-@dataclass
-class Step:
-    """An event being recorded. A body that writes the event's Success itself, in a statement
-    it makes anyway (see finish_event_and in instances.sql), sets `recorded`; the end of the
-    block then writes nothing more. An error is recorded either way."""
-
-    id: int | None
-    recorded: bool = False
-
-
 @contextlib.asynccontextmanager
-async def event(db, uuid: str, request_id: str, name: str, host: str | None = None, *,
-                started: Any = _ANY) -> AsyncIterator[Step]:
-    """Record one step of an action: its start, then Success or Error with the reason.
-    `started`: the event's id when the caller's own statement already started it (None: its
-    action was not found, nothing is recorded)."""
-    if started is _ANY:
-        row = await START_EVENT(db, uuid, request_id, name, host)
-        event_id = None if row is None else row["id"]
-    else:
-        event_id = started
-    step = Step(event_id)
+async def event(db, uuid: str, request_id: str, name: str, host: str | None = None) -> AsyncIterator[None]:
+    """Record one step of an action: its start, then Success or Error with the reason. Each
+    role records its own steps; a step whose action is not found is not recorded."""
+    row = await START_EVENT(db, uuid, request_id, name, host)
+    event_id = None if row is None else row["id"]
     try:
-        yield step
+        yield
     except BaseException as exc:
         if event_id is not None:
-            detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
-            tb = "".join(traceback.format_exception(exc))[-4000:]
-            await FINISH_EVENT(db, event_id, "Error", f"{detail}\n{tb}")
+            await FINISH_EVENT(db, event_id, "Error", _error_text(exc))
         raise
-    if event_id is not None and not step.recorded:
+    if event_id is not None:
         await FINISH_EVENT(db, event_id, "Success", None)
 
 
 @contextlib.asynccontextmanager
-async def events(db, uuids: list[str], request_id: str, name: str, *,
-                 started: dict[str, int | None] | None = None) -> AsyncIterator[list[Step]]:
-    """The same step, recorded for each of several instances (a multi-create request);
-    `started` as for `event`, per instance."""
-    async with contextlib.AsyncExitStack() as stack:
-        steps = []
-        for uuid in uuids:
-            steps.append(await stack.enter_async_context(
-                event(db, uuid, request_id, name) if started is None
-                else event(db, uuid, request_id, name, started=started.get(uuid))))
-        yield steps
+async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncIterator[None]:
+    """The same step, recorded for each of several instances (a multi-create request): every
+    start in one statement, every finish in one."""
+    rows = await START_EVENT.each(db, [(uuid, request_id, name, None) for uuid in uuids])
+    event_ids = [row["id"] for row in rows if row is not None]
+    try:
+        yield
+    except BaseException as exc:
+        if event_ids:
+            error = _error_text(exc)
+            await FINISH_EVENT.each(db, [(event_id, "Error", error) for event_id in event_ids])
+        raise
+    if event_ids:
+        await FINISH_EVENT.each(db, [(event_id, "Success", None) for event_id in event_ids])
+
+
+def _error_text(exc: BaseException) -> str:
+    """What an event's traceback column says of the error that ended it."""
+    detail = exc.message if isinstance(exc, errors.NovaAsyncError) else repr(exc)
+    tb = "".join(traceback.format_exception(exc))[-4000:]
+    return f"{detail}\n{tb}"
 
 
 @contextlib.asynccontextmanager

@@ -37,6 +37,7 @@ import msgspec
 
 from nova_async.common import errors
 from nova_async.db.health import DatabaseHealth, describe
+from nova_async.db.lines import Lines
 
 COMMAND_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0  # seconds; beyond it the server counts as not answering
@@ -104,6 +105,10 @@ class Pool:
         # lent again.
         self._epoch = 0
         self._epoch_of: dict[asyncpg.Connection, int] = {}
+        # The lines of the statements sent for many callers at once (coalesce.py,
+        # shared_read.py) and their senders: open_pool opens them with the pool and closes
+        # them, every sender done, before the pool closes.
+        self.lines = Lines("db", lambda: PoolClosing("the database pool is closing"))
 
     async def start(self) -> None:
         for _ in range(self._min_size):
@@ -286,6 +291,7 @@ async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20,
     except (OSError, asyncpg.PostgresError) as exc:
         raise errors.Unavailable(f"cannot connect to the database: {exc}") from exc
     try:
-        yield pool
+        async with pool.lines:
+            yield pool
     finally:
         await pool.close()

@@ -29,7 +29,6 @@ it is; placement's claim is the judge either way."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,9 @@ from dataclasses import dataclass, field
 import msgspec
 import structlog
 
+from nova_async.common import errors
 from nova_async.config import SchedulerSettings
+from nova_async.db.lines import Batch, Call, Lines, Sending
 from nova_async.placement import messages as pm
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler import filters, host_state
@@ -56,11 +57,10 @@ def batchable(spec: m.RequestSpec) -> bool:
 class _Request:
     instance_uuids: list[str]
     spec: m.RequestSpec
-    # the selections, or None: "decide it on your own"
-    answer: asyncio.Future[list[m.Selection] | None]
     started: float = field(default_factory=time.perf_counter)
 
 
+# A call's answer: the selections, or None: "decide it on your own".
 Choose = Callable[[str, list[HostState], dict[str, int]], m.Selection | None]
 DECIDERS = 2   # one batch looking and choosing, one claiming
 
@@ -73,8 +73,9 @@ class _Claiming:
 
 
 class Batches:
-    """Collects requests while batches are being decided; two tasks decide them, batch after
-    batch, one looking while the other claims."""
+    """Collects requests while batches are being decided, on one line (db/lines.py) with two
+    senders, batch after batch: one looks (the line's turn) while the other claims. The
+    line's owner, `lines`, is entered by the scheduler role for as long as it runs."""
 
     def __init__(self, *, cells, placement: PlacementClient, settings: SchedulerSettings,
                  host_filters: list[filters.Filter], choose: Choose,
@@ -85,81 +86,48 @@ class Batches:
         self.filters = host_filters
         self.choose = choose          # one instance's host among host states, taken from them
         self.release = release        # claims given back
-        self._queue: list[_Request] = []
-        self.deciders: set[asyncio.Task] = set()
-        self._looking = asyncio.Lock()
+        self.lines = Lines("scheduler", lambda: errors.Unavailable("the scheduler is stopping"))
+        self._sending = Sending(send=self._look, then=self._settle, senders=DECIDERS, name="batches")
         self._claiming: list[_Claiming] = []     # recent claims, which the next look may miss
 
     async def decide(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection] | None:
         """The request's selections, or None when it is to be decided on its own."""
-        request = _Request(instance_uuids, spec, asyncio.get_running_loop().create_future())
-        self._queue.append(request)
-        if len(self.deciders) < DECIDERS:
-            self.deciders.add(asyncio.create_task(self._run(), name="scheduler:batches"))
-        return await request.answer
+        return await self.lines.submit(self, self._how, _Request(instance_uuids, spec))
 
-    async def _run(self) -> None:
-        batch: list[_Request] = []
-        try:
-            await asyncio.sleep(0)  # those sent in the same turn of the loop join the first batch
-            while self._queue:
-                async with self._looking:   # the batch is what queued until it is its turn to look
-                    batch = [r for r in self._queue if not r.answer.done()]  # not those already gone
-                    self._queue = []
-                    if not batch:
-                        break
-                    try:
-                        looked = await self._look(batch)
-                    except Exception as exc:
-                        self._fail(batch, exc)
-                        continue
-                try:
-                    await self._settle(batch, *looked)
-                except Exception as exc:
-                    self._fail(batch, exc)
-        except BaseException:  # the service is stopping: nobody is left waiting
-            for request in batch + self._queue:
-                request.answer.cancel()
-            self._queue = []
-            raise
-        finally:  # at once: a request queued from now on starts a decider of its own
-            self.deciders.discard(asyncio.current_task())
+    def _how(self) -> Sending:
+        return self._sending
 
-    @staticmethod
-    def _fail(batch: list[_Request], exc: Exception) -> None:
-        for request in batch:  # every request of the batch hears it
-            if not request.answer.done():
-                request.answer.set_exception(exc)
-
-    async def _look(self, batch: list[_Request]) -> tuple[list[tuple[_Request, list[m.Selection]]],
-                                                          list[_Request], _Claiming | None]:
+    async def _look(self, batch: Batch) -> tuple[list[tuple[Call[_Request], list[m.Selection]]],
+                                                 list[Call[_Request]], _Claiming | None]:
         """The batch's choices, the requests to decide alone, and the choices' claims."""
-        by_amounts: dict[tuple[tuple[str, int], ...], list[_Request]] = {}
-        alone: list[_Request] = []
+        by_amounts: dict[tuple[tuple[str, int], ...], list[Call[_Request]]] = {}
+        alone: list[Call[_Request]] = []
         seen: set[str] = set()
-        for request in batch:
+        for call in batch:
+            request = call.args
             if seen.intersection(request.instance_uuids):  # one claim holds one write per consumer
-                alone.append(request)
+                alone.append(call)
                 continue
             seen.update(request.instance_uuids)
-            by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(request)
-        chosen: list[tuple[_Request, list[m.Selection]]] = []
+            by_amounts.setdefault(tuple(request.spec.resources().items()), []).append(call)
+        chosen: list[tuple[Call[_Request], list[m.Selection]]] = []
         claims: list[pm.ConsumerClaim] = []
         began = time.monotonic()
-        for amounts, requests in by_amounts.items():
+        for amounts, calls in by_amounts.items():
             resources = dict(amounts)
-            wanted = sum(len(r.instance_uuids) for r in requests)
+            wanted = sum(len(c.args.instance_uuids) for c in calls)
             found = await self.placement.find_candidates(resources, max(self.settings.max_placement_results,
                                                                         wanted))
             hosts, _ = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
             self._subtract_missed(hosts, began)
             filtered: dict[bytes, list[HostState]] = {}  # requests alike pass the same hosts
-            for request in requests:
+            for call in calls:
+                request = call.args
                 selections = self._choose_all(request, hosts, resources, filtered)
                 if selections is None:
-                    alone.append(request)
+                    alone.append(call)
                 else:
-                    chosen.append((request, selections))
+                    chosen.append((call, selections))
                     claims += [pm.ConsumerClaim(consumer_uuid=s.instance_uuid,
                                                 allocations={s.chosen.provider_uuid: resources},
                                                 project_id=request.spec.project_id,
@@ -185,33 +153,36 @@ class Batches:
                     if provider in by_uuid:
                         by_uuid[provider].consume(amounts)
 
-    async def _settle(self, batch: list[_Request], chosen: list[tuple[_Request, list[m.Selection]]],
-                      alone: list[_Request], claiming: _Claiming | None) -> None:
+    async def _settle(self, batch: Batch, looked: tuple[list[tuple[Call[_Request], list[m.Selection]]],
+                                                        list[Call[_Request]], _Claiming | None]) -> None:
         """Claim what the batch chose, and answer every request of it."""
+        chosen, alone, claiming = looked
         if claiming is not None:
             try:
                 claimed = await self.placement.claim_many(claiming.claims)
             except BaseException:
-                # an answer lost on the way (a bus timeout) may hide claims that were made
-                await asyncio.shield(self.release([c.consumer_uuid for c in claiming.claims]))
+                # An answer lost on the way (a bus timeout) may hide claims that were made.
+                # Awaited even when cancelled: this task belongs to the scheduler's lines,
+                # which are cancelled once, at shutdown, and the release goes first.
+                await self.release([c.consumer_uuid for c in claiming.claims])
                 raise
             finally:
                 claiming.landed = time.monotonic()
             if not claimed.ok:
                 log.info("a batch's claim was refused; its requests are decided one by one",
                          requests=len(chosen), reason=claimed.reason)
-                alone += [r for r, _ in chosen]
+                alone += [c for c, _ in chosen]
                 chosen = []
-        for request, selections in chosen:
-            if request.answer.done():  # its asker is gone (cancelled): give its claims back
+        for call, selections in chosen:
+            if call.answer.done():  # its asker is gone (cancelled): give its claims back
                 await self.release([s.instance_uuid for s in selections])
                 continue
             log.info("scheduled", instances=len(selections), hosts=[s.chosen.host for s in selections],
-                     batch=len(batch), ms=round((time.perf_counter() - request.started) * 1000, 1))
-            request.answer.set_result(selections)
-        for request in alone:
-            if not request.answer.done():
-                request.answer.set_result(None)
+                     batch=len(batch), ms=round((time.perf_counter() - call.args.started) * 1000, 1))
+            call.answer.set_result(selections)
+        for call in alone:
+            if not call.answer.done():
+                call.answer.set_result(None)
 
     def _choose_all(self, request: _Request, hosts: list[HostState], resources: dict[str, int],
                     filtered: dict[bytes, list[HostState]]) -> list[m.Selection] | None:
@@ -233,8 +204,10 @@ class Batches:
                 selections.append(selection)
             else:
                 return selections
-        except Exception:
-            pass
+        except Exception as exc:
+            # Not raised here: the one-request path meets the same error again and reports it
+            # to the request's asker, with the request's own context.
+            log.info("a request failed in its batch; it is decided on its own", error=repr(exc))
         by_uuid = {h.uuid: h for h in passed}
         for s in selections:
             by_uuid[s.chosen.provider_uuid].give_back(resources)

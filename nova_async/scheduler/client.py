@@ -14,12 +14,12 @@ class SchedulerClient:
         self.bus = bus
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec,
-                                  context: RequestContext | None = None, *, cell_uuid: str | None = None,
-                                  events: dict[str, int] | None = None) -> list[m.Selection]:
+                                  context: RequestContext | None = None, *,
+                                  cell_uuid: str | None = None) -> list[m.Selection]:
         """Claimed hosts for every instance, or NoValidHost saying why not (all or nothing);
-        `cell_uuid` and `events` as SelectDestinations has them."""
+        `cell_uuid` as SelectDestinations has it."""
         reply = await self.bus.call(TOPIC, m.SelectDestinations(instance_uuids=instance_uuids, spec=spec,
-                                                                cell_uuid=cell_uuid, events=events or {}),
+                                                                cell_uuid=cell_uuid),
                                     context=context, timeout=120)
         assert isinstance(reply, m.Selections)
         return reply.selections

@@ -103,12 +103,9 @@ SELECT_EVENT = "scheduler_select_destinations_and_claim"  # the action event of 
 class SelectDestinations(Message, frozen=True, kw_only=True):
     instance_uuids: list[str]
     spec: RequestSpec
-    # Where the conductor found the instances and the scheduling events it started for them
-    # there (instance uuid -> event id): the scheduler then records only an Error in them,
-    # the conductor the Success with each instance's host. Without them (a resize), the
-    # scheduler looks the cell up and records its events itself.
+    # Where the conductor found the instances (None: a resize; the scheduler looks the cell
+    # up). The scheduler records its own step there, as every role records its own.
     cell_uuid: str | None = None
-    events: dict[str, int] = {}
 
 
 class Destination(Message, frozen=True, kw_only=True):

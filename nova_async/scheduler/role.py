@@ -29,6 +29,11 @@ class SchedulerRole(Role):
             m.SelectDestinations: self._select_destinations,
         }
 
+    async def run(self) -> None:
+        # The batches' deciders are this role's: they end (the batches queued decided) before it does.
+        async with self.scheduler.batches.lines:
+            await super().run()
+
     async def _select_destinations(self, msg: m.SelectDestinations, ctx: RequestContext) -> m.Selections:
         # Filtering, weighing and the placement claims, as one recorded step per instance.
         started, result = time.perf_counter(), "failed"
@@ -39,12 +44,8 @@ class SchedulerRole(Role):
             else:
                 cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
             db = cell.pool if cell else self.cells.default.pool
-            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT,
-                                        started=msg.events or None) as steps:
+            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
                 selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
-                if msg.events:  # the conductor records the Success, with each instance's host
-                    for step in steps:
-                        step.recorded = True
             result = "placed"
         except errors.NoValidHost:
             result = "no_valid_host"

@@ -28,19 +28,14 @@ UPDATE instances
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
 RETURNING *;
 
--- name: set_active_after
--- The instance ACTIVE and RUNNING (launched now, unless it was before), with the Success of
--- the event ($2) whose end made it so, unless a delete got there first; $3 is
--- the task_state it is left in (NULL, or 'powering-off' when a rebuild stops it again).
--- When it did become ACTIVE, also the Success of event $4 and the end of the action of
--- request $5 (a build's; NULL: none). Coalesced (db/coalesce.py): each $n is an array, one
--- element per instance, and `ord` says which instance a row is.
+-- name: set_active
+-- The instance ACTIVE and RUNNING (launched now, unless it was before), unless a delete got
+-- there first; $2 is the task_state it is left in (NULL, or 'powering-off' when a rebuild
+-- stops it again). When it did become ACTIVE, also the end of the action of request $3 (a
+-- build's; NULL: none). Coalesced (db/coalesce.py): each $n is an array, one element per
+-- instance, and `ord` says which instance a row is.
 WITH w AS (
-    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
-        WITH ORDINALITY AS w(uuid, event_id, task_state, finishes, request_id, ord)
-), done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success'
-     WHERE id = ANY ($2::bigint[])
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS w(uuid, task_state, request_id, ord)
 ), active AS (
     UPDATE instances i
        SET vm_state = 'active', task_state = w.task_state, power_state = 1,
@@ -49,10 +44,6 @@ WITH w AS (
      WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid
        AND i.deleted_at IS NULL AND i.task_state IS DISTINCT FROM 'deleting'
     RETURNING i.*, w.ord
-), built AS (
-    UPDATE instance_action_events e SET finish_time = now(), result = 'Success'
-      FROM w JOIN active a ON a.ord = w.ord
-     WHERE e.id = ANY ($4::bigint[]) AND e.id = w.finishes
 ), finished AS (
     UPDATE instance_actions ia SET finish_time = now(), updated_at = now()
       FROM w JOIN active a ON a.ord = w.ord
@@ -62,46 +53,19 @@ WITH w AS (
 SELECT * FROM active;
 
 -- name: get_for_build
--- The instance $1 that compute is asked to build on host $3, with the events $4 of its
--- action of request $2 (the build's, then the steps that start with it) started when the
--- build is to go ahead (`event_ids`, in $4's order; NULL when it is skipped: not building,
--- being deleted, or placed on another host). Coalesced (db/coalesce.py): $1..$3 are arrays,
--- one element per instance, $4 is shared, and `ord` says which instance a row is.
-WITH w AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS w(uuid, request_id, host, ord)
-), i AS (
-    SELECT inst.*, w.ord, w.host AS for_host, a.id AS for_action
-      FROM instances inst JOIN w ON inst.uuid = w.uuid
-      LEFT JOIN instance_actions a ON a.instance_uuid = w.uuid AND a.request_id = w.request_id
-     WHERE inst.uuid = ANY ($1::uuid[]) AND inst.deleted_at IS NULL
-), ev AS (
-    INSERT INTO instance_action_events (action_id, event, host)
-    SELECT i.for_action, e.name, i.for_host
-      FROM i CROSS JOIN unnest($4::text[]) WITH ORDINALITY AS e(name, n)
-     WHERE i.for_action IS NOT NULL
-       AND i.vm_state = 'building' AND i.task_state IS DISTINCT FROM 'deleting'
-       AND (i.host IS NULL OR i.host = i.for_host)
-     ORDER BY i.ord, e.n
-    RETURNING id, action_id, event
-)
-SELECT i.*, (SELECT array_agg(ev.id ORDER BY array_position($4::text[], ev.event))
-               FROM ev WHERE ev.action_id = i.for_action) AS event_ids
-  FROM i;
+-- The instances $1 that compute is asked to build. Coalesced (db/coalesce.py): $1 is an
+-- array, one element per instance, and `ord` says which instance a row is.
+SELECT i.*, w.ord
+  FROM unnest($1::uuid[]) WITH ORDINALITY AS w(uuid, ord)
+  JOIN instances i ON i.uuid = w.uuid
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL;
 
 -- name: set_network_info
-UPDATE instances SET network_info = $2, updated_at = now()
- WHERE uuid = $1 AND deleted_at IS NULL;
-
--- name: set_network_info_after
--- set_network_info (as JSON text: an array of lists would be read as one array of two
--- dimensions), with the Success of the event ($3) that allocated the ports. Coalesced
--- (db/coalesce.py): each $n is an array, one element per instance; `ord` as in set_active_after.
+-- The ports of each instance $1 (as JSON text $2: an array of lists would be read as one
+-- array of two dimensions). Coalesced (db/coalesce.py): each $n is an array, one element per
+-- instance; `ord` as in set_active.
 WITH w AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[])
-        WITH ORDINALITY AS w(uuid, network_info, event_id, ord)
-), done AS (
-    UPDATE instance_action_events SET finish_time = now(), result = 'Success'
-     WHERE id = ANY ($3::bigint[])
+    SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS w(uuid, network_info, ord)
 )
 UPDATE instances i SET network_info = w.network_info::jsonb, updated_at = now()
   FROM w

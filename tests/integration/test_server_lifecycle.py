@@ -109,6 +109,12 @@ async def test_boot_show_list_delete_leaves_nothing_behind(cloud):
     detail = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions/{create['request_id']}",
                                        headers={**h.alice, **MV}), 200)
     events = {e["event"]: e["result"] for e in detail["instanceAction"]["events"]}
+    # each role records its own steps, in the order they started
+    assert [e["event"] for e in detail["instanceAction"]["events"]] == [
+        "conductor_schedule_and_build_instances", "scheduler_select_destinations_and_claim",
+        "compute_build_and_run_instance", "compute_allocate_network", "compute_prepare_block_devices",
+        "compute_spawn"]
+    assert all(e["start_time"] and e["finish_time"] for e in detail["instanceAction"]["events"])
     assert events["conductor_schedule_and_build_instances"] == "Success"
     assert events["scheduler_select_destinations_and_claim"] == "Success"
     assert events["compute_allocate_network"] == events["compute_prepare_block_devices"] == "Success"

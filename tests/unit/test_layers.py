@@ -96,3 +96,83 @@ def test_handlers_are_reached_only_through_the_route_table(role):
             elif not in_handlers and name != f"nova_async.{role}.routes":
                 bad.append(f"{path.relative_to(PACKAGE)} imports {imported} from handlers/")
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+# Batching keeps state (calls queued, sender tasks) that must belong to an owner with a life:
+# a pool's or a role's Lines (db/lines.py). At module level only frozen descriptions of a
+# statement may be made (coalesce.Coalesced, shared_read.SharedRead); their lines live in the
+# pool they are called on.
+BATCHING = {"nova_async.db.lines", "nova_async.db.coalesce", "nova_async.db.shared_read",
+            "nova_async.scheduler.batch"}
+
+
+def module_level_batching(source: str) -> list[str]:
+    """What the module makes at module level from the batching modules that is not a frozen
+    dataclass: `NAME = Callee(...)` as (target, module.Callee)."""
+    tree = ast.parse(source)
+    imported: dict[str, str] = {}   # local name -> dotted origin
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            imported.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                             for a in node.names})
+    bad = []
+    for node in _module_statements(tree.body):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not isinstance(node.value, ast.Call):
+            continue
+        origin = _dotted(node.value.func, imported)
+        if origin is None:
+            continue
+        module, _, name = origin.rpartition(".")
+        if module not in BATCHING:
+            continue
+        made = getattr(importlib.import_module(module), name, None)
+        params = getattr(made, "__dataclass_params__", None)
+        if not (isinstance(made, type) and params is not None and params.frozen):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bad.append(f"{', '.join(ast.unparse(t) for t in targets)} = {origin}(...)")
+    return bad
+
+
+def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements run at import: the module's, and those of its if/try/with blocks."""
+    found = []
+    for node in body:
+        found.append(node)
+        for block in ("body", "orelse", "finalbody"):
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and hasattr(node, block):
+                found += _module_statements(getattr(node, block))
+        for handler in getattr(node, "handlers", []) if isinstance(node, ast.Try) else []:
+            found += _module_statements(handler.body)
+    return found
+
+
+def _dotted(func: ast.expr, imported: dict[str, str]) -> str | None:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in imported:
+        return None
+    return ".".join([imported[func.id], *reversed(parts)])
+
+
+def test_module_level_batching_objects_are_frozen_descriptions():
+    bad = [f"{p.relative_to(PACKAGE)}: {what}" for p in sorted(PACKAGE.rglob("*.py"))
+           for what in module_level_batching(p.read_text())]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("source", [
+    "from nova_async.db.lines import Lines\nLINES = Lines('x', RuntimeError)\n",
+    "from nova_async.db import lines\nLINES: lines.Lines = lines.Lines('x', RuntimeError)\n",
+    "import nova_async.scheduler.batch as b\nif True:\n    B = b.Batches()\n",
+])
+def test_the_batching_check_sees_a_module_level_line(source):
+    assert module_level_batching(source)
+
+
+def test_the_batching_check_lets_frozen_descriptions_be():
+    assert not module_level_batching("from nova_async.db.coalesce import Coalesced\nW = Coalesced('q')\n"
+                                     "from nova_async.db import shared_read\nR = shared_read.SharedRead('q')\n")

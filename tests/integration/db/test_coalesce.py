@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 
 from nova_async.db.coalesce import Coalesced
+from nova_async.db.pool import PoolClosing, open_pool
 
 RENAME = """
 WITH w AS (SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS w(id, name, ord))
@@ -123,3 +124,26 @@ async def test_most_bounds_the_calls_of_a_statement_and_the_rest_follow_in_order
     assert [r["name"] for r in rows] == [f"m{i}" for i in range(1, 8)]
     assert [len({r["txid"] for r in rows[k:k + 3]}) for k in (0, 3, 6)] == [1, 1, 1]
     assert len({r["txid"] for r in rows}) == 3
+
+
+async def test_a_pool_closing_sends_the_calls_queued_and_refuses_those_after(database):
+    rename = Coalesced(RENAME)
+    async with open_pool(database, min_size=1, max_size=2) as pool:
+        await pool.execute("CREATE TABLE coalesce_things (id int PRIMARY KEY, name text NOT NULL, "
+                           "renamed int NOT NULL DEFAULT 0)")
+        await pool.execute("INSERT INTO coalesce_things (id, name) VALUES (1, 'n1'), (2, 'n2')")
+        queued = asyncio.ensure_future(rename(pool, 1, "sent"))
+        await asyncio.sleep(0)   # queued; its statement is not sent yet
+    assert (await queued)["name"] == "sent"
+    with pytest.raises(PoolClosing):
+        await rename(pool, 2, "refused")
+    assert not pool.lines   # no sender is left
+
+
+async def test_each_sends_its_calls_as_one_statement_and_answers_in_order(things):
+    rename = Coalesced(RENAME)
+    rows = await rename.each(things, [(9, "x9"), (999, "nobody"), (8, "x8")])
+    assert [r and r["name"] for r in rows] == ["x9", None, "x8"]
+    assert rows[0]["txid"] == rows[2]["txid"]
+    async with things.acquire() as conn:
+        assert [r["name"] for r in await rename.each(conn, [(10, "c10"), (11, "c11")])] == ["c10", "c11"]

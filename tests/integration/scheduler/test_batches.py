@@ -130,7 +130,7 @@ async def test_an_asker_gone_before_the_claim_answered_leaves_no_claim(cloud, po
         await asking
     go_on.set()
     async def claims_left() -> tuple[int, int]:
-        return await pool.fetchval("SELECT count(*) FROM allocations"), len(cloud.direct.batches.deciders)
+        return await pool.fetchval("SELECT count(*) FROM allocations"), len(cloud.direct.batches.lines)
 
     # The batch finishes on its own, then gives the claim back.
     await until(claims_left, lambda left: left == (0, 0), what="no allocations and no batch deciding")
