@@ -42,6 +42,12 @@ change is written:
   * a LANGUAGE sql function is checked against what exists when it is created: one that calls
     another function of ours comes in a file whose name sorts after that function's.
 
+Merging a branch whose new migration still creates or replaces a function f (or a trigger
+that executes f): its statement replaces the one in sql/functions/f.sql (a trigger as CREATE
+OR REPLACE TRIGGER, after the function), and the migration keeps the rest, plus a DROP where
+the argument list or result type changed. CREATE OR REPLACE TRIGGER needs PostgreSQL 14, as
+0038's multiranges already do.
+
 Everything here (the pending migrations, the files, the bookkeeping) is one transaction, under
 an advisory lock so that two processes starting at the same time do not race: an upgrade that
 fails leaves the database as it found it, never with new tables and old functions."""
