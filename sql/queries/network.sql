@@ -240,6 +240,6 @@ SELECT free.candidate AS address, port.* FROM free LEFT JOIN port ON true;
 -- AllocatePorts when every NIC is a new port on a whole network, for the calls that queued
 -- together (instance_ports.ALLOCATE_PORTS, a Coalesced statement): $1 devices, $2 hosts,
 -- $3 projects, $4 per call the networks as the text of a uuid array (NULL: the project's only
--- network). The function of sql/0035: per call (`ord`) its ports as device_vifs shows them,
--- or why it was refused.
+-- network). The function (sql/functions/): per call (`ord`) its ports as device_vifs shows
+-- them, or why it was refused.
 SELECT * FROM network_allocate_ports_many($1::text[], $2::text[], $3::text[], $4::text[]);

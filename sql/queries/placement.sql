@@ -113,7 +113,8 @@ SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resourc
  ORDER BY rp.uuid, a.resource_class;
 
 -- name: write_allocations
--- One or more consumers' allocations replaced, all or nothing (sql/0022 says how).
+-- One or more consumers' allocations replaced, all or nothing (sql/functions/placement_write_allocations.sql
+-- says how).
 SELECT written_consumer, new_generation
   FROM placement_write_allocations($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bool[],
                                    $6::int[], $7::int[], $8::uuid[], $9::text[], $10::int[]);

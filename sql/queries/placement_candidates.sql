@@ -145,9 +145,9 @@ SELECT name FROM traits WHERE name = ANY($1::text[]);
 -- traits it must not have, $6 aggregates of which it must be in at least one (empty: any).
 -- $7 true: a random sample of $3 of them (the scheduler's bounded question), else by id.
 -- Asked once per scheduling decision, so it does the least it can for every provider: the
--- function placement_root_candidates (sql/0031) picks the providers with one pass over the
+-- function placement_root_candidates (sql/functions/) picks the providers with one pass over the
 -- inventories of the requested classes, and only those chosen are described here, by the
--- summary texts the triggers of sql/0025 keep per provider (candidates.py decodes them).
+-- summary texts the summary triggers keep per provider (candidates.py decodes them).
 SELECT c.uuid, c.name, c.generation, s.resources, s.traits
   FROM placement_root_candidates($1::text[], $2::int[], $3::int, $4::text[], $5::text[], $6::uuid[],
                                  $7::bool) c
@@ -156,7 +156,7 @@ SELECT c.uuid, c.name, c.generation, s.resources, s.traits
 
 -- name: flat_candidates
 -- The common request in the common world, answered by PostgreSQL (the function
--- placement_flat_candidate_rows, sql/0038 and 0039, which say how): one unnumbered group (resources, plain
+-- placement_flat_candidate_rows, sql/functions/ says how): one unnumbered group (resources, plain
 -- required/forbidden traits, at most one any-of member_of group) while no provider has a parent
 -- and none shares. $1 classes, $2 amounts; $3 whether summaries show every class (1.27+) or the
 -- requested ones; $4 traits it must have, $5 traits it must not have; $6 whether there is any

@@ -16,12 +16,12 @@ DELETE FROM quota_limits WHERE project_id = $1;
 SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0));
 
 -- name: lock_and_limits
--- lock_project, then limits, in one round trip (the function is sql/0030's): the limits as
+-- lock_project, then limits, in one round trip (the function: sql/functions/): the limits as
 -- the lock's last holder left them.
 SELECT resource, hard_limit FROM quota_lock_and_limits($1);
 
 -- name: lock_for_boot
--- A boot's locks and limits in one round trip (the function is sql/0034's): the project's quota
+-- A boot's locks and limits in one round trip (the function: sql/functions/): the project's quota
 -- lock shared, plus its counting lock when the limits read under it limit any of $2 (what the
 -- boot adds to, with $3 their defaults). `limits`: the project's own limits as a JSON object;
 -- `counting`: whether the boot must count (and now holds the counting lock).
