@@ -16,7 +16,7 @@ That lock caps how many boots one project gets accepted per second, so it is hel
 round trips as can be, and only when there is something to count: every boot holds the
 project's quota lock shared (a quota update takes it exclusively, so it waits for the boots in
 flight), reads the limits under it, and takes the counting lock only when something it adds to
-is limited (sql/0034). Boots of a project without limits are accepted side by side."""
+is limited (sql/functions/quota_lock_for_boot.sql). Boots of a project without limits are accepted side by side."""
 
 from __future__ import annotations
 

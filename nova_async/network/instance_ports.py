@@ -5,9 +5,9 @@
 - allocate: an instance gets all its ports, or none. It is idempotent: a per-instance
   advisory lock plus "ports with this device_id already exist" means a retried or duplicated
   request gets the same ports back, rebound to the new host. When every NIC is a new port on
-  a whole network (most boots), an instance's ports are one statement (network_allocate_ports,
-  sql/0032), and the instances whose ports are asked for at once share one transaction
-  (sql/0035), each still made or refused alone. Ports named by id and fixed addresses take
+  a whole network (most boots), an instance's ports are one statement (sql/functions/
+  network_allocate_ports.sql), and the instances whose ports are asked for at once share one transaction
+  (network_allocate_ports_many.sql), each still made or refused alone. Ports named by id and fixed addresses take
   the general path below, one transaction per instance, which gives the same answers.
 - deallocate: ports made for the instance are deleted; ports the user made are released.
 """
@@ -124,7 +124,7 @@ async def validate(pool: Pool, project_id: str, requested: Sequence[m.RequestedN
     await _resolve(pool, project_id, requested)
 
 
-# What a refusal raised by network_allocate_ports (sql/0032) stands for, by its DETAIL.
+# What a refusal raised by network_allocate_ports (sql/functions/) stands for, by its DETAIL.
 _REFUSALS: dict[str, type[errors.NovaAsyncError]] = {
     "network_not_found": errors.NotFound, "network_requires_subnet": errors.InvalidInput,
     "network_ambiguous": errors.Conflict, "subnet_not_found": errors.Conflict,

@@ -2,7 +2,7 @@
 
 The guarantee this module exists for: no provider is ever over-committed, however many
 writers race. Every write — one consumer's PUT or a POST naming several — is one statement
-(the database function placement_write_allocations, sql/0022), one transaction that locks the consumer rows (in uuid order), then every provider they touch (in
+(the database function placement_write_allocations, sql/functions/), one transaction that locks the consumer rows (in uuid order), then every provider they touch (in
 id order, so writers never wait on each other in a cycle), then per consumer measures usage
 under those locks, checks capacity, replaces its allocations, and finally bumps the
 generations of the consumers and of every provider whose allocations changed. Usage is read
@@ -93,7 +93,7 @@ async def replace_many(pool: Pool, writes: list[ConsumerWrite]) -> dict[str, int
     every consumer gets what it asked for or nothing changes. Capacity is checked consumer by
     consumer after the earlier ones were written, so the batch as a whole must fit.
 
-    The whole write is one statement, the function placement_write_allocations (sql/0022): it
+    The whole write is one statement, the function placement_write_allocations (sql/functions/): it
     locks consumers by uuid, then every provider involved by id — one global order, so batches
     and single claims never wait on each other in a cycle — checks, writes and bumps, all in
     one round trip. A refusal is an exception raised in the database, which undoes the lot."""

@@ -27,7 +27,7 @@ Q = queries("placement")
 QC = queries("placement_candidates")
 
 _CLASS = re.compile(r"^[A-Z0-9_]{1,255}$")
-# provider_summaries' texts (sql/0025): `"VCPU":{"capacity":64,"used":3},...` and
+# provider_summaries' texts (sql/functions/placement_summary_*.sql): `"VCPU":{"capacity":64,"used":3},...` and
 # `,"traits":["A","B"]`, the pieces of a candidates answer, kept current by triggers
 _SUMMARY = msgspec.json.Decoder(dict[str, dict[str, int]])
 _TRAITS = msgspec.json.Decoder(list[str])

@@ -3,11 +3,11 @@
 Most clouds have flat providers (a compute node is one provider, no children, nothing shared)
 and most requests are one unnumbered group. Then a candidate is simply a provider with room
 for every requested class, and every allocation request has the same shape with only the
-provider's uuid changing. PostgreSQL finds them (the function placement_flat_candidate_rows of
-sql/0038 and 0039, which placement_candidates.sql `flat_candidates` calls: per provider, one
+provider's uuid changing. PostgreSQL finds them (the function placement_flat_candidate_rows in
+sql/functions/, which placement_candidates.sql `flat_candidates` calls: per provider, one
 comparison against the room its summary row keeps and one against its trait ids) and sends
 one row per candidate, its uuid and its provider_summaries entry as bytes, kept ready by
-triggers (provider_summaries, sql/0025); the body is joined here from those, one join per list.
+triggers (provider_summaries, sql/functions/placement_summary_*.sql); the body is joined here from those, one join per list.
 
 Whether the world is flat is decided by the same call, in the same snapshot; when it is
 not (or the request needs more than this path speaks), `answer` returns None and the caller
