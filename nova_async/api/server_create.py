@@ -184,10 +184,7 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
         raise errors.InvalidInput(f"The requested availability zone {zone!r} is not available.")
     placement_hints = await _host_hints(state, ctx, request.hints)
 
-    flavor = Flavor(id=flavor_row["id"], name=flavor_row["name"], vcpus=flavor_row["vcpus"],
-                    memory_mb=flavor_row["memory_mb"], root_gb=flavor_row["root_gb"],
-                    ephemeral_gb=flavor_row["ephemeral_gb"], swap=flavor_row["swap"],
-                    extra_specs={str(k): str(v) for k, v in (flavor_row["extra_specs"] or {}).items()})
+    flavor = Flavor.of_flavor(flavor_row)
     spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor.id, vcpus=flavor.vcpus,
                        memory_mb=flavor.memory_mb, root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
                        swap_mb=flavor.swap, image_id=image.id, availability_zone=zone,

@@ -32,6 +32,7 @@ from nova_async.compute.messages import ResizeStepName
 from nova_async.db import instances
 from nova_async.db.queries import queries
 from nova_async.image.messages import CreateImage
+from nova_async.scheduler.messages import Flavor
 
 IQ = queries("instances")
 MQ = queries("migrations")
@@ -66,31 +67,30 @@ def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
     return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
 
 
-async def _new_flavor(state: ApiState, ref: Any, old: dict[str, Any]) -> dict[str, Any]:
+async def _new_flavor(state: ApiState, ref: Any, old: Flavor) -> Flavor:
     flavor_id = str(ref).rsplit("/", 1)[-1]
     try:
-        flavor = await flavor_store.get(state.pool, flavor_id)
+        row = await flavor_store.get(state.pool, flavor_id)
     except errors.NotFound:
         raise errors.InvalidInput(f"Unable to find flavor {flavor_id}.") from None
-    if flavor["disabled"]:
+    if row["disabled"]:
         raise errors.InvalidInput(f"Flavor {flavor_id} is disabled.")
-    if flavor["id"] == old["id"]:
+    new = Flavor.of_flavor(row)
+    if new.id == old.id:
         raise errors.InvalidInput("When resizing, instances must change flavor!")
-    if flavor["root_gb"] < old["root_gb"]:
-        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {flavor['name']} has "
-                                  f"a {flavor['root_gb']} GiB root disk, the server {old['root_gb']} GiB.")
-    if flavor["ephemeral_gb"] < (old.get("ephemeral_gb") or 0):
-        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {flavor['name']} has "
-                                  f"a {flavor['ephemeral_gb']} GiB ephemeral disk, the server "
-                                  f"{old['ephemeral_gb']} GiB.")
-    return {"id": flavor["id"], "name": flavor["name"], "vcpus": flavor["vcpus"],
-            "memory_mb": flavor["memory_mb"], "root_gb": flavor["root_gb"],
-            "ephemeral_gb": flavor["ephemeral_gb"], "swap": flavor["swap"], "extra_specs": flavor["extra_specs"]}
+    if new.root_gb < old.root_gb:
+        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {new.name} has "
+                                  f"a {new.root_gb} GiB root disk, the server {old.root_gb} GiB.")
+    if new.ephemeral_gb < old.ephemeral_gb:
+        raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {new.name} has "
+                                  f"a {new.ephemeral_gb} GiB ephemeral disk, the server "
+                                  f"{old.ephemeral_gb} GiB.")
+    return new
 
 
-async def _check_quota(state: ApiState, project_id: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+async def _check_quota(state: ApiState, project_id: str, old: Flavor, new: Flavor) -> None:
     """An upsize needs room in the project's cores and ram quota for what it adds."""
-    growth = {"cores": new["vcpus"] - old["vcpus"], "ram": new["memory_mb"] - old["memory_mb"]}
+    growth = {"cores": new.vcpus - old.vcpus, "ram": new.memory_mb - old.memory_mb}
     if all(v <= 0 for v in growth.values()):
         return
     limit = await quotas.limits(state.pool, state.settings.quota, project_id)
@@ -100,8 +100,9 @@ async def _check_quota(state: ApiState, project_id: str, old: dict[str, Any], ne
 
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
     db, row = await _server(state, ctx, uuid)
-    new = await _new_flavor(state, value["flavorRef"], row["flavor"])
-    await _check_quota(state, row["project_id"], row["flavor"], new)
+    old = Flavor.from_row(row["flavor"])
+    new = await _new_flavor(state, value["flavorRef"], old)
+    await _check_quota(state, row["project_id"], old, new)
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(MQ.begin_resize, uuid)

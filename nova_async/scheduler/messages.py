@@ -38,6 +38,13 @@ class Flavor(msgspec.Struct, frozen=True, kw_only=True):
     extra_specs: dict[str, str] = {}
 
     @classmethod
+    def of_flavor(cls, row: Any) -> Flavor:
+        """An instance's copy of a flavor as the flavors table holds it now."""
+        return cls(id=row["id"], name=row["name"], vcpus=row["vcpus"], memory_mb=row["memory_mb"],
+                   root_gb=row["root_gb"], ephemeral_gb=row["ephemeral_gb"], swap=row["swap"],
+                   extra_specs={str(k): str(v) for k, v in (row["extra_specs"] or {}).items()})
+
+    @classmethod
     def from_row(cls, data: Any) -> Flavor:
         """The flavor a row keeps (an instance's, a migration's); InvalidInput when it holds
         no usable flavor, which no host could build."""
