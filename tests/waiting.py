@@ -57,3 +57,14 @@ async def waiting_for_locks(pool, count: int = 1, *, what: str = "a session wait
     the point at which a test holding a lock has provably held a request up, and may say so."""
     await until(lambda: pool.fetchval(LOCK_WAITERS), lambda waiting: waiting >= count,
                 what=what, timeout=timeout)
+
+
+RUNNING = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+           "AND state = 'active' AND pid <> pg_backend_pid() AND strpos(query, $1) > 0")
+
+
+async def statement_running(pool, fragment: str, *, timeout: float = TIMEOUT) -> None:
+    """Until PostgreSQL shows a statement containing `fragment` running on `pool`'s database:
+    the point at which a call has provably gone out, and a test may act while it is out."""
+    await until(lambda: pool.fetchval(RUNNING, fragment), lambda running: running > 0,
+                what=f"a statement with {fragment!r} running", timeout=timeout)

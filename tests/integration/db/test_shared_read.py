@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 
 from nova_async.db.shared_read import SharedRead
+from tests.waiting import statement_running
 
 # `n` tells statements apart: one nextval per statement (a row per statement here)
 LOOKUP = "SELECT t.id, t.name, nextval('shared_read_statements') AS n FROM shared_read_things t WHERE t.id = $1"
@@ -44,7 +45,7 @@ async def test_many_rows_are_every_row(things):
 async def test_a_read_made_while_one_is_on_its_way_waits_for_a_statement_of_its_own(things):
     lookup = SharedRead(SLOW_LOOKUP)
     early = asyncio.create_task(lookup(things, 1))
-    await asyncio.sleep(0.1)  # its statement is running
+    await statement_running(things, "pg_sleep(0.3)")
     await things.execute("UPDATE shared_read_things SET name = 'changed' WHERE id = 1")
     late = await lookup(things, 1)
     assert late["name"] == "changed"  # what was committed before it asked
@@ -62,7 +63,7 @@ async def test_a_caller_that_gives_up_leaves_the_others_their_answer(things):
     lookup = SharedRead(SLOW_LOOKUP)
     leaving = asyncio.create_task(lookup(things, 2))
     staying = asyncio.create_task(lookup(things, 2))
-    await asyncio.sleep(0.05)
+    await statement_running(things, "pg_sleep(0.3)")   # the two calls' one statement
     leaving.cancel()
     assert (await staying)["name"] == "n2"
     with pytest.raises(asyncio.CancelledError):

@@ -21,9 +21,11 @@ class Recorder:
     def __init__(self) -> None:
         self.batches: list[list[object]] = []
         self.hold: asyncio.Event | None = None
+        self.sending = asyncio.Event()   # a batch went out (and may be held open)
 
     async def send(self, batch: Batch) -> None:
         self.batches.append([c.args for c in batch])
+        self.sending.set()
         if self.hold is not None:
             await self.hold.wait()
         if any(c.args == "bad" for c in batch):
@@ -44,7 +46,7 @@ async def test_calls_of_one_turn_are_one_batch_and_those_made_meanwhile_the_next
     recorder.hold = asyncio.Event()
     async with owner() as lines:
         first = [lines.submit("k", recorder.how, i) for i in range(3)]
-        await asyncio.sleep(0.01)   # the first batch is being sent
+        await recorder.sending.wait()   # the first batch is being sent
         later = [lines.submit("k", recorder.how, i) for i in range(3, 5)]
         recorder.hold.set()
         assert await asyncio.gather(*first, *later) == [1, 1, 1, 2, 2]
@@ -76,7 +78,7 @@ async def test_closing_sends_what_is_queued_and_refuses_what_comes_after():
     lines = owner()
     async with lines:
         sending = lines.submit("k", recorder.how, 1)
-        await asyncio.sleep(0.01)
+        await recorder.sending.wait()
         queued = lines.submit("k", recorder.how, 2)
         asyncio.get_running_loop().call_later(0.01, recorder.hold.set)
     assert (sending.result(), queued.result()) == (1, 2)
@@ -88,16 +90,18 @@ async def test_a_cancelled_owner_fails_its_callers_with_its_stopping_error():
     recorder = Recorder()
     recorder.hold = asyncio.Event()   # never set: the sender is cut off
     answers = []
+    queued = asyncio.Event()
 
     async def serve() -> None:
         async with owner() as lines:
             answers.append(lines.submit("k", recorder.how, 1))
-            await asyncio.sleep(0.01)
+            await recorder.sending.wait()
             answers.append(lines.submit("k", recorder.how, 2))
+            queued.set()
             await asyncio.Event().wait()
 
     serving = asyncio.create_task(serve())
-    await asyncio.sleep(0.05)
+    await queued.wait()   # one call held in its batch, one queued behind it
     serving.cancel()
     with pytest.raises(asyncio.CancelledError):
         await serving
