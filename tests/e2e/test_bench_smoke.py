@@ -87,6 +87,7 @@ async def test_boot_rate_on_both_transports():
     expect(out, r"servers=4 hosts=2",
            rf"POST->ACTIVE p50 \(ms\)\s+{NUM}\s+{NUM}\s+{NUM}x",
            rf"boots/s\s+{NUM}\s+{NUM}\s+{NUM}x",
+           rf"service CPU/boot \(ms\)\s+{NUM}\s+{NUM}\s+{NUM}x",
            r"errors\s+0\.0\s+0\.0",  # every server became ACTIVE, on both buses
            rf"reference: Nova .* ours on memory {NUM} s \(ratio {NUM}x\)",
            rf"reference: Nova .* ours on rabbitmq {NUM} s \(ratio {NUM}x\)")
