@@ -108,9 +108,5 @@ def build_app(state: ApiState) -> web.Application:
     app = w.api_app(faults.render_fault)
     app.middlewares.append(microversion.middleware)
     app[STATE] = state
-    for method, path, handler in ROUTES:
-        if method == "GET":
-            app.router.add_get(path, handler)   # and HEAD, as aiohttp's web.get gives
-        else:
-            app.router.add_route(method, path, handler)
+    w.add_routes(app, ROUTES, head=True)
     return app

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import asyncpg
@@ -270,6 +270,19 @@ def api_app(render: FaultRenderer) -> web.Application:
                           client_max_size=1024 * 1024)
     app[FAULT_RENDERER] = render
     return app
+
+
+Route = tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
+
+
+def add_routes(app: web.Application, routes: Iterable[Route], *, head: bool = False) -> None:
+    """A role's route table into its app. `head`: every GET answers HEAD too (Nova and
+    Keystone do; aiohttp's add_get gives it)."""
+    for method, path, handler in routes:
+        if head and method == "GET":
+            app.router.add_get(path, handler)
+        else:
+            app.router.add_route(method, path, handler)
 
 
 # --- request bodies --------------------------------------------------------------------

@@ -62,11 +62,7 @@ ROUTES = [
 def build_app(deps: Deps) -> web.Application:
     app = w.api_app(render_fault)
     app[DEPS] = deps
-    for method, path, handler in ROUTES:
-        if method == "GET":
-            app.router.add_get(path, handler)   # and HEAD, as aiohttp's web.get gives
-        else:
-            app.router.add_route(method, path, handler)
+    w.add_routes(app, ROUTES, head=True)
     return app
 
 

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import api_app
+from nova_async.common.web import add_routes, api_app
 from nova_async.image.handlers import image_data, images, versions
 from nova_async.image.state import STATE, ImageApi
 
@@ -41,6 +41,5 @@ def render_fault(exc: errors.NovaAsyncError, request_id: str) -> web.Response:
 def build_app(state: ImageApi) -> web.Application:
     app = api_app(render_fault)
     app[STATE] = state
-    for method, path, handler in ROUTES:
-        app.router.add_route(method, path, handler)
+    add_routes(app, ROUTES)
     return app

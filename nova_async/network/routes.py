@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import api_app, dump
+from nova_async.common.web import add_routes, api_app, dump
 from nova_async.network.handlers import networks, ports, quotas, subnets, versions
 from nova_async.network.state import STATE, NetworkApi
 
@@ -65,6 +65,5 @@ def render_fault(exc: errors.NovaAsyncError, request_id: str) -> web.Response:
 def build_app(state: NetworkApi) -> web.Application:
     app = api_app(render_fault)
     app[STATE] = state
-    for method, path, handler in ROUTES:
-        app.router.add_route(method, path, handler)
+    add_routes(app, ROUTES)
     return app

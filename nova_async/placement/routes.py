@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.common.web import api_app
+from nova_async.common.web import add_routes, api_app
 from nova_async.db.pool import Pool
 from nova_async.placement import microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
@@ -59,6 +59,5 @@ def build_app(pool: Pool) -> tuple[str, web.Application]:
     app.middlewares.append(microversion.negotiate)
     app.on_response_prepare.append(microversion.echo_version)
     app[common.POOL] = pool
-    for (method, path), handler in ROUTES.items():
-        app.router.add_route(method, path, handler)
+    add_routes(app, ((method, path, handler) for (method, path), handler in ROUTES.items()))
     return common.PREFIX, app
