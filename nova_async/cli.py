@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the roles of this process (all of them by default)",
                            description="Run nova-async: API, conductor, scheduler, placement, compute, "
-                                       "identity, image and network roles in one asyncio process.")
+                                       "identity, image and network roles in one asyncio process.",
+                           epilog=config.settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_setting_flags(serve)
 
     db = sub.add_parser("db", help="database maintenance")

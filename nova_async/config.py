@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import textwrap
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -204,6 +205,27 @@ def _coerce(section: str, name: str, current: Any, value: Any) -> Any:
             except (TypeError, ValueError):
                 raise ConfigError(f"{section}.{name}: expected {kind.__name__}, got {value!r}") from None
     return value
+
+
+def settings_help() -> str:
+    """Every setting as a TOML file takes it, by section: its default and its doc line (the
+    epilog of `serve --help`, so that what the config file may hold is shown where it is used)."""
+    lines = ["settings (a --config TOML file takes each, by section; flags override the file):"]
+    for sec in fields(Settings):
+        lines.append(f"  [{sec.name}]")
+        for f in fields(sec.default_factory):  # type: ignore[misc]
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+                shown = (repr(list(default)) if isinstance(default, tuple) else
+                         str(default).lower() if isinstance(default, bool) else
+                         f'"{default}"' if isinstance(default, str) else str(default))
+            else:
+                shown = "(computed)"
+            flag = f.metadata.get("flag")
+            doc = f.metadata.get("doc", "") + (f" (flag: {flag})" if flag else "")
+            lines.append(f"    {f.name} = {shown}")
+            lines += textwrap.wrap(doc, 96, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    return "\n".join(lines)
 
 
 def flag_table() -> list[tuple[str, str, str, dataclasses.Field]]:

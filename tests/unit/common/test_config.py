@@ -1,8 +1,10 @@
 """Settings: defaults, TOML file, flags, and clear errors for bad values."""
 
+import tomllib
+
 import pytest
 
-from nova_async import config
+from nova_async import cli, config
 
 
 def test_defaults_are_usable():
@@ -38,3 +40,21 @@ def test_unknown_keys_in_the_file_are_refused(tmp_path):
     path.write_text("[service]\nlisten_port = 1\n")
     with pytest.raises(config.ConfigError, match="listen_port"):
         config.load(str(path))
+
+
+def test_serve_help_lists_every_setting_as_a_config_file_takes_it(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--help"])
+    listing = capsys.readouterr().out.split("settings (a --config TOML file", 1)[1]
+    # The `name = default` lines, by section, are a config file that says what the defaults say.
+    toml = "\n".join(line.strip() for line in listing.splitlines()
+                     if line.startswith("  [") or (line.startswith("    ") and not line.startswith("     ")
+                                                    and "(computed)" not in line))
+    written = tomllib.loads(toml)
+    defaults = config.load()
+    for section in config.SECTIONS:
+        names = {f.name for f in config.fields(getattr(defaults, section)) if f.name != "state_dir"}
+        assert set(written[section]) == names, section
+        for name, value in written[section].items():
+            expected = getattr(getattr(defaults, section), name)
+            assert (tuple(value) if isinstance(value, list) else value) == expected, f"{section}.{name}"
