@@ -1,6 +1,7 @@
 """Compute services and the hypervisors behind them, apart from their HTTP resources
-(handlers/os_services.py): listing them with whether each is up (seen within
-`down_time` seconds), and enabling, disabling or forcing one down."""
+(handlers/os_services.py, handlers/availability_zones.py): listing them, by zone too, with
+whether each is up (seen within `down_time` seconds), and enabling, disabling or forcing
+one down."""
 
 from __future__ import annotations
 
@@ -30,3 +31,11 @@ async def update(pool: Pool, down_time: int, *, service_id: str | None = None, h
         what = f"Service {service_id}" if service_id else f"Service {binary} on host {host}"
         raise errors.NotFound(f"{what} could not be found.")
     return row
+
+
+async def zones(pool: Pool, down_time: int) -> dict[str, list[asyncpg.Record]]:
+    """The compute services of each availability zone, by zone name."""
+    found: dict[str, list[asyncpg.Record]] = {}
+    for row in await pool.fetch(Q.zone_services, down_time):
+        found.setdefault(row["zone"], []).append(row)
+    return found

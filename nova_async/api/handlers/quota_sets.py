@@ -83,23 +83,13 @@ async def update_quota_set(request: web.Request) -> web.Response:
     body = (await w.read_json(request, _update_schema(version)))["quota_set"]
     force = body.pop("force", False)
     state = request.app[STATE]
-    async with state.pool.acquire() as conn, conn.transaction():
-        await quotas.lock_project(conn, project_id)
-        used = await quotas.usage(state.cells, project_id)
-        for resource, value in body.items():
-            if resource not in quotas.RESOURCES:
-                continue  # an old client's field nova-async does not enforce
-            if not force and 0 <= value < used[resource]:
-                raise errors.InvalidInput(f"Quota limit {value} for {resource} must be greater than or "
-                                          f"equal to already used and reserved {used[resource]}.")
-            await conn.execute(quotas.Q.set_limit, project_id, resource, value)
-        limit = await quotas.limits(conn, state.settings.quota, project_id)
+    limit = await quotas.set_limits(state.pool, state.cells, state.settings.quota, project_id, body, force=force)
     return w.dump({"quota_set": _shown(limit, version, lambda _k, v: v)})
 
 
 async def delete_quota_set(request: web.Request) -> web.Response:
     require_admin(request)
-    await request.app[STATE].pool.execute(quotas.Q.clear_limits, request.match_info["project_id"])
+    await quotas.clear_limits(request.app[STATE].pool, request.match_info["project_id"])
     return web.Response(status=202)
 
 
