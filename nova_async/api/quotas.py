@@ -146,3 +146,9 @@ async def set_limits(pool: Pool, cells: Cells, defaults: QuotaSettings, project_
 async def clear_limits(pool: Pool, project_id: str) -> None:
     """Back to the `[quota]` defaults for the project."""
     await pool.execute(Q.clear_limits, project_id)
+
+
+async def limits_and_usage(pool: Pool, cells: Cells, defaults: QuotaSettings,
+                           project_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(the project's limits, what it uses now), as `os-quota-sets/detail` and `limits` show them."""
+    return await limits(pool, defaults, project_id), await usage(cells, project_id)

@@ -1,5 +1,6 @@
 """Server actions that change a server's state in place, apart from their HTTP resource
-(handlers/server_actions.py): the power actions, `rebuild`, and `lock`/`unlock`.
+(handlers/server_actions.py): the power actions, `rebuild`, and `lock`/`unlock`; and the
+one that changes nothing, the console's output.
 
 A power action or a rebuild claims the instance in one transaction — compare-and-swap from
 "no task, one of the allowed vm_states" to the action's task_state, so of two concurrent
@@ -110,6 +111,21 @@ async def set_lock(state: ApiState, ctx: RequestContext, uuid: str, *, locking: 
         raise errors.Forbidden(f"Instance {uuid} was locked by an admin; only an admin can unlock it.")
     by = ("admin" if ctx.is_admin and ctx.project_id != row["project_id"] else "owner") if locking else None
     await db.execute(AQ.set_lock, uuid, locking, by, reason if locking else None)
+
+
+async def console_output(state: ApiState, ctx: RequestContext, uuid: str, length: int | str | None) -> str:
+    """The tail of the guest's console, `length` lines of it (-1 or None: all), from the
+    instance's host (a bus call)."""
+    _, row = await lookup.visible_instance(state, ctx, uuid)
+    # The schema let through an integer or a string of digits, at least -1 when an integer.
+    lines = None if length is None else int(length)
+    if lines is not None and lines < -1:
+        raise errors.InvalidInput(f"Invalid input for field/attribute length. Value: {length}. "
+                                  "It must be -1 (everything) or a number of lines.")
+    # Nova's check_instance_host: an instance no host took yet has no console (409).
+    if row["host"] is None or row["task_state"] == TaskState.DELETING:
+        raise errors.Conflict(f"Instance {uuid} is not ready: it has no console yet.")
+    return await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
 
 
 def _refusal(row, op: PowerOp | str, uuid: str) -> errors.NovaAsyncError:

@@ -69,8 +69,7 @@ async def show_defaults(request: web.Request) -> web.Response:
 async def show_detail(request: web.Request) -> web.Response:
     project_id = _project(request)
     state = request.app[STATE]
-    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.cells, project_id)
+    limit, used = await quotas.limits_and_usage(state.pool, state.cells, state.settings.quota, project_id)
     detail = {r: {"limit": limit[r], "in_use": used[r], "reserved": 0} for r in quotas.RESOURCES}
     shown = _shown(detail, microversion.of(request), lambda _k, v: {"limit": v, "in_use": 0, "reserved": 0})
     return w.dump({"quota_set": {"id": project_id, **shown}})
@@ -98,8 +97,7 @@ async def show_limits(request: web.Request) -> web.Response:
     project_id = request.query.get("tenant_id") if ctx.is_admin and request.query.get("tenant_id") \
         else ctx.project_id
     state = request.app[STATE]
-    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.cells, project_id)
+    limit, used = await quotas.limits_and_usage(state.pool, state.cells, state.settings.quota, project_id)
     version = microversion.of(request)
     absolute = {"maxTotalInstances": limit["instances"], "maxTotalCores": limit["cores"],
                 "maxTotalRAMSize": limit["ram"], "maxServerMeta": limit["metadata_items"],

@@ -18,7 +18,7 @@ update, and hands the rebuild to the instance's host.
 `lock` / `unlock` only change the row: a locked instance refuses members' actions, deletes
 and metadata changes (409) until unlocked; an admin's lock only an admin can lift.
 
-What changes the server lives in api/server_ops.py (power, rebuild, lock) and
+The work is done in api/server_ops.py (power, rebuild, lock, console output) and
 api/server_resize.py (resize, createImage); this module parses and renders.
 """
 
@@ -35,7 +35,6 @@ from aiohttp import web
 from nova_async.api import microversion, server_ops, server_resize, server_views
 from nova_async.api import lookup, remote_consoles
 from nova_async.api.state import STATE, ApiState
-from nova_async.common.states import TaskState
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
@@ -64,18 +63,7 @@ async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
 
 async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
                           value: dict[str, Any]) -> web.Response:
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    # The schema let through an integer or a string of digits, at least -1 when an integer.
-    length = value.get("length")
-    lines = None if length is None else int(length)
-    if lines is not None and lines < -1:
-        raise errors.InvalidInput(f"Invalid input for field/attribute length. Value: {length}. "
-                                  "It must be -1 (everything) or a number of lines.")
-    # Nova's check_instance_host: an instance no host took yet has no console (409).
-    if row["host"] is None or row["task_state"] == TaskState.DELETING:
-        raise errors.Conflict(f"Instance {uuid} is not ready: it has no console yet.")
-    output = await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
-    return w.dump({"output": output})
+    return w.dump({"output": await server_ops.console_output(state, ctx, uuid, value.get("length"))})
 
 
 async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
