@@ -1,9 +1,12 @@
-"""Server groups apart from their HTTP resource: who is in a group, and joining one at boot
+"""Server groups apart from their HTTP resource (handlers/server_groups.py): creating one
+within the project's quota, listing, finding (a member sees the project's groups, an admin
+every project's) and deleting them, who is in a group, and joining one at boot
 (server_create.py), under the group's row lock."""
 
 from __future__ import annotations
 
-from typing import Any
+import uuid as uuidlib
+from typing import Any, NamedTuple
 
 import asyncpg
 
@@ -11,6 +14,8 @@ from nova_async.api import quotas
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
+from nova_async.config import QuotaSettings
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.scheduler.messages import GroupPolicy
 
@@ -22,6 +27,48 @@ async def members_of(db, uuids: list) -> dict[str, list[str]]:
     for r in await db.fetch(Q.members, uuids):
         found[str(r["group_uuid"])].append(str(r["instance_uuid"]))
     return found
+
+
+class Group(NamedTuple):
+    row: asyncpg.Record
+    members: list[str]
+
+
+async def create(pool: Pool, defaults: QuotaSettings, ctx: RequestContext, name: str, policy: str,
+                 per_host: int | None) -> asyncpg.Record:
+    """A new group of the caller's project, or 403 over the project's server group quota."""
+    async with pool.acquire() as conn, conn.transaction():
+        limit = (await quotas.lock_and_limits(conn, defaults, ctx.project_id))["server_groups"]
+        used = await conn.fetchval(Q.count_in_project, ctx.project_id)
+        if 0 <= limit <= used:
+            raise quotas.QuotaExceeded(f"Quota exceeded, too many server groups (limit {limit}).")
+        return await conn.fetchrow(Q.insert, uuidlib.uuid4(), name, ctx.project_id, ctx.user_id, policy, per_host)
+
+
+async def listing(pool: Pool, project_id: str | None, limit: int | None, offset: int) -> list[Group]:
+    """A page of the project's groups (every project's when `project_id` is None)."""
+    rows = await pool.fetch(Q.list, project_id, limit, offset)
+    members = await members_of(pool, [r["uuid"] for r in rows])
+    return [Group(r, members[str(r["uuid"])]) for r in rows]
+
+
+async def _visible(db, ctx: RequestContext, raw: str) -> asyncpg.Record:
+    group_id = w.parse_uuid(raw)
+    row = await db.fetchrow(Q.get, group_id, None if ctx.is_admin else ctx.project_id) if group_id else None
+    if row is None:
+        raise errors.NotFound(f"Instance group {raw} could not be found.")
+    return row
+
+
+async def get(pool: Pool, ctx: RequestContext, raw: str) -> Group:
+    """The group `raw` names, if the caller may see it, with its members; else a 404."""
+    row = await _visible(pool, ctx, raw)
+    return Group(row, (await members_of(pool, [row["uuid"]]))[str(row["uuid"])])
+
+
+async def delete(pool: Pool, ctx: RequestContext, raw: str) -> None:
+    row = await _visible(pool, ctx, raw)
+    await pool.execute(Q.delete, row["uuid"])
 
 
 async def join(conn: asyncpg.Connection, ctx: RequestContext, hints: dict[str, Any], instance_uuids: list[str],

@@ -84,6 +84,27 @@ class IdentityAdmin:
                                   f"(roles: {', '.join(names)}).")
         return row
 
+    async def projects(self, *, name: str | None = None, only: str | None = None,
+                       enabled: bool | None = None) -> list[asyncpg.Record]:
+        """Projects by name, enabled or not (None: any); `only` that one project (a
+        member sees just their own)."""
+        return await self.pool.fetch(Q.list_projects, name, only, enabled)
+
+    async def projects_of(self, user_id: str) -> list[asyncpg.Record]:
+        """The projects where the user has a role, disabled ones too (as Keystone lists them)."""
+        return await self.pool.fetch(Q.projects_of_user, user_id, False)
+
+    async def user_projects(self, user_id: str) -> list[asyncpg.Record]:
+        """`projects_of` a user who must exist (else 404)."""
+        await self.user(user_id)
+        return await self.projects_of(user_id)
+
+    async def users(self, *, name: str | None = None, enabled: bool | None = None) -> list[asyncpg.Record]:
+        return await self.pool.fetch(Q.list_users, name, enabled)
+
+    async def roles(self, name: str | None = None) -> list[asyncpg.Record]:
+        return await self.pool.fetch(Q.list_roles, name)
+
     # --- projects ----------------------------------------------------------------------
 
     async def create_project(self, name: str, description: str = "", enabled: bool = True) -> asyncpg.Record:

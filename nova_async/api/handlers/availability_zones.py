@@ -11,21 +11,16 @@ from typing import Any
 
 from aiohttp import web
 
+from nova_async.api import service_store
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import web as w
 from nova_async.common.timeutil import iso_micro
-from nova_async.db.queries import queries
-
-Q = queries("os_services")
 
 
 async def _zones(request: web.Request) -> dict[str, list]:
     state = request.app[STATE]
-    zones: dict[str, list] = {}
-    for row in await state.pool.fetch(Q.zone_services, state.settings.scheduler.service_down_time):
-        zones.setdefault(row["zone"], []).append(row)
-    return zones
+    return await service_store.zones(state.pool, state.settings.scheduler.service_down_time)
 
 
 def _available(rows: list) -> bool:

@@ -23,9 +23,7 @@ from nova_async.common.states import TaskState
 from nova_async.common import web as w
 from nova_async.common.microversion import Version
 from nova_async.compute.messages import Diagnostics
-from nova_async.db.queries import queries
 
-IQ = queries("instances")
 STANDARD = Version(2, 48)
 
 

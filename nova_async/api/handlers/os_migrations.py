@@ -7,14 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import microversion
+from nova_async.api import microversion, migration_store
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import web as w
 from nova_async.common.timeutil import iso_micro
-from nova_async.db.queries import queries
-
-MQ = queries("migrations")
 
 
 def _view(row, version) -> dict[str, Any]:
@@ -40,8 +37,7 @@ async def list_migrations(request: web.Request) -> web.Response:
     instance = w.parse_uuid(q["instance_uuid"]) if "instance_uuid" in q else None
     if "instance_uuid" in q and instance is None:
         return w.dump({"migrations": []})
-    rows = await state.cells.gather(MQ.list_migrations, instance, q.get("status"), q.get("host"),
-                                    q.get("migration_type"), cell0=False)
-    rows.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
+    rows = await migration_store.listing(state.cells, instance, q.get("status"), q.get("host"),
+                                         q.get("migration_type"))
     version = microversion.of(request)
     return w.dump({"migrations": [_view(r, version) for r in rows]})

@@ -12,16 +12,13 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import microversion
+from nova_async.api import microversion, service_store
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.web import parse_uuid
 from nova_async.common.timeutil import iso_micro
-from nova_async.db.queries import queries
-
-Q = queries("os_services")
 
 
 def _service(row, version) -> dict[str, Any]:
@@ -39,8 +36,8 @@ def _service(row, version) -> dict[str, Any]:
 async def list_services(request: web.Request) -> web.Response:
     require_admin(request)
     state = request.app[STATE]
-    rows = await state.pool.fetch(Q.services, state.settings.scheduler.service_down_time,
-                                  request.query.get("host"), request.query.get("binary"))
+    rows = await service_store.services(state.pool, state.settings.scheduler.service_down_time,
+                                        request.query.get("host"), request.query.get("binary"))
     version = microversion.of(request)
     return w.dump({"services": [_service(r, version) for r in rows]})
 
@@ -66,7 +63,7 @@ def _hypervisor(row, version, detail: bool) -> dict[str, Any]:
 async def _hypervisors(request: web.Request, detail: bool) -> web.Response:
     require_admin(request)
     state = request.app[STATE]
-    rows = await state.pool.fetch(Q.hypervisors, state.settings.scheduler.service_down_time)
+    rows = await service_store.hypervisors(state.pool, state.settings.scheduler.service_down_time)
     version = microversion.of(request)
     return w.dump({"hypervisors": [_hypervisor(r, version, detail) for r in rows]})
 
@@ -103,16 +100,9 @@ LEGACY = {
 }
 
 
-async def _update(request: web.Request, *, service_id: str | None = None, host: str | None = None,
-                  binary: str | None = None, disabled: bool | None = None, reason: str | None = None,
-                  forced_down: bool | None = None):
+async def _update(request: web.Request, **changes):
     state = request.app[STATE]
-    row = await state.pool.fetchrow(Q.update_service, service_id, state.settings.scheduler.service_down_time,
-                                    disabled, reason, forced_down, host, binary)
-    if row is None:
-        what = f"Service {service_id}" if service_id else f"Service {binary} on host {host}"
-        raise errors.NotFound(f"{what} could not be found.")
-    return row
+    return await service_store.update(state.pool, state.settings.scheduler.service_down_time, **changes)
 
 
 async def update_service(request: web.Request) -> web.Response:

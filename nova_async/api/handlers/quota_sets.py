@@ -69,8 +69,7 @@ async def show_defaults(request: web.Request) -> web.Response:
 async def show_detail(request: web.Request) -> web.Response:
     project_id = _project(request)
     state = request.app[STATE]
-    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.cells, project_id)
+    limit, used = await quotas.limits_and_usage(state.pool, state.cells, state.settings.quota, project_id)
     detail = {r: {"limit": limit[r], "in_use": used[r], "reserved": 0} for r in quotas.RESOURCES}
     shown = _shown(detail, microversion.of(request), lambda _k, v: {"limit": v, "in_use": 0, "reserved": 0})
     return w.dump({"quota_set": {"id": project_id, **shown}})
@@ -83,23 +82,13 @@ async def update_quota_set(request: web.Request) -> web.Response:
     body = (await w.read_json(request, _update_schema(version)))["quota_set"]
     force = body.pop("force", False)
     state = request.app[STATE]
-    async with state.pool.acquire() as conn, conn.transaction():
-        await quotas.lock_project(conn, project_id)
-        used = await quotas.usage(state.cells, project_id)
-        for resource, value in body.items():
-            if resource not in quotas.RESOURCES:
-                continue  # an old client's field nova-async does not enforce
-            if not force and 0 <= value < used[resource]:
-                raise errors.InvalidInput(f"Quota limit {value} for {resource} must be greater than or "
-                                          f"equal to already used and reserved {used[resource]}.")
-            await conn.execute(quotas.Q.set_limit, project_id, resource, value)
-        limit = await quotas.limits(conn, state.settings.quota, project_id)
+    limit = await quotas.set_limits(state.pool, state.cells, state.settings.quota, project_id, body, force=force)
     return w.dump({"quota_set": _shown(limit, version, lambda _k, v: v)})
 
 
 async def delete_quota_set(request: web.Request) -> web.Response:
     require_admin(request)
-    await request.app[STATE].pool.execute(quotas.Q.clear_limits, request.match_info["project_id"])
+    await quotas.clear_limits(request.app[STATE].pool, request.match_info["project_id"])
     return web.Response(status=202)
 
 
@@ -108,8 +97,7 @@ async def show_limits(request: web.Request) -> web.Response:
     project_id = request.query.get("tenant_id") if ctx.is_admin and request.query.get("tenant_id") \
         else ctx.project_id
     state = request.app[STATE]
-    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.cells, project_id)
+    limit, used = await quotas.limits_and_usage(state.pool, state.cells, state.settings.quota, project_id)
     version = microversion.of(request)
     absolute = {"maxTotalInstances": limit["instances"], "maxTotalCores": limit["cores"],
                 "maxTotalRAMSize": limit["ram"], "maxServerMeta": limit["metadata_items"],

@@ -17,6 +17,9 @@ update, and hands the rebuild to the instance's host.
 
 `lock` / `unlock` only change the row: a locked instance refuses members' actions, deletes
 and metadata changes (409) until unlocked; an admin's lock only an admin can lift.
+
+The work is done in api/server_ops.py (power, rebuild, lock, console output) and
+api/server_resize.py (resize, createImage); this module parses and renders.
 """
 
 from __future__ import annotations
@@ -29,43 +32,13 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.api import keypair_store, microversion, quotas, server_resize, server_views
+from nova_async.api import microversion, server_ops, server_resize, server_views
 from nova_async.api import lookup, remote_consoles
-from nova_async.api.server_create import usable_image
 from nova_async.api.state import STATE, ApiState
-from nova_async.common.states import TaskState, VmState
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.context import RequestContext
-from nova_async.compute.messages import PowerAction, PowerOp, RebootType
-from nova_async.db import instances
-from nova_async.db.queries import queries
-
-IQ = queries("instances")
-AQ = queries("actions")
-
-# Where each power action may start from (Nova's check_instance_state); any action also
-# needs task_state NULL.
-_ALLOWED = {
-    PowerOp.STOP: frozenset({VmState.ACTIVE, VmState.ERROR}),
-    PowerOp.START: frozenset({VmState.STOPPED}),
-    PowerOp.PAUSE: frozenset({VmState.ACTIVE}),
-    PowerOp.UNPAUSE: frozenset({VmState.PAUSED}),
-    PowerOp.SUSPEND: frozenset({VmState.ACTIVE}),
-    PowerOp.RESUME: frozenset({VmState.SUSPENDED}),
-}
-_REBOOT_ALLOWED = {
-    RebootType.SOFT: frozenset({VmState.ACTIVE}),
-    RebootType.HARD: frozenset({VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED, VmState.ERROR}),
-}
-
-
-def allowed_vm_states(op: PowerOp, reboot_type: RebootType = RebootType.SOFT) -> frozenset[VmState]:
-    """The vm_states `op` may start from."""
-    if op is PowerOp.REBOOT:
-        return _REBOOT_ALLOWED[reboot_type]
-    return _ALLOWED[op]
-
+from nova_async.compute.messages import PowerOp, RebootType
 
 ActionHandler = Callable[[ApiState, RequestContext, str, Any], Awaitable[web.Response]]
 
@@ -84,67 +57,17 @@ def _body(name: str, value: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 async def _power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
                  reboot_type: RebootType = RebootType.SOFT) -> web.Response:
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {uuid} is locked.")
-    msg = PowerAction(instance_uuid=uuid, action=op, reboot_type=reboot_type)
-    async with db.acquire() as conn, conn.transaction():
-        allowed = sorted(allowed_vm_states(op, reboot_type))
-        claimed = await conn.fetchrow(AQ.begin, uuid, msg.task_state, allowed)
-        if claimed is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), op, uuid)
-        await instances.start_action(conn, uuid, ctx.request_id, op.value, ctx.project_id, ctx.user_id)
-    try:
-        await state.compute.power_action(claimed["host"], uuid, op, reboot_type, ctx)
-    except Exception:
-        # Nobody will end the task: give the instance back rather than leave it stuck.
-        await db.execute(AQ.release, uuid, msg.task_state)
-        await instances.finish_action(db, uuid, ctx.request_id, "Error")
-        raise
+    await server_ops.power(state, ctx, uuid, op, reboot_type)
     return web.Response(status=202)
 
 
 async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
                           value: dict[str, Any]) -> web.Response:
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    # The schema let through an integer or a string of digits, at least -1 when an integer.
-    length = value.get("length")
-    lines = None if length is None else int(length)
-    if lines is not None and lines < -1:
-        raise errors.InvalidInput(f"Invalid input for field/attribute length. Value: {length}. "
-                                  "It must be -1 (everything) or a number of lines.")
-    # Nova's check_instance_host: an instance no host took yet has no console (409).
-    if row["host"] is None or row["task_state"] == TaskState.DELETING:
-        raise errors.Conflict(f"Instance {uuid} is not ready: it has no console yet.")
-    output = await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
-    return w.dump({"output": output})
+    return w.dump({"output": await server_ops.console_output(state, ctx, uuid, value.get("length"))})
 
 
 async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {uuid} is locked.")
-    image = await usable_image(state, ctx, value["imageRef"], row["flavor"])
-    key_data = await keypair_store.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
-    if "metadata" in value:
-        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
-                              value["metadata"])
-    fields = ("name", "metadata", "user_data", "key_name", "description", "accessIPv4", "accessIPv6")
-    async with db.acquire() as conn, conn.transaction():
-        claimed = await conn.fetchrow(
-            AQ.begin_rebuild, uuid, image.id, value.get("name"), value.get("metadata"), value.get("user_data"),
-            value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
-            value.get("accessIPv6"), *(f in value for f in fields))
-        if claimed is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), "rebuild", uuid)
-        await instances.start_action(conn, uuid, ctx.request_id, "rebuild", ctx.project_id, ctx.user_id)
-    try:
-        await state.compute.rebuild(claimed["host"], uuid, ctx)
-    except Exception:
-        await db.execute(AQ.release, uuid, TaskState.REBUILDING)
-        await instances.finish_action(db, uuid, ctx.request_id, "Error")
-        raise
-    shown = await lookup.shown(state, db, uuid)
+    shown = await server_ops.rebuild(state, ctx, uuid, value)
     server = server_views.detail(shown, state.base_url, (2, 1), ctx)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)
@@ -152,12 +75,8 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
 
 async def _lock(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any] | None,
                 *, locking: bool) -> web.Response:
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    if not locking and row["locked_by"] == "admin" and not ctx.is_admin:
-        raise errors.Forbidden(f"Instance {uuid} was locked by an admin; only an admin can unlock it.")
     reason = (value or {}).get("locked_reason") if locking else None
-    by = ("admin" if ctx.is_admin and ctx.project_id != row["project_id"] else "owner") if locking else None
-    await db.execute(AQ.set_lock, uuid, locking, by, reason)
+    await server_ops.set_lock(state, ctx, uuid, locking=locking, reason=reason)
     return web.Response(status=202)
 
 
@@ -167,16 +86,6 @@ async def _lock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -
 
 async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -> web.Response:
     return await _lock(state, ctx, uuid, value, locking=False)
-
-
-def _refusal(row, op: PowerOp | str, uuid: str) -> errors.NovaAsyncError:
-    if row is None:
-        return lookup.not_found(uuid)
-    if row["task_state"] is not None:
-        return errors.Conflict(f"Cannot '{op}' instance {uuid} while it is in task_state {row['task_state']}")
-    if row["host"] is None:
-        return errors.Conflict(f"Cannot '{op}' instance {uuid}: it is not on any host.")
-    return errors.Conflict(f"Cannot '{op}' instance {uuid} while it is in vm_state {row['vm_state']}")
 
 
 async def _reboot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, str]) -> web.Response:

@@ -1,8 +1,7 @@
 """A server's metadata (`/servers/{id}/metadata`) and tags (`/servers/{id}/tags`, 2.26+).
 
-Each change reads, edits and writes the row under its lock, so two users adding keys at once
-both keep theirs; the metadata_items quota is checked on the result. Members reach only
-their project's servers (others are 404, as if they did not exist)."""
+Each handler parses, says how the metadata or tags change (a pure function) and leaves the
+read-edit-write under the row's lock, the quota and the 404/409s to api/server_meta_store.py."""
 
 from __future__ import annotations
 
@@ -11,15 +10,10 @@ from collections.abc import Callable
 import asyncpg
 from aiohttp import web
 
-from nova_async.api import lookup, microversion, quotas
+from nova_async.api import microversion, server_meta_store
 from nova_async.api.state import STATE
 from nova_async.common import errors
-from nova_async.common.states import TaskState
 from nova_async.common import web as w
-from nova_async.db.pool import Pool
-from nova_async.db.queries import queries
-
-Q = queries("server_meta")
 
 _KEY = {"type": "string", "minLength": 1, "maxLength": 255}
 _VALUE = {"type": "string", "maxLength": 255}
@@ -32,47 +26,15 @@ META = w.validator({"type": "object", "required": ["meta"], "additionalPropertie
 _TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
 TAGS = w.validator({"type": "object", "required": ["tags"], "additionalProperties": False,
                     "properties": {"tags": {"type": "array", "maxItems": 50, "items": _TAG}}})
-MAX_TAGS = 50
-
-
-async def _cell(request: web.Request) -> Pool:
-    """The database of the cell that holds the server the path names (404 when none does)."""
-    raw = request.match_info["server_id"]
-    uuid = w.parse_uuid(raw)
-    cell = await request.app[STATE].cells.of_instance(uuid) if uuid else None
-    if cell is None:
-        raise lookup.not_found(raw)
-    return cell.pool
-
-
-async def _visible(request: web.Request, conn: asyncpg.Connection, *, writing: bool = True) -> asyncpg.Record:
-    raw = request.match_info["server_id"]
-    uuid = w.parse_uuid(raw)
-    row = await conn.fetchrow(Q.lock, uuid) if uuid else None
-    ctx = w.context(request)
-    if row is None or not ctx.can_see(row["project_id"]):
-        raise lookup.not_found(raw)
-    if not writing:
-        return row
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {raw} is locked.")
-    if row["task_state"] == TaskState.DELETING:
-        raise errors.Conflict(f"Cannot change instance {raw} while it is being deleted.")
-    return row
 
 
 async def _change_metadata(request: web.Request, change: Callable[[dict[str, str]], dict[str, str]]) -> dict:
-    state = request.app[STATE]
-    async with (await _cell(request)).acquire() as conn, conn.transaction():
-        row = await _visible(request, conn)
-        updated = change(dict(row["metadata"]))
-        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]), updated)
-        return await conn.fetchval(Q.set_metadata, row["uuid"], updated)
+    return await server_meta_store.change_metadata(request.app[STATE], w.context(request),
+                                                   request.match_info["server_id"], change)
 
 
 async def _read(request: web.Request) -> asyncpg.Record:
-    async with (await _cell(request)).acquire() as conn, conn.transaction():
-        return await _visible(request, conn, writing=False)
+    return await server_meta_store.read(request.app[STATE], w.context(request), request.match_info["server_id"])
 
 
 async def show_metadata(request: web.Request) -> web.Response:
@@ -124,14 +86,8 @@ def _tags_api(request: web.Request) -> None:
 
 
 async def _change_tags(request: web.Request, change: Callable[[list[str]], list[str]]) -> tuple[list[str], list[str]]:
-    async with (await _cell(request)).acquire() as conn, conn.transaction():
-        row = await _visible(request, conn)
-        before = list(row["tags"])
-        after = list(dict.fromkeys(change(before)))
-        if len(after) > MAX_TAGS:
-            raise errors.InvalidInput(f"The number of tags exceeds the per-server limit {MAX_TAGS}.")
-        await conn.execute(Q.set_tags, row["uuid"], after)
-        return before, after
+    return await server_meta_store.change_tags(request.app[STATE], w.context(request),
+                                               request.match_info["server_id"], change)
 
 
 async def show_tags(request: web.Request) -> web.Response:

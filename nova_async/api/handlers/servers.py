@@ -5,24 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 from aiohttp import web
 
-from nova_async.api import lookup, microversion, schemas, server_create, server_delete, server_views
+from nova_async.api import lookup, microversion, schemas, server_create, server_delete, server_store, server_views
 from nova_async.api.links import links
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.timeutil import parse_iso
-from nova_async.db.queries import queries
 
-Q = queries("servers")
 _MAX_LIMIT = 1000
-# A summary list reads three columns, not whole rows: a request spec, user data and network
-# info are most of a row's bytes, and a poller listing a thousand servers reads them all.
-_LIST_SUMMARY = Q.list.format(columns="i.uuid, i.display_name, i.created_at")
-_LIST_DETAIL = Q.list.format(columns="i.*, f.message AS fault_message, f.code AS fault_code, "
-                                     "f.details AS fault_details, f.created_at AS fault_created_at")
 
 
 async def create_server(request: web.Request) -> web.Response:
@@ -38,8 +30,8 @@ async def create_server(request: web.Request) -> web.Response:
                   {"Location": f"{state.base_url}/compute/v2.1/servers/{first}"})
 
 
-async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
-    state, ctx = request.app[STATE], w.context(request)
+def _filter(request: web.Request) -> server_store.ListFilter:
+    ctx = w.context(request)
     q = request.query
     all_projects = q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
     if all_projects and not ctx.is_admin:
@@ -58,36 +50,22 @@ async def _query(request: web.Request, query: str) -> list[asyncpg.Record]:
             raise errors.InvalidInput("The value of changes-since must be earlier than or equal to "
                                       "the value of changes-before.")
     limit = min(w.query_int(request, "limit", _MAX_LIMIT) or 0, _MAX_LIMIT)
-    marker_at = marker_uuid = None
-    if "marker" in q:
-        marker_id = w.parse_uuid(q["marker"])
-        cell = await state.cells.of_instance(marker_id) if marker_id else None
-        marker = await cell.pool.fetchrow(Q.marker, marker_id) if cell else None
-        if marker is None:
-            raise errors.InvalidInput(f"marker [{q['marker']}] not found")
-        marker_at, marker_uuid = marker["created_at"], marker["uuid"]
-    try:
-        # Every cell's first page, merged newest first: the same order each cell sorts by.
-        rows = await state.cells.gather(query, project, q.get("name") or None, vm_states,
-                                        q.get("reservation_id"), q.get("host") if ctx.is_admin else None,
-                                        limit, marker_at, marker_uuid, since, before)
-    except asyncpg.InvalidRegularExpressionError:
-        raise errors.InvalidInput(f"Invalid regular expression for name: {q.get('name')!r}") from None
-    rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
-    # A server being moved between cells is in both for a moment: listed once.
-    unique = list({r["uuid"]: r for r in rows}.values())
-    return unique[:limit]
+    return server_store.ListFilter(project_id=project, name=q.get("name") or None, vm_states=vm_states,
+                                   reservation_id=q.get("reservation_id"),
+                                   host=q.get("host") if ctx.is_admin else None, limit=limit,
+                                   marker=q.get("marker"), since=since, before=before)
 
 
 async def list_servers(request: web.Request) -> web.Response:
-    base = request.app[STATE].base_url
-    return w.dump({"servers": [server_views.summary(r, base) for r in await _query(request, _LIST_SUMMARY)]})
+    state = request.app[STATE]
+    rows = await server_store.listing(state, _filter(request), detail=False)
+    return w.dump({"servers": [server_views.summary(r, state.base_url) for r in rows]})
 
 
 async def list_servers_detail(request: web.Request) -> web.Response:
-    base, ctx, version = request.app[STATE].base_url, w.context(request), microversion.of(request)
-    return w.dump({"servers": [server_views.detail(r, base, version, ctx)
-                                  for r in await _query(request, _LIST_DETAIL)]})
+    state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
+    rows = await server_store.listing(state, _filter(request), detail=True)
+    return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx) for r in rows]})
 
 
 def _changed(request: web.Request, name: str) -> datetime | None:
@@ -103,8 +81,7 @@ def _changed(request: web.Request, name: str) -> datetime | None:
 
 async def show_server(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
-    _, row = await lookup.visible_instance(state, ctx, request.match_info["server_id"], Q.get_with_fault)
-    row = await lookup.with_groups(state, row)
+    row = await server_store.show(state, ctx, request.match_info["server_id"])
     return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
 
 
@@ -127,16 +104,10 @@ async def update_server(request: web.Request) -> web.Response:
     """`PUT /servers/{id}`: rename, describe, or set access addresses; answers the server."""
     state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
     server_id = request.match_info["server_id"]
-    pool, row = await lookup.visible_instance(state, ctx, server_id)
-    uuid = row["uuid"]
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {server_id} is locked.")
+    # The server is found (404) and checked unlocked (409) before the body is read (400).
+    pool, row = await server_store.changeable(state, ctx, server_id)
     body = (await w.read_json(request, _update_schema(version)))["server"]
-    keys = ("name", "hostname", "description", "accessIPv4", "accessIPv6")
-    await pool.execute(Q.update, uuid, *(body.get(k) for k in keys), *(k in body for k in keys))
-    row = await lookup.shown(state, pool, uuid)
-    if row is None:
-        raise lookup.not_found(server_id)
+    row = await server_store.update(state, pool, server_id, row["uuid"], body)
     return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})
 
 

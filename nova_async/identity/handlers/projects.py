@@ -11,7 +11,6 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.identity import store, views
-from nova_async.identity.views import DEPS
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": r"\S"}
 _DESCRIPTION = {"type": ["string", "null"], "maxLength": 255}
@@ -45,17 +44,18 @@ def _domain_filter(request: web.Request) -> bool:
 
 
 async def list_projects(request: web.Request) -> web.Response:
-    deps, ctx = request.app[DEPS], w.context(request)
+    ctx = w.context(request)
     rows = []
     if _domain_filter(request):
-        rows = await deps.pool.fetch(store.Q.list_projects, request.query.get("name"),
-                                     None if ctx.is_admin else ctx.project_id, w.query_flag(request, "enabled"))
+        rows = await views.admin(request).projects(name=request.query.get("name"),
+                                                   only=None if ctx.is_admin else ctx.project_id,
+                                                   enabled=w.query_flag(request, "enabled"))
     return views.collection(request, "projects", [views.project(request, r) for r in rows])
 
 
 async def show_project(request: web.Request) -> web.Response:
     project_id = request.match_info["project_id"]
-    row = await request.app[DEPS].pool.fetchrow(store.Q.project_by_id, project_id)
+    row = await views.admin(request).project(project_id)
     return w.dump({"project": views.project(request, _visible_or_404(request, row, project_id))})
 
 
@@ -92,15 +92,14 @@ async def list_user_projects(request: web.Request) -> web.Response:
     user_id, ctx = request.match_info["user_id"], w.context(request)
     if not (ctx.is_admin or ctx.user_id == user_id):
         views.require_admin(request, "list_user_projects")
-    await views.admin(request).user(user_id)
-    rows = await request.app[DEPS].pool.fetch(store.Q.projects_of_user, user_id, False)
+    rows = await views.admin(request).user_projects(user_id)
     return views.collection(request, "projects", [views.project(request, r) for r in rows])
 
 
 async def list_auth_projects(request: web.Request) -> web.Response:
     """The projects where the token's user has a role; disabled ones too, as Keystone lists
     them (`enabled` says which cannot be scoped to)."""
-    rows = await request.app[DEPS].pool.fetch(store.Q.projects_of_user, w.context(request).user_id, False)
+    rows = await views.admin(request).projects_of(w.context(request).user_id)
     return views.collection(request, "projects", [views.project(request, r) for r in rows])
 
 

@@ -13,14 +13,13 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.identity import store, views
-from nova_async.identity.views import DEPS
 
 
 async def list_roles(request: web.Request) -> web.Response:
     views.require_admin(request, "list_roles")
     rows = []
     if request.query.get("domain_id") is None:
-        rows = await request.app[DEPS].pool.fetch(store.Q.list_roles, request.query.get("name"))
+        rows = await views.admin(request).roles(request.query.get("name"))
     return views.collection(request, "roles", [views.role(request, r) for r in rows])
 
 
@@ -103,7 +102,7 @@ async def list_role_assignments(request: web.Request) -> web.Response:
     names, effective = (w.query_flag(request, f) is not False and f in q for f in ("include_names", "effective"))
     admin = views.admin(request)
     rows = await admin.assignments(user_id=q.get("user.id"), project_id=q.get("scope.project.id"))
-    role_ids = {r["name"]: r["id"] for r in await request.app[DEPS].pool.fetch(store.Q.list_roles, None)}
+    role_ids = {r["name"]: r["id"] for r in await admin.roles()}
     out, seen = [], set()
     for row in rows:
         implied = store.IMPLIED.get(row["role_name"], (row["role_name"],)) if effective else (row["role_name"],)

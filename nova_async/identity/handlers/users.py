@@ -14,7 +14,6 @@ from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.identity import store, views
 from nova_async.identity.admin import KEEP
-from nova_async.identity.views import DEPS
 
 _MODELLED = {
     "name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
@@ -48,8 +47,8 @@ async def list_users(request: web.Request) -> web.Response:
     views.require_admin(request, "list_users")
     rows = []
     if request.query.get("domain_id") in (None, store.DOMAIN_ID):
-        rows = await request.app[DEPS].pool.fetch(store.Q.list_users, request.query.get("name"),
-                                                  w.query_flag(request, "enabled"))
+        rows = await views.admin(request).users(name=request.query.get("name"),
+                                                enabled=w.query_flag(request, "enabled"))
     return views.collection(request, "users", [views.user(request, r) for r in rows])
 
 

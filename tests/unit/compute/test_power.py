@@ -8,7 +8,7 @@ import uuid
 import libvirt
 import pytest
 
-from nova_async.api.handlers.server_actions import allowed_vm_states
+from nova_async.api.server_ops import allowed_vm_states
 from nova_async.compute.domain_xml import DomainSpec, domain_name, domain_xml
 from nova_async.compute.hypervisor import GuestGone, GuestState, Hypervisor
 from nova_async.compute.messages import (

@@ -1,0 +1,41 @@
+"""Compute services and the hypervisors behind them, apart from their HTTP resources
+(handlers/os_services.py, handlers/availability_zones.py): listing them, by zone too, with
+whether each is up (seen within `down_time` seconds), and enabling, disabling or forcing
+one down."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from nova_async.common import errors
+from nova_async.db.pool import Pool
+from nova_async.db.queries import queries
+
+Q = queries("os_services")
+
+
+async def services(pool: Pool, down_time: int, host: str | None, binary: str | None) -> list[asyncpg.Record]:
+    return await pool.fetch(Q.services, down_time, host, binary)
+
+
+async def hypervisors(pool: Pool, down_time: int) -> list[asyncpg.Record]:
+    return await pool.fetch(Q.hypervisors, down_time)
+
+
+async def update(pool: Pool, down_time: int, *, service_id: str | None = None, host: str | None = None,
+                 binary: str | None = None, disabled: bool | None = None, reason: str | None = None,
+                 forced_down: bool | None = None) -> asyncpg.Record:
+    """Change the service named by id, or by host and binary; None leaves a field as it is."""
+    row = await pool.fetchrow(Q.update_service, service_id, down_time, disabled, reason, forced_down, host, binary)
+    if row is None:
+        what = f"Service {service_id}" if service_id else f"Service {binary} on host {host}"
+        raise errors.NotFound(f"{what} could not be found.")
+    return row
+
+
+async def zones(pool: Pool, down_time: int) -> dict[str, list[asyncpg.Record]]:
+    """The compute services of each availability zone, by zone name."""
+    found: dict[str, list[asyncpg.Record]] = {}
+    for row in await pool.fetch(Q.zone_services, down_time):
+        found.setdefault(row["zone"], []).append(row)
+    return found
