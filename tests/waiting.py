@@ -60,11 +60,17 @@ async def waiting_for_locks(pool, count: int = 1, *, what: str = "a session wait
 
 
 RUNNING = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-           "AND state = 'active' AND pid <> pg_backend_pid() AND strpos(query, $1) > 0")
+           "AND state = 'active' AND pid <> pg_backend_pid() AND strpos(query, $1) > 0 "
+           "AND ($2::text IS NULL OR wait_event = $2)")
 
 
-async def statement_running(pool, fragment: str, *, timeout: float = TIMEOUT) -> None:
+async def statement_running(pool, fragment: str, *, waiting_on: str | None = None,
+                            timeout: float = TIMEOUT) -> None:
     """Until PostgreSQL shows a statement containing `fragment` running on `pool`'s database:
-    the point at which a call has provably gone out, and a test may act while it is out."""
-    await until(lambda: pool.fetchval(RUNNING, fragment), lambda running: running > 0,
+    the point at which a call has provably gone out, and a test may act while it is out.
+
+    "Active" starts at the statement's parse, before its snapshot is taken (asyncpg prepares
+    first). A test that needs the snapshot taken waits for a wait event the statement can
+    only reach while executing: `waiting_on="PgSleep"` for one that calls pg_sleep."""
+    await until(lambda: pool.fetchval(RUNNING, fragment, waiting_on), lambda running: running > 0,
                 what=f"a statement with {fragment!r} running", timeout=timeout)

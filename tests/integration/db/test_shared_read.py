@@ -45,7 +45,7 @@ async def test_many_rows_are_every_row(things):
 async def test_a_read_made_while_one_is_on_its_way_waits_for_a_statement_of_its_own(things):
     lookup = SharedRead(SLOW_LOOKUP)
     early = asyncio.create_task(lookup(things, 1))
-    await statement_running(things, "pg_sleep(0.3)")
+    await statement_running(things, "pg_sleep(0.3)", waiting_on="PgSleep")  # its snapshot taken
     await things.execute("UPDATE shared_read_things SET name = 'changed' WHERE id = 1")
     late = await lookup(things, 1)
     assert late["name"] == "changed"  # what was committed before it asked
