@@ -22,12 +22,22 @@ class Completed:
 
 
 async def run(*argv: str, timeout: float = 60.0, cwd: Path | None = None) -> Completed:
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+    return await _run(argv, None, timeout, cwd)
+
+
+async def run_input(*argv: str, data: bytes, timeout: float = 60.0, cwd: Path | None = None) -> Completed:
+    """`run`, with `data` on the program's stdin (an nft rule set, say)."""
+    return await _run(argv, data, timeout, cwd)
+
+
+async def _run(argv: tuple[str, ...], data: bytes | None, timeout: float, cwd: Path | None) -> Completed:
+    stdin = asyncio.subprocess.DEVNULL if data is None else asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=stdin,
                                                 stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.STDOUT)
     try:
         async with asyncio.timeout(timeout):
-            out, _ = await proc.communicate()
+            out, _ = await proc.communicate(data)
     except TimeoutError:
         proc.kill()
         await proc.wait()
