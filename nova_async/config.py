@@ -127,6 +127,28 @@ class ImageSettings:
 
 
 @dataclass(frozen=True)
+class NetworkSettings:
+    dataplane: str = _doc("make networks real on this host (bridges, DHCP, metadata, routers, floating "
+                          "IPs, security groups): auto (when this process runs real guests), on, off",
+                          "auto")
+    dataplane_table: str = _doc("name of this service's nftables tables in the host's namespace "
+                                "(never the host's own; two services on one host need two names)",
+                                "nova_async")
+    external_network: str = _doc("name of the external network made on the first start (routers' "
+                                 "gateways, floating IPs); empty: none", "public")
+    external_cidr: str = _doc("the external network's subnet", "172.24.4.0/24")
+    external_gateway: str = _doc("its gateway address (default: the subnet's first address)", "")
+    external_host_gateway: bool = _doc("the host holds the gateway address on the external bridge and "
+                                       "NATs the range out of its own default route (a lab box); false "
+                                       "when the gateway is another machine on external_interface", True)
+    external_interface: str = _doc("a NIC to plug into the external network's bridge (an edge site's "
+                                   "LAN: a flat provider network); empty: a host-only bridge", "")
+    physical_networks: tuple[str, ...] = _doc("flat provider networks as PHYSNET:NIC pairs "
+                                              "(e.g. physnet1:eth1)", ())
+    dns_servers: tuple[str, ...] = _doc("DNS servers DHCP hands out when a subnet names none", ())
+
+
+@dataclass(frozen=True)
 class QuotaSettings:
     instances: int = _doc("default servers per project (-1: unlimited)", 10)
     cores: int = _doc("default VCPUs per project, summed over its servers' flavors", 20)
@@ -165,6 +187,7 @@ class Settings:
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
     image: ImageSettings = field(default_factory=ImageSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
     quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
