@@ -85,15 +85,15 @@ CREATE TABLE floatingips (
     -- The port (device_owner network:floatingip) that holds the address on the external network.
     floating_port_id    uuid NOT NULL UNIQUE REFERENCES ports (id) ON DELETE RESTRICT,
     floating_ip_address inet NOT NULL,
-    -- Association: the guest's port and which of its fixed IPs, and the router that NATs it.
-    port_id             uuid REFERENCES ports (id) ON DELETE SET NULL,
+    -- Association: the guest's port and which of its fixed IPs, and the router that NATs it
+    -- (all three NULL when not associated; a deleted guest port leaves it unassociated).
+    port_id             uuid REFERENCES ports (id) ON DELETE SET NULL (port_id),
     fixed_ip_address    inet,
     router_id           uuid REFERENCES routers (id) ON DELETE RESTRICT,
     status              text NOT NULL DEFAULT 'DOWN',
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (floating_network_id, floating_ip_address),
-    CHECK ((port_id IS NULL) = (fixed_ip_address IS NULL))
+    UNIQUE (floating_network_id, floating_ip_address)
 );
 
 CREATE INDEX floatingips_project ON floatingips (project_id);

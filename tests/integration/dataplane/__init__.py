@@ -1,0 +1,1 @@
+"""Tests of the network data plane (nova_async/dataplane/)."""
