@@ -1,101 +1,40 @@
 """The config drive: an ISO 9660 volume labelled `config-2` that tells a guest who it is.
 
-Guests without a metadata service (ours have none) learn their identity, network and user
-data from this drive, laid out the way Nova's `ConfigDriveBuilder` lays it out so cloud-init
-and our demo guest's init read it unchanged:
+Guests learn their identity, network and user data from this drive (or from the metadata
+service, dataplane/metadata.py), laid out the way Nova's `ConfigDriveBuilder` lays it out so
+cloud-init and our demo guest's init read it unchanged:
 
     openstack/latest/meta_data.json      uuid, name, hostname, project, keys, AZ
     openstack/latest/network_data.json   links (NICs by MAC), networks (static IPs), services
     openstack/latest/user_data           the user's data, raw bytes (the API's base64 decoded)
 
-The tree is built by a pure function (`drive_tree`), so what the guest will see is testable
-without genisoimage. `write_iso` then writes the files into a private temporary directory
-and runs genisoimage with an argv list: the server's name and user data are file contents,
-never command-line text, and no shell is involved at any point.
+The tree is built by a pure function (`drive_tree`) from the documents that
+common/instance_metadata.py builds for the metadata service too, so what the guest will see
+is testable without genisoimage. `write_iso` then writes the files into a private temporary
+directory and runs genisoimage with an argv list: the server's name and user data are file
+contents, never command-line text, and no shell is involved at any point.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
-import re
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from nova_async.common import errors, process
-from nova_async.compute.domain_xml import canonical_uuid
+# What the drive says is built in common/instance_metadata.py, which the metadata service
+# shares; the names stay importable from here.
+from nova_async.common.instance_metadata import InstanceFacts, Nic, hostname_for, meta_data, network_data
+
+__all__ = ["DriveContent", "InstanceFacts", "Nic", "build_config_drive", "drive_tree", "hostname_for",
+           "meta_data", "network_data", "write_iso"]
+
+DriveContent = InstanceFacts
 
 LABEL = "config-2"
 LATEST = "openstack/latest"
 MAX_USER_DATA = 65535      # Nova's limit on decoded user data
-_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-
-
-@dataclass(frozen=True)
-class Nic:
-    """One port as the guest should configure it (static IPv4, like Nova's network_data)."""
-    port_id: str
-    mac: str
-    ip_address: str
-    netmask: str
-    network_id: str
-    gateway: str = ""
-    mtu: int = 1500
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mac", str(self.mac).lower())
-        if not _MAC.match(self.mac):
-            raise errors.InvalidInput(f"MAC address {self.mac!r} is not of the form aa:bb:cc:dd:ee:ff")
-        try:
-            ip = ipaddress.IPv4Address(self.ip_address)
-            net = ipaddress.IPv4Network(f"{ip}/{self.netmask}", strict=False)
-            if self.gateway and ipaddress.IPv4Address(self.gateway) not in net:
-                raise errors.InvalidInput(f"gateway {self.gateway} is outside {net}")
-        except ValueError as exc:
-            raise errors.InvalidInput(f"bad IPv4 settings for port {self.port_id}: {exc}") from None
-        if isinstance(self.mtu, bool) or not isinstance(self.mtu, int) or not 68 <= self.mtu <= 65535:
-            raise errors.InvalidInput(f"MTU {self.mtu!r} is out of range 68..65535")
-
-
-@dataclass(frozen=True)
-class DriveContent:
-    uuid: str
-    name: str
-    project_id: str = ""
-    hostname: str = ""
-    availability_zone: str = "nova"
-    launch_index: int = 0
-    user_data: bytes | None = None
-    public_keys: dict[str, str] = field(default_factory=dict)
-    nics: tuple[Nic, ...] = ()
-
-
-def hostname_for(name: str) -> str:
-    """A DNS label from a display name, the way Nova sanitizes it ("My Server!" → my-server)."""
-    label = re.sub(r"[^a-z0-9-]+", "-", name.lower().replace("_", "-")).strip("-.")
-    return label[:63].rstrip("-") or "server"
-
-
-def meta_data(c: DriveContent) -> dict:
-    return {"uuid": canonical_uuid(c.uuid), "name": c.name, "hostname": c.hostname or hostname_for(c.name),
-            "launch_index": c.launch_index, "availability_zone": c.availability_zone,
-            "project_id": c.project_id, "public_keys": dict(c.public_keys), "meta": {}}
-
-
-def network_data(nics: tuple[Nic, ...]) -> dict:
-    links, networks = [], []
-    for i, nic in enumerate(nics):
-        link_id = f"tap{nic.port_id[:11]}"
-        links.append({"id": link_id, "vif_id": nic.port_id, "type": "phy",
-                      "ethernet_mac_address": nic.mac, "mtu": nic.mtu})
-        routes = ([{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": nic.gateway}]
-                  if nic.gateway else [])
-        networks.append({"id": f"network{i}", "type": "ipv4", "link": link_id,
-                         "ip_address": nic.ip_address, "netmask": nic.netmask, "routes": routes,
-                         "network_id": nic.network_id})
-    return {"links": links, "networks": networks, "services": []}
 
 
 def drive_tree(c: DriveContent) -> dict[str, bytes]:
