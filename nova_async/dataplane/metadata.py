@@ -65,9 +65,8 @@ class Metadata:
 
     def __init__(self, *, pool: Pool, cells: Cells, made: Made, settings: NetworkSettings, host: str,
                  state_dir: Path, port: int = PORT) -> None:
-        # `made` and `state_dir` are every part's deps; this part leaves nothing on the host
-        # that outlives the process (module docstring), so it needs neither.
-        self.host = host
+        # `made`, `host` and `state_dir` are every part's deps; this part leaves nothing on the
+        # host that outlives the process (module docstring), so it needs none of them.
         self.port = port
         self._requesters = Requesters(pool, cells, tuple(settings.dns_servers))
         self._listeners: dict[str, _Listener] = {}
@@ -111,7 +110,7 @@ class Metadata:
                                access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         try:
             await runner.setup()
-            await web.SockSite(runner, sock, shutdown_timeout=SHUTDOWN_TIMEOUT).start()
+            await web.SockSite(runner, sock).start()
         except BaseException:
             with contextlib.suppress(Exception):
                 await runner.cleanup()
