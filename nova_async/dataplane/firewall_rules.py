@@ -8,9 +8,9 @@ interface is the BRIDGE, not the port):
 
 - `inet`: the security group rules, stateful. A port is recognised by its MAC on its
   network's bridge: `iifname . ether saddr` picks the port's egress chain, `oifname . ether
-  daddr` its ingress chain. Both are looked at for guest-to-guest traffic on one bridge (A's
-  egress, then B's ingress), so an allowing rule `return`s rather than accepts, and a port
-  chain ends in `drop`. Egress is also looked at on the `input` hook (a guest talking to an
+  daddr` (or, for traffic the host routes, `oifname . ip daddr`) its ingress chain. Both
+  are looked at for guest-to-guest traffic on one bridge (A's egress, then B's ingress), so
+  an allowing rule `return`s rather than accepts, and a port chain ends in `drop`. Egress is also looked at on the `input` hook (a guest talking to an
   address of the host's own on the bridge), as Neutron does.
 - `bridge`: anti-spoofing, stateless, per tap (there `iifname` IS the port): the source MAC,
   the source IPs, ARP, and no DHCP server or router advertisement from a guest. That is also
@@ -199,10 +199,21 @@ def _inet(want: Desired, guests: list[_Guest]) -> str:
                     for (br, m), name in sorted(by_mac_out.items()))
     into = _elements(f'"{check_name(br)}" . {m} : jump i_{name}'
                      for (br, m), name in sorted(by_mac_out.items()))
+    # Traffic the host ROUTES to a guest (a guest on a network whose gateway is the host)
+    # has no guest MAC yet on the forward hook: its fixed IPs on its bridge name it. A
+    # bridged frame matches both maps; going through the port's chain twice changes nothing.
+    by_ip: dict[tuple[int, str, str], str] = {}
+    for g in guests:
+        for f in g.port.fixed_ips:
+            by_ip.setdefault((f.address.version, bridge_name(g.port.network_id), str(f.address)), g.name)
+    routed = [f"oifname . {'ip' if version == 4 else 'ip6'} daddr vmap "
+              + _elements(f'"{check_name(br)}" . {a} : jump i_{name}'
+                          for (v, br, a), name in sorted(by_ip.items()) if v == version)
+              for version in (4, 6) if any(v == version for v, _, _ in by_ip)]
     base = [
         _chain("forward", ["type filter hook forward priority filter; policy accept;",
                            f"iifname . ether saddr vmap {out}",
-                           f"oifname . ether daddr vmap {into}"]),
+                           f"oifname . ether daddr vmap {into}", *routed]),
         _chain("input", ["type filter hook input priority filter; policy accept;",
                          f"iifname . ether saddr vmap {out}"]),
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import struct
 import sys
 import uuid
 from contextlib import AsyncExitStack
@@ -100,6 +101,57 @@ s.bind(("0.0.0.0", int(sys.argv[3])))
 s.sendto(sys.argv[4].encode(), (sys.argv[1], int(sys.argv[2])))
 """
 
+# Prints the marked frames eth0 sees (whoever they were addressed to): ARP asking for
+# 10.0.0.250, and IPv4 UDP whose payload starts with "mark:". Says "ready" once listening.
+SNIFF = r"""
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind(("eth0", 0))
+print("ready", flush=True)
+while True:
+    f = s.recv(4096)
+    kind = struct.unpack("!H", f[12:14])[0]
+    if kind == 0x0806 and f[38:42] == bytes([10, 0, 0, 250]):
+        print("arp", socket.inet_ntoa(f[28:32]), flush=True)
+    elif kind == 0x0800 and f[23] == 17:
+        data = f[14 + (f[14] & 15) * 4 + 8:]
+        if data.startswith(b"mark:"):
+            print("udp", socket.inet_ntoa(f[26:30]), data[5:].decode(), flush=True)
+"""
+
+# Sends the frames given in hex on eth0, in order.
+SEND_FRAMES = r"""
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+for frame in sys.argv[1:]:
+    s.send(bytes.fromhex(frame))
+"""
+
+BROADCAST = "ff:ff:ff:ff:ff:ff"
+
+
+def arp_frame(mac: str, sender: str, target: str) -> bytes:
+    """An ARP request from `mac` saying it is `sender`."""
+    m = bytes.fromhex(mac.replace(":", ""))
+    return (bytes.fromhex(BROADCAST.replace(":", "")) + m + b"\x08\x06"
+            + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + m + ip_address(sender).packed
+            + bytes(6) + ip_address(target).packed)
+
+
+def udp_frame(mac: str, dst_mac: str, src: str, dst: str, sport: int, dport: int, data: bytes) -> bytes:
+    """An Ethernet frame holding one IPv4 UDP datagram (no UDP checksum, which IPv4 allows)."""
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                         ip_address(src).packed, ip_address(dst).packed)
+    total = sum(struct.unpack("!10H", header))
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    header = header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
+    return (bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(mac.replace(":", ""))
+            + b"\x08\x00" + header + udp)
+
+
 # A blocked attempt waits this long before it counts as blocked; an allowed one answers at
 # once (same machine, veths) but is given far longer, so load never makes a pass a failure.
 BLOCKED_AFTER = 1.5
@@ -155,33 +207,61 @@ class GuestNet:
         self.guests.append(g)
         return g
 
-    async def serve(self, g: Guest, *tcp_ports: int, udp: int | None = None) -> asyncio.subprocess.Process:
-        """Echo servers in the guest, ready when this returns; stopped when the world ends."""
+    async def serve(self, where: Guest | str, *tcp_ports: int, udp: int | None = None) -> asyncio.subprocess.Process:
+        """Echo servers in a guest (or a namespace), ready when this returns; stopped when
+        the world ends."""
         argv = [*map(str, tcp_ports), *(("--udp", str(udp)) if udp else ())]
-        proc = await self._spawn(g, SERVER, *argv)
-        assert (await proc.stdout.readline()).strip() == b"ready"
+        proc = await self._spawn(where, SERVER, *argv)
+        assert await next_line(proc) == "ready"
         return proc
 
-    async def connect(self, g: Guest, host: str, port: int, *, expect: str, source: str | None = None) -> str:
+    async def outside(self, address: str, gateway: str) -> str:
+        """A namespace beyond a routed link from the bridge's namespace (which forwards), as a
+        machine behind the host's uplink would be: `address`/24 there, `gateway`/24 on the
+        bridge's side. Returns the namespace's name."""
+        out = f"{self.netns}-out"
+        await ip("netns", "add", out)
+        self.stack.push_async_callback(ip, "netns", "del", out, check=False)
+        await ip("-n", self.netns, "link", "add", "up0", "type", "veth", "peer", "name", "eth0", "netns", out)
+        await ip("-n", self.netns, "addr", "add", f"{gateway}/24", "dev", "up0")
+        await ip("-n", self.netns, "link", "set", "up0", "up")
+        await run("sysctl", "-q", "-w", "net.ipv4.ip_forward=1", netns=self.netns)
+        await ip("-n", out, "addr", "add", f"{address}/24", "dev", "eth0")
+        await ip("-n", out, "link", "set", "eth0", "up")
+        await ip("-n", out, "route", "add", "default", "via", gateway)
+        return out
+
+    async def connect(self, g: Guest | str, host: str, port: int, *, expect: str, source: str | None = None) -> str:
         """What a TCP connection from `g` to host:port gets; `expect` only picks how long a
         silence lasts before it counts as `timeout` (blocked)."""
         wait = ALLOWED_WITHIN if expect == "open" else BLOCKED_AFTER
-        done = await run("ip", "netns", "exec", g.netns, sys.executable, "-c", CONNECT,
+        netns = g.netns if isinstance(g, Guest) else g
+        done = await run("ip", "netns", "exec", netns, sys.executable, "-c", CONNECT,
                          host, str(port), str(wait), *((source,) if source else ()))
         return done.output.strip()
 
     async def hold(self, g: Guest, host: str, port: int) -> asyncio.subprocess.Process:
         proc = await self._spawn(g, HOLD, host, str(port), str(BLOCKED_AFTER))
-        assert (await proc.stdout.readline()).strip() == b"connected"
+        assert await next_line(proc) == "connected"
         return proc
+
+    async def sniff(self, g: Guest) -> asyncio.subprocess.Process:
+        proc = await self._spawn(g, SNIFF)
+        assert await next_line(proc) == "ready"
+        return proc
+
+    async def send_frames(self, g: Guest, *frames: bytes) -> None:
+        await run("ip", "netns", "exec", g.netns, sys.executable, "-c", SEND_FRAMES,
+                  *(f.hex() for f in frames))
 
     async def send_udp(self, g: Guest, host: str, port: int, sport: int, text: str) -> None:
         await run("ip", "netns", "exec", g.netns, sys.executable, "-c", SEND_UDP,
                   host, str(port), str(sport), text)
 
-    async def _spawn(self, g: Guest, script: str, *argv: str) -> asyncio.subprocess.Process:
+    async def _spawn(self, where: Guest | str, script: str, *argv: str) -> asyncio.subprocess.Process:
+        netns = where.netns if isinstance(where, Guest) else where
         proc = await asyncio.create_subprocess_exec(
-            "ip", "netns", "exec", g.netns, sys.executable, "-u", "-c", script, *argv,
+            "ip", "netns", "exec", netns, sys.executable, "-u", "-c", script, *argv,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
 
         async def stop() -> None:
@@ -192,11 +272,18 @@ class GuestNet:
         return proc
 
 
+async def next_line(proc: asyncio.subprocess.Process) -> str:
+    """The helper's next line of output. Bounded, so an answer that never comes fails the
+    test instead of hanging it (the bound is no measure of anything)."""
+    async with asyncio.timeout(ALLOWED_WITHIN * 3):
+        return (await proc.stdout.readline()).decode().strip()
+
+
 async def say(proc: asyncio.subprocess.Process, line: str) -> str:
     """Send a line to a held connection; its answer (echo, closed, timeout)."""
     proc.stdin.write(line.encode() + b"\n")
     await proc.stdin.drain()
-    return (await proc.stdout.readline()).decode().strip()
+    return await next_line(proc)
 
 
 class guest_net:

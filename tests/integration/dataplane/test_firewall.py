@@ -8,11 +8,12 @@ from dataclasses import replace
 from ipaddress import ip_network
 
 from nova_async.config import NetworkSettings
-from nova_async.dataplane.desired import Desired, Port, Rule, SecurityGroup
+from nova_async.dataplane.desired import Desired, Port, Rule, SecurityGroup, bridge_name
 from nova_async.dataplane.firewall import Firewall
 from nova_async.dataplane.linux import ip, nft, run
 from nova_async.dataplane.made import Made
-from tests.integration.dataplane.guestnet import GuestNet, fixed, guest_net, say
+from tests.integration.dataplane.guestnet import (BROADCAST, GuestNet, arp_frame, fixed, guest_net,
+                                                 next_line, say, udp_frame)
 
 HOST = "h1"
 TABLE = "fwtest"
@@ -89,13 +90,20 @@ async def test_egress_by_the_default_rules_and_replies_to_the_guests_own_connect
         await net.serve(gp, 80)
         fw = firewall(pool, net, tmp_path)
 
+        # An address of the host's own on the bridge: the guest's egress rules apply to it too.
+        await ip("-n", net.netns, "addr", "add", "10.0.0.254/24", "dev", bridge_name(net.network_id))
+        await net.serve(net.netns, 8080)
+        fw = firewall(pool, net, tmp_path)
+
         await fw.apply(desired([a, peer], [default]))
         # Out, and the answer back in though no ingress rule allows port 80's replies.
         assert await net.connect(ga, gp.v4, 80, expect="open") == "open"
+        assert await net.connect(ga, "10.0.0.254", 8080, expect="open") == "open"
         assert await net.connect(gp, ga.v4, 22, expect="blocked") == "timeout"
 
         await fw.apply(desired([a, peer], [replace(default, rules=())]))
         assert await net.connect(ga, gp.v4, 80, expect="blocked") == "timeout"
+        assert await net.connect(ga, "10.0.0.254", 8080, expect="blocked") == "timeout"
 
 
 async def test_a_stateless_group_needs_a_rule_for_replies_too(pool, tmp_path):
@@ -157,6 +165,25 @@ async def test_an_ipv6_rule(pool, tmp_path):
         assert await net.connect(gp, ga.v4, 22, expect="blocked") == "timeout"   # an IPv6 rule only
 
 
+async def test_rules_hold_for_traffic_the_host_routes_to_a_guest(pool, tmp_path):
+    """A guest on a network whose gateway is the host (a provider network on a lab box)."""
+    async with guest_net() as net:
+        ssh = group(rule("ingress", "IPv4", "tcp", (22, 22)), *all_egress())
+        a = port(net, "10.0.0.10", groups=(ssh.id,))
+        ga = await net.plug(a)
+        await ip("-n", net.netns, "addr", "add", "10.0.0.254/24", "dev", bridge_name(net.network_id))
+        await ip("-n", ga.netns, "route", "add", "default", "via", "10.0.0.254")
+        outside = await net.outside("198.51.100.1", "198.51.100.254")
+        await net.serve(ga, 22, 23)
+        await net.serve(outside, 80)
+        fw = firewall(pool, net, tmp_path)
+
+        await fw.apply(desired([a], [ssh]))
+        assert await net.connect(outside, ga.v4, 22, expect="open") == "open"
+        assert await net.connect(outside, ga.v4, 23, expect="blocked") == "timeout"
+        assert await net.connect(ga, "198.51.100.1", 80, expect="open") == "open"
+
+
 async def test_a_guest_cannot_spoof_its_address_or_mac_nor_serve_dhcp(pool, tmp_path):
     async with guest_net() as net:
         default = group(*all_egress())
@@ -179,7 +206,7 @@ async def test_a_guest_cannot_spoof_its_address_or_mac_nor_serve_dhcp(pool, tmp_
         # port, sent after it, is what arrives first.
         await net.send_udp(gc, gp.v4, 68, 67, "offer")
         await net.send_udp(gc, gp.v4, 68, 6767, "control")
-        assert (await dhcp_client.stdout.readline()).decode().split() == ["udp", "control"]
+        assert (await next_line(dhcp_client)).split() == ["udp", "control"]
 
         # Another MAC, which the peer is told to use: dropped at the tap.
         spoofed = "fa:16:3e:ee:ee:ee"
@@ -187,6 +214,32 @@ async def test_a_guest_cannot_spoof_its_address_or_mac_nor_serve_dhcp(pool, tmp_
         await ip("-n", gp.netns, "neigh", "replace", gc.v4, "lladdr", spoofed, "dev", "eth0")
         await ip("-n", gc.netns, "neigh", "replace", gp.v4, "lladdr", peer.mac_address, "dev", "eth0")
         assert await net.connect(gc, gp.v4, 80, expect="blocked") == "timeout"
+
+
+async def test_arp_only_for_its_own_addresses_and_dhcp_discovery_from_no_address(pool, tmp_path):
+    async with guest_net() as net:
+        default = group(*all_egress())
+        c = port(net, "10.0.0.12", groups=(default.id,))
+        peer = port(net, "10.0.0.1", owner="network:router_interface")
+        gc, gp = await net.plug(c), await net.plug(peer)
+        fw = firewall(pool, net, tmp_path)
+        await fw.apply(desired([c, peer], [default]))
+        seen = await net.sniff(gp)
+
+        # Frames the guest crafts itself; each check sends the one that must be dropped first,
+        # then one that must pass: the first frame seen says which happened, without a wait.
+        mac = c.mac_address
+        await net.send_frames(gc, arp_frame(mac, "10.0.0.1", "10.0.0.250"),    # the peer's address
+                              arp_frame(mac, "10.0.0.12", "10.0.0.250"))
+        assert (await next_line(seen)).split() == ["arp", "10.0.0.12"]
+
+        await net.send_frames(
+            gc, udp_frame(mac, BROADCAST, "10.0.0.77", "255.255.255.255", 68, 67, b"mark:spoofed"),
+            udp_frame(mac, BROADCAST, "0.0.0.0", "255.255.255.255", 68, 67, b"mark:discover"),
+            udp_frame(mac, BROADCAST, "0.0.0.0", "255.255.255.255", 4000, 4000, b"mark:not-dhcp"),
+            udp_frame(mac, BROADCAST, "10.0.0.12", "255.255.255.255", 4000, 4000, b"mark:own"))
+        assert (await next_line(seen)).split() == ["udp", "0.0.0.0", "discover"]
+        assert (await next_line(seen)).split() == ["udp", "10.0.0.12", "own"]
 
 
 async def table_handles(net: GuestNet) -> dict[str, str]:

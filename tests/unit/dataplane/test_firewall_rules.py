@@ -71,6 +71,16 @@ def test_rules_read_as_neutron_means_them():
     # The remote group's members: their fixed IPs and allowed pairs, per IP version.
     assert ("set rg4_a0000000000040008000000000000002 { type ipv4_addr; flags interval; "
             "elements = { 10.0.0.2, 10.1.0.0/16 }; }") in inet
+    # Which chain: the port's MAC on its bridge, or its fixed IP for traffic the host routes.
+    assert chain(inet, "forward")[1:] == [
+        'iifname . ether saddr vmap { "brq0f0f0f0f-00" . fa:16:3e:00:00:01 : jump o_b0000001000040008000000000000000, '
+        '"brq0f0f0f0f-00" . fa:16:3e:00:00:02 : jump o_b0000002000040008000000000000000 }',
+        'oifname . ether daddr vmap { "brq0f0f0f0f-00" . fa:16:3e:00:00:01 : jump i_b0000001000040008000000000000000, '
+        '"brq0f0f0f0f-00" . fa:16:3e:00:00:02 : jump i_b0000002000040008000000000000000 }',
+        'oifname . ip daddr vmap { "brq0f0f0f0f-00" . 10.0.0.1 : jump i_b0000001000040008000000000000000, '
+        '"brq0f0f0f0f-00" . 10.0.0.2 : jump i_b0000002000040008000000000000000 }',
+        'oifname . ip6 daddr vmap { "brq0f0f0f0f-00" . fd00::2 : jump i_b0000002000040008000000000000000 }',
+    ]
     # A stateless group: no conntrack in its port's chains.
     egress = chain(inet, "o_b0000002000040008000000000000000")
     assert not [ln for ln in egress if ln.startswith("ct ")]
