@@ -63,10 +63,10 @@ class Firewall:
                 await self.made.record(KIND, name, self._detail(family))
         if bodies or stale:
             await nft(self._script(bodies, stale), netns=self.netns)
+            log.info("firewall_applied", tables=sorted(wanted), removed=sorted(stale))
         for name in stale:
             await self.made.forget(KIND, name)
         self._applied = bodies
-        log.info("firewall_applied", tables=sorted(wanted), removed=sorted(stale))
 
     async def close(self) -> None:
         """Nothing to release; the rules stay (see the module's docstring)."""

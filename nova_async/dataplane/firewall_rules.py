@@ -16,6 +16,11 @@ interface is the BRIDGE, not the port):
   the source IPs, ARP, and no DHCP server or router advertisement from a guest. That is also
   what makes the MAC in the `inet` table a trustworthy name for a port.
 
+A port whose groups are stateless (`stateful=false`) gets its chains without the conntrack
+lines: every packet, replies included, must match a rule of its own direction, as with
+Neutron's stateless groups. Its flows are still tracked (no `notrack`: a stateful peer's
+chains rely on conntrack); this port's chains just never ask.
+
 Limits, said plainly: ingress rules apply to unicast frames (a broadcast or multicast frame
 has no port's MAC as its destination, and the `inet` hook sees it once per bridge, not once
 per port); IPv6 link-local sources are allowed from any guest (fe80::/10, not only the

@@ -3,9 +3,12 @@ namespaces standing in for guests (guestnet.py), Python sockets on both ends. Ne
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import replace
 from ipaddress import ip_network
+
+import pytest
 
 from nova_async.config import NetworkSettings
 from nova_async.dataplane.desired import Desired, Port, Rule, SecurityGroup, bridge_name
@@ -14,6 +17,9 @@ from nova_async.dataplane.linux import ip, nft, run
 from nova_async.dataplane.made import Made
 from tests.integration.dataplane.guestnet import (BROADCAST, GuestNet, arp_frame, fixed, guest_net,
                                                  next_line, say, udp_frame)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: makes network namespaces, "
+                                "veths, a bridge and nftables tables")
 
 HOST = "h1"
 TABLE = "fwtest"
@@ -163,6 +169,15 @@ async def test_an_ipv6_rule(pool, tmp_path):
         assert await net.connect(gp, ga.v6, 22, expect="open") == "open"
         assert await net.connect(gp, ga.v6, 23, expect="blocked") == "timeout"
         assert await net.connect(gp, ga.v4, 22, expect="blocked") == "timeout"   # an IPv6 rule only
+
+        # Out from its own address, not from another (both ends know each other's MAC, so
+        # only the packet's source address can be what is dropped).
+        await net.serve(gp, 80)
+        assert await net.connect(ga, gp.v6, 80, expect="open") == "open"
+        await ip("-n", ga.netns, "addr", "add", "fd00::99/64", "dev", "eth0", "nodad")
+        await ip("-n", ga.netns, "neigh", "replace", gp.v6, "lladdr", peer.mac_address, "dev", "eth0")
+        await ip("-n", gp.netns, "neigh", "replace", "fd00::99", "lladdr", a.mac_address, "dev", "eth0")
+        assert await net.connect(ga, gp.v6, 80, expect="blocked", source="fd00::99") == "timeout"
 
 
 async def test_rules_hold_for_traffic_the_host_routes_to_a_guest(pool, tmp_path):
