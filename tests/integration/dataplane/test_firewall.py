@@ -92,10 +92,8 @@ async def test_egress_by_the_default_rules_and_replies_to_the_guests_own_connect
         a = port(net, "10.0.0.10", groups=(default.id,))
         peer = port(net, "10.0.0.1", owner="network:router_interface")
         ga, gp = await net.plug(a), await net.plug(peer)
-        await net.serve(ga, 22)
+        dhcp_client = await net.serve(ga, 22, udp=68)
         await net.serve(gp, 80)
-        fw = firewall(pool, net, tmp_path)
-
         # An address of the host's own on the bridge: the guest's egress rules apply to it too.
         await ip("-n", net.netns, "addr", "add", "10.0.0.254/24", "dev", bridge_name(net.network_id))
         await net.serve(net.netns, 8080)
@@ -106,6 +104,10 @@ async def test_egress_by_the_default_rules_and_replies_to_the_guests_own_connect
         assert await net.connect(ga, gp.v4, 80, expect="open") == "open"
         assert await net.connect(ga, "10.0.0.254", 8080, expect="open") == "open"
         assert await net.connect(gp, ga.v4, 22, expect="blocked") == "timeout"
+        # No ingress rule, yet a DHCP server's answers come in (and nothing else to port 68).
+        await net.send_udp(gp, ga.v4, 68, 6767, "other")
+        await net.send_udp(gp, ga.v4, 68, 67, "offer")
+        assert (await next_line(dhcp_client)).split() == ["udp", "offer"]
 
         await fw.apply(desired([a, peer], [replace(default, rules=())]))
         assert await net.connect(ga, gp.v4, 80, expect="blocked") == "timeout"
