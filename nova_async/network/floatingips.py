@@ -168,6 +168,10 @@ async def _associate(conn: asyncpg.Connection, ctx: RequestContext, fip: asyncpg
                           "address when assigning a floating IP.")
     chosen = fixed[0]
     router_id = await conn.fetchval(Q.gateway_router_for, fip["floating_network_id"], chosen["subnet_id"])
+    if router_id is not None:
+        # Asked again now that the router is held: this statement's snapshot is newer than the
+        # lock, so an interface or gateway removed while we waited for it is seen gone.
+        router_id = await conn.fetchval(Q.gateway_router_for, fip["floating_network_id"], chosen["subnet_id"])
     if router_id is None:
         raise errors.NotFound(f"External network {fip['floating_network_id']} is not reachable from subnet "
                               f"{chosen['subnet_id']}. Therefore, cannot associate Port {port['id']} with a "
@@ -175,6 +179,8 @@ async def _associate(conn: asyncpg.Connection, ctx: RequestContext, fip: asyncpg
     address = ipam.host(chosen["ip_address"])
     try:
         await conn.execute(Q.associate_floatingip, fip["id"], port["id"], address, router_id)
+    except asyncpg.ForeignKeyViolationError:  # the port was deleted since we read it
+        raise ports.not_found(str(port["id"])) from None
     except asyncpg.UniqueViolationError:  # floatingips_one_per_fixed_ip
         raise errors.Conflict(f"Cannot associate floating IP {fip['floating_ip_address']} ({fip['id']}) with port "
                               f"{port['id']} using fixed IP {address}, as that fixed IP already has a floating IP "
