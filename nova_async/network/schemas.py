@@ -37,7 +37,7 @@ NETWORK = validator(_wrapped("network", {
         "mtu": {"type": "integer", "minimum": 68, "maximum": 65535},
         "provider:network_type": {"type": "string", "maxLength": 255},
         "provider:physical_network": {"type": ["string", "null"], "maxLength": 64},
-        "provider:segmentation_id": {"type": ["integer", "null"]},
+        "provider:segmentation_id": {"type": ["integer", "string", "null"]},  # the CLI sends text
         **_OWNER,
         **_ACCEPTED,
     },

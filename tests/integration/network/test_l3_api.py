@@ -4,6 +4,8 @@ projects kept apart, quotas enforced, and a floating IP left unassociated when i
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from nova_async.network import external
@@ -430,6 +432,8 @@ async def test_provider_networks(pool, tmp_path):
                      {"provider:network_type": "flat", "provider:physical_network": "physnet9"},
                      {"provider:network_type": "flat", "provider:physical_network": "physnet2",
                       "provider:segmentation_id": 5},
+                     {"provider:network_type": "flat", "provider:physical_network": "physnet2",
+                      "provider:segmentation_id": "5"},  # as `--provider-segment 5` sends it
                      {"provider:physical_network": "physnet2"}, {"provider:network_type": 3}):
             err = await fault(h, "POST", NET, h.admin, {"network": {"name": "x", **body}})
             assert err["type"] in ("HTTPBadRequest", "InvalidInput"), err
@@ -456,3 +460,22 @@ async def test_extensions_listed_for_the_cli(h):
     by_name = await h.http.get("/network/v2.0/extensions", params={"name": "external-gateway-multihoming"},
                                headers=h.alice)
     assert (await by_name.json())["extensions"] == []
+
+
+async def test_racing_requests_keep_quotas_and_interfaces_exact(h):
+    """Concurrent creations never pass the quota, and one subnet never gets two routers."""
+    for i in range(8):
+        await router(h, h.alice, name=f"r{i}")
+    answers = await asyncio.gather(*[h.http.post(ROUTER, json={"router": {"name": f"race{i}"}}, headers=h.alice)
+                                     for i in range(6)])
+    assert sorted(a.status for a in answers) == [201, 201, 409, 409, 409, 409]
+    assert len((await call(h, "GET", ROUTER, h.alice))["routers"]) == 10
+
+    _, sub = await private_net(h, h.bob, cidr="10.2.0.0/24")
+    routers_ = [await router(h, h.bob, name=f"b{i}") for i in range(4)]
+    answers = await asyncio.gather(*[
+        h.http.put(f"{ROUTER}/{r['id']}/add_router_interface", json={"subnet_id": sub["id"]}, headers=h.bob)
+        for r in routers_])
+    assert sorted(a.status for a in answers) == [200, 409, 409, 409]
+    ports = (await call(h, "GET", f"{PORT}?device_owner=network:router_interface", h.bob))["ports"]
+    assert [p["fixed_ips"][0]["ip_address"] for p in ports] == ["10.2.0.1"]
