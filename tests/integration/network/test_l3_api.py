@@ -479,3 +479,15 @@ async def test_racing_requests_keep_quotas_and_interfaces_exact(h):
     assert sorted(a.status for a in answers) == [200, 409, 409, 409]
     ports = (await call(h, "GET", f"{PORT}?device_owner=network:router_interface", h.bob))["ports"]
     assert [p["fixed_ips"][0]["ip_address"] for p in ports] == ["10.2.0.1"]
+
+
+async def test_a_bad_external_setting_is_logged_and_the_service_serves_on(pool, tmp_path):
+    from nova_async.service import make_external_network
+
+    async with running(pool, ["network"], tmp_path, network={"external_cidr": "203.0.113.0/33"}) as h:
+        await make_external_network(h.pool, h.deps.settings, list(h.roles.values()))
+        assert (await call(h, "GET", NET, h.admin))["networks"] == []
+    # Fixed, the next start makes it: the failed attempt claimed nothing.
+    async with running(pool, ["network"], tmp_path, network={"external_cidr": EXT_CIDR}) as h:
+        await make_external_network(h.pool, h.deps.settings, list(h.roles.values()))
+        assert [n["name"] for n in (await call(h, "GET", NET, h.admin))["networks"]] == ["public"]
