@@ -216,7 +216,8 @@ async def test_router_interface_by_port_and_bad_requests(h):
     rm = f"{ROUTER}/{r['id']}/remove_router_interface"
     error = await fault(h, "PUT", rm, h.alice, {"port_id": port["id"], "subnet_id": nogw["id"]})
     assert error["type"] == "SubnetMismatchForPort"
-    assert (await fault(h, "PUT", rm, h.alice, {"port_id": used["id"]}, status=404))["type"] == "RouterInterfaceNotFound"
+    error = await fault(h, "PUT", rm, h.alice, {"port_id": used["id"]}, status=404)
+    assert error["type"] == "RouterInterfaceNotFound"
     await call(h, "PUT", rm, h.alice, {"port_id": port["id"]})
     await fault(h, "GET", f"{PORT}/{port['id']}", h.alice, status=404)
     # Deleting a router with only a gateway takes the gateway port along.
@@ -283,7 +284,8 @@ async def test_floating_ip_lifecycle_like_openstack_cli(h):
                         status=409)
     assert error["type"] == "RouterInterfaceInUseByFloatingIP"
     # One floating IP per fixed IP
-    second = (await call(h, "POST", FIP, h.alice, {"floatingip": {"floating_network_id": pub["id"]}}, 201))["floatingip"]
+    second = (await call(h, "POST", FIP, h.alice, {"floatingip": {"floating_network_id": pub["id"]}},
+                         201))["floatingip"]
     error = await fault(h, "PUT", f"{FIP}/{second['id']}", h.alice, {"floatingip": {"port_id": port["id"]}},
                         status=409)
     assert error["type"] == "FloatingIPPortAlreadyAssociated"
