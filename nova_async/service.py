@@ -1,7 +1,7 @@
 """The supervisor: one process, every configured role a named task in one TaskGroup.
 
 Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → first-start
-steps (the demo guest's images) → ready line, and READY=1 to systemd (common/systemd.py:
+steps (the demo guest's images, the external network) → ready line, and READY=1 to systemd (common/systemd.py:
 STATUS= on the way, STOPPING=1 at shutdown, watchdog pings from the loop throughout).
 Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
 and tell roles to stop → let them drain → cancel what is left → stop watching the database
@@ -30,7 +30,7 @@ from aiohttp import web
 
 from nova_async.bus import Bus
 from nova_async.bus.memory import MemoryBus
-from nova_async.common import systemd
+from nova_async.common import errors, systemd
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
 from nova_async.compute.guest_image import default_cache_dir, load_cached
@@ -43,6 +43,7 @@ from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
 from nova_async.identity import revocations
 from nova_async.image import demo
+from nova_async.network import external
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("service")
@@ -88,6 +89,19 @@ async def register_demo_guest(pool, roles: list[Role]) -> None:
         log.exception("could not register the demo guest's images; trying again next start")
         return
     await pool.execute(SQ.mark_step_done, "demo-guest")
+
+
+async def make_external_network(pool, settings: Settings, roles: list[Role]) -> None:
+    """Once per database, where the network role runs: the external network the settings
+    describe (network/external.py). A setting it cannot use is logged, and tried again next
+    start; the service serves without it meanwhile."""
+    if not any(r.name == "network" for r in roles):
+        return
+    try:
+        await external.ensure(pool, settings.network)
+    except errors.InvalidInput as exc:
+        log.error("cannot make the external network; fix [network] external_cidr / external_gateway",
+                  error=exc.message)
 
 
 HEALTH = web.AppKey("health", DatabaseHealth)
@@ -247,6 +261,7 @@ class Service:
                 f"listening at {settings.base_url}; waiting for role {role.name}"))
             if settings.image.demo_guest:
                 await register_demo_guest(deps.pool, roles)
+            await make_external_network(deps.pool, settings, roles)
             login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
                      "user admin, project admin, password " + (
                          "from --admin-password" if settings.identity.admin_password

@@ -17,7 +17,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam
+from nova_async.network import ipam, providers
 
 Q = queries("network")
 
@@ -62,15 +62,22 @@ async def get_network(db: Db, ctx: RequestContext, network_id: str) -> asyncpg.R
     return row
 
 
-async def create_network(db: Db, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
+async def create_network(db: Db, ctx: RequestContext, body: dict[str, Any],
+                         physnets: frozenset[str] = frozenset()) -> asyncpg.Record:
+    """`physnets`: the physical networks a flat network may name (providers.physical_networks)."""
     for flag, label in (("shared", "shared"), ("router:external", "router:external")):
         if body.get(flag) and not ctx.is_admin:
             raise errors.Forbidden(f"Only an admin may create a network with {label} set "
                                    f"(rule:create_network:{label} is disallowed by policy).")
-    return await db.fetchrow(
-        Q.insert_network, str(uuid.uuid4()), body.get("name", ""), body.get("description", ""),
-        owner_project(ctx, body), body.get("admin_state_up", True), body.get("shared", False),
-        body.get("router:external", False), body.get("mtu", 1500))
+    provider = providers.from_body(ctx, body, physnets)
+    try:
+        return await db.fetchrow(
+            Q.insert_network, str(uuid.uuid4()), body.get("name", ""), body.get("description", ""),
+            owner_project(ctx, body), body.get("admin_state_up", True), body.get("shared", False),
+            body.get("router:external", False), body.get("mtu", 1500), provider.network_type,
+            provider.physical_network)
+    except asyncpg.UniqueViolationError:  # networks_one_flat_per_physnet
+        raise providers.flat_in_use(str(provider.physical_network)) from None
 
 
 async def list_networks(db: Db, ctx: RequestContext, f: NetworkFilters) -> list[asyncpg.Record]:

@@ -26,6 +26,13 @@ Q = queries("network")
 
 Db = Pool | asyncpg.Connection
 
+# Ports that routers and floating IPs own (Neutron's device_owner values): made and deleted
+# with their router or floating IP, never through /ports.
+ROUTER_INTERFACE = "network:router_interface"
+ROUTER_GATEWAY = "network:router_gateway"
+FLOATINGIP = "network:floatingip"
+L3_OWNERS = frozenset({ROUTER_INTERFACE, ROUTER_GATEWAY, FLOATINGIP})
+
 # OpenStack's customary prefix; the first octet's "locally administered" bit is set.
 MAC_PREFIX = "fa:16:3e"
 _MAC_ATTEMPTS = 16
@@ -187,4 +194,7 @@ async def fixed_ips(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[dict[
 async def delete_port(pool: Pool, ctx: RequestContext, port_id: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_port(conn, ctx, port_id)
+        if row["device_owner"] in L3_OWNERS:
+            raise errors.Conflict(f"Port {port_id} cannot be deleted directly via the port API: has device "
+                                  f"owner {row['device_owner']}.", code="service_port_in_use")
         await conn.execute(Q.delete_port, row["id"])

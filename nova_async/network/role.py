@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common.context import RequestContext
-from nova_async.network import instance_ports, routes
+from nova_async.network import instance_ports, providers, routes
 from nova_async.network import messages as m
 from nova_async.network.client import TOPIC
 from nova_async.network.state import NetworkApi
@@ -28,7 +28,9 @@ class NetworkRole(Role):
         }
 
     def http(self) -> tuple[str, web.Application]:
-        return "/network", routes.build_app(NetworkApi(pool=self.pool, base_url=self.settings.base_url))
+        return "/network", routes.build_app(NetworkApi(
+            pool=self.pool, base_url=self.settings.base_url,
+            physical_networks=providers.physical_networks(self.settings.network)))
 
 
 

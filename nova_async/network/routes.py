@@ -10,7 +10,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
-from nova_async.network.handlers import networks, ports, quotas, subnets, versions
+from nova_async.network.handlers import extensions, floatingips, networks, ports, quotas, routers, subnets, versions
 from nova_async.network.state import STATE, NetworkApi
 
 V2 = "/v2.0"
@@ -32,6 +32,20 @@ ROUTES = [
     ("POST", f"{V2}/ports", ports.create_port),
     ("GET", f"{V2}/ports/{{port_id}}", ports.show_port),
     ("DELETE", f"{V2}/ports/{{port_id}}", ports.delete_port),
+    ("GET", f"{V2}/routers", routers.list_routers),
+    ("POST", f"{V2}/routers", routers.create_router),
+    ("GET", f"{V2}/routers/{{router_id}}", routers.show_router),
+    ("PUT", f"{V2}/routers/{{router_id}}", routers.update_router),
+    ("DELETE", f"{V2}/routers/{{router_id}}", routers.delete_router),
+    ("PUT", f"{V2}/routers/{{router_id}}/add_router_interface", routers.add_router_interface),
+    ("PUT", f"{V2}/routers/{{router_id}}/remove_router_interface", routers.remove_router_interface),
+    ("GET", f"{V2}/floatingips", floatingips.list_floatingips),
+    ("POST", f"{V2}/floatingips", floatingips.create_floatingip),
+    ("GET", f"{V2}/floatingips/{{floatingip_id}}", floatingips.show_floatingip),
+    ("PUT", f"{V2}/floatingips/{{floatingip_id}}", floatingips.update_floatingip),
+    ("DELETE", f"{V2}/floatingips/{{floatingip_id}}", floatingips.delete_floatingip),
+    ("GET", f"{V2}/extensions", extensions.list_extensions),
+    ("GET", f"{V2}/extensions/{{alias}}", extensions.show_extension),
     ("GET", f"{V2}/quotas/{{project_id}}", quotas.show_quota),
     ("GET", f"{V2}/quotas/{{project_id}}/details", quotas.show_quota_details),
 ]
@@ -49,6 +63,22 @@ NEUTRON_TYPES = {
     "mac_generation_failed": "MacAddressGenerationFailure",
     "network_requires_subnet": "NetworkRequiresSubnet",
     "network_ambiguous": "NetworkAmbiguous",
+    "bad_request": "BadRequest",
+    "over_quota": "OverQuota",
+    "service_port_in_use": "ServicePortInUse",
+    "flat_network_in_use": "FlatNetworkInUse",
+    "router_not_found": "RouterNotFound",
+    "router_in_use": "RouterInUse",
+    "router_interface_not_found": "RouterInterfaceNotFound",
+    "router_interface_not_found_for_subnet": "RouterInterfaceNotFoundForSubnet",
+    "router_interface_in_use_by_floatingip": "RouterInterfaceInUseByFloatingIP",
+    "gateway_in_use_by_floatingip": "RouterExternalGatewayInUseByFloatingIp",
+    "subnet_mismatch_for_port": "SubnetMismatchForPort",
+    "floatingip_not_found": "FloatingIPNotFound",
+    "floatingip_port_already_associated": "FloatingIPPortAlreadyAssociated",
+    "external_gateway_not_found": "ExternalGatewayForFloatingIPNotFound",
+    "invalid_ip_for_network": "InvalidIpForNetwork",
+    "extension_not_found": "ExtensionNotFound",
 }
 
 _BY_STATUS = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",

@@ -35,6 +35,9 @@ NETWORK = validator(_wrapped("network", {
         "shared": {"type": "boolean"},
         "router:external": {"type": "boolean"},
         "mtu": {"type": "integer", "minimum": 68, "maximum": 65535},
+        "provider:network_type": {"type": "string", "maxLength": 255},
+        "provider:physical_network": {"type": ["string", "null"], "maxLength": 64},
+        "provider:segmentation_id": {"type": ["integer", "string", "null"]},  # the CLI sends text
         **_OWNER,
         **_ACCEPTED,
     },
@@ -98,3 +101,64 @@ PORT = validator(_wrapped("port", {
         **_OWNER,
     },
 }))
+
+_GATEWAY = {
+    "type": ["object", "null"],
+    "additionalProperties": False,
+    "properties": {
+        "network_id": {"type": "string"},
+        "enable_snat": {"type": "boolean"},
+        "external_fixed_ips": {
+            "type": "array",
+            "items": {"type": "object", "minProperties": 1, "additionalProperties": False,
+                      "properties": {"subnet_id": {"type": "string"}, "ip_address": {"type": "string"}}},
+        },
+        "qos_policy_id": {"type": "null"},
+    },
+}
+_ROUTER = {
+    "name": _NAME,
+    "description": _NAME,
+    "admin_state_up": {"type": "boolean"},
+    "external_gateway_info": _GATEWAY,
+    "distributed": {"type": "boolean"},
+    "ha": {"type": "boolean"},
+    "routes": {"type": "array", "items": {"type": "object"}},
+    "availability_zone_hints": {"type": "array", "items": {"type": "string"}},
+}
+
+ROUTER_CREATE = validator(_wrapped("router", {
+    "type": "object", "additionalProperties": False, "properties": {**_ROUTER, **_OWNER}}))
+
+ROUTER_UPDATE = validator(_wrapped("router", {
+    "type": "object", "additionalProperties": False, "properties": _ROUTER}))
+
+# add_router_interface and remove_router_interface take the bare object, not wrapped.
+ROUTER_INTERFACE = validator({
+    "type": "object", "additionalProperties": False,
+    "properties": {"subnet_id": {"type": "string"}, "port_id": {"type": "string"}},
+})
+
+_FLOATINGIP = {
+    "port_id": {"type": ["string", "null"]},
+    "fixed_ip_address": {"type": ["string", "null"]},
+    "description": _NAME,
+}
+
+FLOATINGIP_CREATE = validator(_wrapped("floatingip", {
+    "type": "object",
+    "required": ["floating_network_id"],
+    "additionalProperties": False,
+    "properties": {
+        "floating_network_id": {"type": "string"},
+        "floating_ip_address": {"type": "string"},
+        "subnet_id": {"type": "string"},
+        "qos_policy_id": {"type": "null"},
+        **_FLOATINGIP,
+        **_OWNER,
+    },
+}))
+
+FLOATINGIP_UPDATE = validator(_wrapped("floatingip", {
+    "type": "object", "additionalProperties": False,
+    "properties": {**_FLOATINGIP, "qos_policy_id": {"type": "null"}}}))

@@ -1,4 +1,5 @@
-"""What the network API's handlers are given: the pool and the URL clients reach us at."""
+"""What the network API's handlers are given: the pool, the URL clients reach us at, and the
+physical networks a flat provider network may name."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from nova_async.db.pool import Pool
 class NetworkApi:
     pool: Pool
     base_url: str
+    physical_networks: frozenset[str] = frozenset()
 
 
 STATE = web.AppKey("network_api", NetworkApi)

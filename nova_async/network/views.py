@@ -34,10 +34,14 @@ def resources(base_url: str) -> dict[str, Any]:
     return {"resources": [
         {"name": name, "collection": f"{name}s",
          "links": [{"href": f"{base_url}/network/v2.0/{name}s", "rel": "self"}]}
-        for name in ("network", "subnet", "port")]}
+        for name in ("network", "subnet", "port", "router", "floatingip")]}
 
 
-def network(row: asyncpg.Record) -> dict[str, Any]:
+def network(row: asyncpg.Record, admin: bool = False) -> dict[str, Any]:
+    """`admin`: the caller may see the provider attributes (Neutron shows them to admins only)."""
+    provider = {"provider:network_type": row["provider_network_type"],
+                "provider:physical_network": row["provider_physical_network"],
+                "provider:segmentation_id": None} if admin else {}
     return {
         "id": str(row["id"]),
         "name": row["name"],
@@ -59,6 +63,7 @@ def network(row: asyncpg.Record) -> dict[str, Any]:
         "l2_adjacency": True,
         "qos_policy_id": None,
         "dns_domain": "",
+        **provider,
         **_times(row),
     }
 
@@ -114,3 +119,76 @@ def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]]) -> dict[str, Any]
         **_times(row),
     }
 
+
+
+def router(row: asyncpg.Record, admin: bool = False) -> dict[str, Any]:
+    """`admin`: the caller may see `distributed` and `ha` (Neutron shows them to admins only)."""
+    gateway = None
+    if row["gateway_network_id"] is not None:
+        gateway = {"network_id": str(row["gateway_network_id"]), "enable_snat": row["enable_snat"],
+                   "external_fixed_ips": row["gateway_ips"]}
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "description": row["description"],
+        "status": row["status"],
+        "admin_state_up": row["admin_state_up"],
+        "project_id": row["project_id"],
+        "tenant_id": row["project_id"],
+        "external_gateway_info": gateway,
+        "routes": [],
+        "availability_zone_hints": [],
+        "availability_zones": ["nova"],
+        "flavor_id": None,
+        **({"distributed": False, "ha": False} if admin else {}),
+        **_times(row),
+    }
+
+
+def router_interface(info: Any) -> dict[str, Any]:
+    """The answer of add_router_interface and remove_router_interface (a routers.Interface)."""
+    return {"id": info.router_id, "tenant_id": info.project_id, "project_id": info.project_id,
+            "port_id": info.port_id, "network_id": info.network_id, "subnet_id": info.subnet_ids[0],
+            "subnet_ids": info.subnet_ids}
+
+
+def floatingip(row: asyncpg.Record) -> dict[str, Any]:
+    details = None
+    if row["port_id"] is not None:
+        details = {"name": row["port_name"], "network_id": str(row["port_network_id"]),
+                   "mac_address": str(row["port_mac"]), "admin_state_up": row["port_admin_state_up"],
+                   "status": row["port_status"], "device_id": row["port_device_id"],
+                   "device_owner": row["port_device_owner"]}
+    return {
+        "id": str(row["id"]),
+        "floating_ip_address": host(row["floating_ip_address"]),
+        "floating_network_id": str(row["floating_network_id"]),
+        "router_id": None if row["router_id"] is None else str(row["router_id"]),
+        "port_id": None if row["port_id"] is None else str(row["port_id"]),
+        "fixed_ip_address": None if row["fixed_ip_address"] is None else host(row["fixed_ip_address"]),
+        "status": row["status"],
+        "project_id": row["project_id"],
+        "tenant_id": row["project_id"],
+        "description": row["description"],
+        "port_details": details,
+        "qos_policy_id": None,
+        "port_forwardings": [],
+        **_times(row),
+    }
+
+
+EXTENSIONS = [
+    ("external-net", "Neutron external network", "Adds external network attribute to network resource."),
+    ("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding between L2 Neutron networks "
+     "and access to external networks via a NAT gateway."),
+    ("ext-gw-mode", "Neutron L3 Configurable external gateway mode",
+     "Extension of the router abstraction for specifying whether SNAT should occur on the external gateway"),
+    ("fip-port-details", "Floating IP Port Details Extension", "Add port_details attribute to Floating IP resource"),
+    ("provider", "Provider Network", "Expose mapping of virtual networks to physical networks"),
+    ("quotas", "Quota management support", "Expose functions for quotas management per project"),
+]
+
+
+def extension(alias: str, name: str, description: str) -> dict[str, Any]:
+    return {"alias": alias, "name": name, "description": description, "links": [],
+            "updated": "2013-01-01T00:00:00-00:00"}

@@ -4,8 +4,9 @@
 -- by the owner of its network.
 
 -- name: insert_network
-INSERT INTO networks (id, name, description, project_id, admin_state_up, shared, external, mtu)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO networks (id, name, description, project_id, admin_state_up, shared, external, mtu,
+                      provider_network_type, provider_physical_network)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 RETURNING *, ARRAY[]::uuid[] AS subnets;
 
 -- name: get_network
@@ -171,7 +172,9 @@ SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.m
 -- name: project_usage
 SELECT (SELECT count(*) FROM networks WHERE project_id = $1) AS network,
        (SELECT count(*) FROM subnets WHERE project_id = $1) AS subnet,
-       (SELECT count(*) FROM ports WHERE project_id = $1) AS port;
+       (SELECT count(*) FROM ports WHERE project_id = $1) AS port,
+       (SELECT count(*) FROM routers WHERE project_id = $1) AS router,
+       (SELECT count(*) FROM floatingips WHERE project_id = $1) AS floatingip;
 
 -- name: network_target
 -- A network an instance asks for, with its subnets in network_subnets' order: one row per

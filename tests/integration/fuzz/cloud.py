@@ -14,6 +14,7 @@ import pytest
 import yarl
 
 from nova_async.common.web import API_NAME
+from nova_async.network import external
 from tests.harness import Harness, running
 from tests.waiting import until
 from tests.integration.fuzz.routes import Route, enumerate_routes
@@ -106,6 +107,13 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
         "network_id": net, "cidr": "10.9.0.0/24", "ip_version": 4}}), 201))["subnet"]["id"]
     port = (await _ok(await http.post("/network/v2.0/ports", headers=h.alice,
                                       json={"port": {"network_id": net}}), 201))["port"]["id"]
+    public = str((await external.ensure(h.pool, h.deps.settings.network))["id"])
+    router = (await _ok(await http.post("/network/v2.0/routers", headers=h.alice, json={"router": {
+        "name": "fuzz", "external_gateway_info": {"network_id": public}}}), 201))["router"]["id"]
+    await _ok(await http.put(f"/network/v2.0/routers/{router}/add_router_interface", headers=h.alice,
+                             json={"subnet_id": subnet}), 200)
+    fip = (await _ok(await http.post("/network/v2.0/floatingips", headers=h.alice, json={"floatingip": {
+        "floating_network_id": public, "port_id": port}}), 201))["floatingip"]["id"]
     await _ok(await http.post(C + "/os-keypairs", headers=h.alice,  # 2.1: generated
                               json={"keypair": {"name": "fuzzkey"}}), 200, 201)
     aggregate = (await _ok(await http.post(C + "/os-aggregates", headers=admin, json={
@@ -130,7 +138,8 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
     roles = [r["id"] for r in (await _ok(await http.get("/v3/roles", headers=h.admin), 200))["roles"]]
     known = {
         "flavor_id": [flavor], "key": ["hw:cpu_policy", "role"], "server_id": [server], "tag": ["fuzztag"],
-        "image_id": [image], "network_id": [net], "subnet_id": [subnet], "port_id": [port],
+        "image_id": [image], "network_id": [net, public], "subnet_id": [subnet], "port_id": [port],
+        "router_id": [router], "floatingip_id": [fip], "alias": ["router", "external-net"],
         "name": ["fuzzkey", "CUSTOM_FUZZ", "VCPU", "HW_CPU_X86_AVX"], "aggregate_id": [str(aggregate)],
         "group_id": [group], "service_id": [str(s["id"]) for s in services], "uuid": providers,
         "resource_class": ["CUSTOM_FUZZ", "VCPU", "DISK_GB"], "consumer": [server],
@@ -145,7 +154,8 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
 @contextlib.asynccontextmanager
 async def fuzz_cloud(pool, tmp_path) -> AsyncIterator[Cloud]:
     async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 2, "sim_vcpus": 64,
-                                                       "sim_memory_mb": 65536, "sim_disk_gb": 500}) as h:
+                                                       "sim_memory_mb": 65536, "sim_disk_gb": 500},
+                       network={"external_cidr": "203.0.113.0/24"}) as h:
         known = await _seed(h)
         routes = enumerate_routes(h.http.app, API_NAME)
         connector = aiohttp.TCPConnector(force_close=True)

@@ -169,7 +169,7 @@ async def test_bad_requests_are_neutron_errors_never_500(h):
             assert error["type"] == "HTTPBadRequest"
 
     for method, url, status in [("GET", f"{NET}?shared=perhaps", 400), ("GET", f"{SUBNET}?ip_version=x", 400),
-                                ("GET", "/network/v2.0/routers", 404), ("PUT", NET, 405),
+                                ("GET", "/network/v2.0/trunks", 404), ("PUT", NET, 405),
                                 ("GET", f"{PORT}/not-a-port", 404), ("DELETE", f"{SUBNET}/nope", 404)]:
         await neutron_error(await h.http.request(method, url, headers=h.alice), status)
     error = await neutron_error(await h.http.get(NET), 401)
