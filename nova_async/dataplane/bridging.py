@@ -11,6 +11,7 @@ Links are read from sysfs: it costs no process, and a part looks at many links p
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import structlog
@@ -71,7 +72,7 @@ async def ensure_bridge(made: Made, network: Network) -> None:
         await linux.ip("link", "set", "dev", name, "up")
 
 
-async def remove_bridge(made: Made, name: str, ours: set[str] = frozenset()) -> bool:
+async def remove_bridge(made: Made, name: str, ours: Collection[str] = ()) -> bool:
     """Delete recorded bridge `name`, whose network is gone. Ports of the network (`tap…`)
     and the links in `ours` may still be plugged in (deleting the bridge unplugs them);
     anything else plugged in (a NIC someone else put there) keeps the bridge. True when

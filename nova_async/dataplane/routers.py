@@ -15,7 +15,11 @@ again, atomically; connections already translated keep their translation in conn
 - with enable_snat, what else the internal subnets send out of qg leaves as the gateway
   port's address;
 - a guest reaching a floating IP on its own network would get the answer straight from its
-  neighbour, not through the router; such traffic is masqueraded to the router's address.
+  neighbour, not through the router; such traffic is masqueraded to the router's address;
+- conntrack keeps a connection's translation after the rule that made it is gone (there is
+  no `conntrack` tool here to delete it), so the forward chain drops connections whose
+  translation the router no longer has: a floating IP disassociated or moved to another
+  guest ends its established connections, as Neutron's agent does by deleting them.
 
 Every veth and namespace is recorded in Made before it is made and forgotten after it is
 gone; a pass removes what Made lists that the database no longer wants (a router deleted,
@@ -113,7 +117,9 @@ def plan(router: Router, want: Desired, host: str = "") -> Plan | None:
                     and subnet.ip_version not in {v for v, _, _ in routes}:
                 routes.append((subnet.ip_version, str(subnet.gateway_ip), gw_leg.inside))
         snat_to = next((str(f.address) for f in gateway.fixed_ips if f.address.version == 4), None)
-        nat = render_nat(gw_leg.inside, [leg.inside for leg in legs if leg is not gw_leg],
+        qrs = [(leg.inside, [a.split("/")[0] for a in leg.addresses if ":" not in a])
+               for leg in legs if leg is not gw_leg]
+        nat = render_nat(gw_leg.inside, qrs,
                          [(str(f.address), str(f.fixed_ip)) for f in floating],
                          snat_to if router.enable_snat else None, inside_cidrs)
     else:
@@ -121,18 +127,37 @@ def plan(router: Router, want: Desired, host: str = "") -> Plan | None:
     return Plan(router.id, namespace_name(router.id), tuple(legs), tuple(routes), nat)
 
 
-def render_nat(qg: str, qrs: list[str], floating: list[tuple[str, str]], snat_to: str | None,
-               inside_cidrs: list[str]) -> str:
-    """The router's nft table, replaced whole: floating IPs first, then the general SNAT."""
+def render_nat(qg: str, qrs: list[tuple[str, list[str]]], floating: list[tuple[str, str]],
+               snat_to: str | None, inside_cidrs: list[str]) -> str:
+    """The router's nft table, replaced whole: floating IPs first, then the general SNAT.
+    `qrs`: each internal port's device and its IPv4 addresses."""
     pre = [f"        ip daddr {fip} dnat ip to {fixed}\n" for fip, fixed in floating]
     post = [f'        oifname "{qg}" ip saddr {fixed} snat ip to {fip}\n' for fip, fixed in floating]
     if floating:
-        post += [f'        iifname "{qr}" oifname "{qr}" ct status dnat masquerade\n' for qr in qrs]
+        post += [f'        iifname "{qr}" oifname "{qr}" ct status dnat masquerade\n' for qr, _ in qrs]
     if snat_to and inside_cidrs:
-        post.append(f'        oifname "{qg}" ip saddr {{ {", ".join(sorted(set(inside_cidrs)))} }} '
-                    f"snat ip to {snat_to}\n")
+        post.append(f'        oifname "{qg}" ip saddr {_set(inside_cidrs)} snat ip to {snat_to}\n')
+    # A translation lives in conntrack as long as its connection does, whatever the rules
+    # say now: a connection through a floating IP since disassociated (or moved to another
+    # guest), or SNATed to an address the router no longer uses, is dropped here.
+    if floating:
+        stale = [f"        ct status dnat ct original ip daddr . ct reply ip saddr != "
+                 f"{_set(f'{fip} . {fixed}' for fip, fixed in floating)} drop\n",
+                 f"        ct status snat ct reply ip daddr {_set(fip for fip, _ in floating)} "
+                 f"ct original ip saddr . ct reply ip daddr != "
+                 f"{_set(f'{fixed} . {fip}' for fip, fixed in floating)} drop\n"]
+    else:
+        stale = ["        ct status dnat drop\n"]
+    sources = [fip for fip, _ in floating] + ([snat_to] if snat_to else [])
+    sources += [a for _, addresses in qrs for a in addresses] if floating else []
+    stale.append(f"        ct status snat ct reply ip daddr != {_set(sources)} drop\n" if sources
+                 else "        ct status snat drop\n")
     return (f"table inet {TABLE}\ndelete table inet {TABLE}\n"
             f"table inet {TABLE} {{\n"
+            f"    chain forward {{\n"
+            f"        type filter hook forward priority filter; policy accept;\n"
+            f"{''.join(stale)}"
+            f"    }}\n"
             f"    chain prerouting {{\n"
             f"        type nat hook prerouting priority dstnat; policy accept;\n"
             f"{''.join(pre)}"
@@ -141,6 +166,10 @@ def render_nat(qg: str, qrs: list[str], floating: list[tuple[str, str]], snat_to
             f"        type nat hook postrouting priority srcnat; policy accept;\n"
             f"{''.join(post)}"
             f"    }}\n}}\n")
+
+
+def _set(items) -> str:
+    return "{ " + ", ".join(sorted(set(items))) + " }"
 
 
 class Routers:
@@ -167,11 +196,14 @@ class Routers:
         for netns in await self._made.listed(NAMESPACE):
             if netns not in plans:
                 await self._remove_router(netns)
+        present = await linux.namespaces()
+        made = await self._made.listed(NAMESPACE)
+        legs = await self._made.listed(LEG)
         # One router failing (a bridge in the way, a refused rule set) leaves the others built.
         failed: list[str] = []
         for p in plans.values():
             try:
-                await self._build(p)
+                await self._build(p, present, made, legs)
             except linux.HostNetworkError as e:
                 log.error("router not built", router_id=p.router_id, error=str(e))
                 failed.append(f"router {p.router_id}: {e}")
@@ -182,10 +214,9 @@ class Routers:
         """Nothing held open: routers keep routing while the process is away; the next
         start's first pass takes them over from Made."""
 
-    async def _build(self, p: Plan) -> None:
+    async def _build(self, p: Plan, present: set[str], made: dict[str, Any], legs: dict[str, Any]) -> None:
         netns = linux.check_name(p.netns, netns=True)
-        made = await self._made.listed(NAMESPACE)
-        if netns not in await linux.namespaces():
+        if netns not in present:
             await self._made.record(NAMESPACE, netns, {"router_id": p.router_id})
             await linux.ip("netns", "add", netns)
             self._forwarding.discard(netns)
@@ -199,7 +230,6 @@ class Routers:
                             netns=netns)
             self._forwarding.add(netns)
         inside = await self._inside(netns)
-        legs = await self._made.listed(LEG)
         for leg in p.legs:
             await self._ensure_leg(netns, leg, inside, leg.tap in legs)
         await self._routes(netns, p.routes)

@@ -40,6 +40,32 @@ c.sendall(b"hello")
 c.close()
 """
 
+ECHO = """
+import socket
+s = socket.socket()
+s.bind(("0.0.0.0", 0))
+s.listen(1)
+s.settimeout(60)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+c.settimeout(60)
+while data := c.recv(100):
+    c.sendall(data)
+"""
+
+CHAT = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+print("connected", flush=True)
+c.settimeout(float(sys.argv[3]))
+for line in sys.stdin:
+    try:
+        c.sendall(line.encode())
+        print("echo", c.recv(100).decode().strip(), flush=True)
+    except OSError as e:
+        print("lost", type(e).__name__, flush=True)
+"""
+
 CONNECT = """
 import socket, sys
 try:
@@ -71,10 +97,6 @@ def mac() -> str:
 def port(net: d.Network, address: str, *, owner: str = "compute:nova", device_id: str = "") -> d.Port:
     return d.Port(id=uid(), network_id=net.id, mac_address=mac(), device_owner=owner, device_id=device_id,
                   fixed_ips=(d.FixedIp(subnet_id=net.subnets[0].id, address=ip_address(address)),))
-
-
-def ip_of(p: d.Port) -> str:
-    return str(p.fixed_ips[0].address)
 
 
 async def sh(*argv: str, check: bool = True) -> str:
@@ -144,9 +166,10 @@ class Lab:
         return netns
 
     async def dummy(self) -> str:
-        """A NIC that sends nothing anywhere: stands in for a physical one."""
+        """A stand-in for a physical NIC: one end of a veth pair whose other end stays down
+        (this kernel has no dummy links), so nothing sent into it goes anywhere."""
         name = self.link_name("ld")
-        await sh("ip", "link", "add", "name", name, "type", "dummy")
+        await sh("ip", "link", "add", "name", name, "type", "veth", "peer", "name", f"lp{name[2:]}")
         return name
 
     async def close(self) -> None:
@@ -186,6 +209,46 @@ async def listening(netns: str) -> AsyncIterator[tuple[int, asyncio.StreamReader
     try:
         port_line = await asyncio.wait_for(proc.stdout.readline(), 30)
         yield int(port_line), proc.stdout
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+@asynccontextmanager
+async def echoing(netns: str) -> AsyncIterator[int]:
+    """A TCP echo server in `netns` for one connection: its port."""
+    proc = await asyncio.create_subprocess_exec("ip", "netns", "exec", netns, sys.executable, "-c", ECHO,
+                                                stdout=asyncio.subprocess.PIPE)
+    try:
+        yield int(await asyncio.wait_for(proc.stdout.readline(), 30))
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+class Chat:
+    """One TCP connection held open from a namespace: `say` sends a line and returns
+    'echo <line>' when it came back, 'lost …' when nothing did within the client's bound."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+
+    async def say(self, line: str) -> str:
+        self._proc.stdin.write(f"{line}\n".encode())
+        await self._proc.stdin.drain()
+        return (await asyncio.wait_for(self._proc.stdout.readline(), 30)).decode().strip()
+
+
+@asynccontextmanager
+async def chatting(netns: str, address: str, port_number: int, bound: float = 5) -> AsyncIterator[Chat]:
+    proc = await asyncio.create_subprocess_exec("ip", "netns", "exec", netns, sys.executable, "-c", CHAT,
+                                                address, str(port_number), str(bound),
+                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    try:
+        assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"connected"
+        yield Chat(proc)
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -17,7 +17,7 @@ from nova_async.dataplane.external import ExternalNetworks
 from nova_async.dataplane.made import Made
 from nova_async.dataplane.routers import LEG, NAMESPACE, Routers
 from tests.integration.dataplane import netlab
-from tests.integration.dataplane.netlab import (Lab, addresses_in, connect, ip_of, link_exists, links_in,
+from tests.integration.dataplane.netlab import (Lab, addresses_in, chatting, connect, echoing, link_exists, links_in,
                                                 listening, master_of, namespaces, network, nft_in,
                                                 peer_seen, port, uid)
 
@@ -169,6 +169,33 @@ async def test_a_floating_ip_reaches_the_guest_from_outside_and_from_inside_unti
         assert await peer_seen(output) == "203.0.113.10"     # back to the router's SNAT
 
 
+async def test_a_connection_through_a_floating_ip_ends_when_it_is_disassociated_or_moved(cloud, lab):
+    fip = d.FloatingIp(id=uid(), address=d.IPv4Address("203.0.113.22"), network_id=cloud.ext.id,
+                       router_id=cloud.router_id, fixed_ip=d.IPv4Address("10.0.0.5"), port_id=cloud.guest.id)
+    other = port(cloud.inner, "10.0.0.6")
+    await cloud.apply(cloud.want(floating={fip.id: fip}))
+    outside, guest = await outside_and_guest(cloud, lab)
+
+    async with echoing(guest) as tcp, chatting(outside, "203.0.113.22", tcp) as chat:
+        assert await chat.say("one") == "echo one"
+        await cloud.apply(cloud.want(floating={fip.id: dataclasses.replace(fip, router_id=None, fixed_ip=None)}))
+        assert (await chat.say("two")).startswith("lost")
+
+    await cloud.apply(cloud.want(floating={fip.id: fip}))
+    async with echoing(guest) as tcp, chatting(outside, "203.0.113.22", tcp) as chat:
+        assert await chat.say("three") == "echo three"
+        moved = dataclasses.replace(fip, fixed_ip=d.IPv4Address("10.0.0.6"), port_id=other.id)
+        await cloud.apply(cloud.want(floating={fip.id: moved}))
+        assert (await chat.say("four")).startswith("lost")
+
+    # The guest's own connections out through the floating IP end with it too.
+    await cloud.apply(cloud.want(floating={fip.id: fip}))
+    async with echoing(outside) as tcp, chatting(guest, "203.0.113.1", tcp) as chat:
+        assert await chat.say("five") == "echo five"
+        await cloud.apply(cloud.want(floating={}))
+        assert (await chat.say("six")).startswith("lost")
+
+
 async def test_removing_interface_gateway_and_router_leaves_nothing_of_ours(cloud, lab):
     await cloud.apply(cloud.want())
     qr, qg = f"qr-{cloud.interface.id[:11]}", f"qg-{cloud.gateway.id[:11]}"
@@ -177,7 +204,7 @@ async def test_removing_interface_gateway_and_router_leaves_nothing_of_ours(clou
     await cloud.apply(cloud.want(interfaces=False))
     assert qr not in await links_in(cloud.netns) and not link_exists(cloud.interface.tap)
     assert cloud.interface.tap not in await cloud.made.listed(LEG)
-    assert "snat" not in await nft_in(cloud.netns)           # no internal subnet left to translate
+    assert "snat ip to" not in await nft_in(cloud.netns)     # no internal subnet left to translate
 
     await cloud.apply(cloud.want(interfaces=False, gateway=False))
     assert qg not in await links_in(cloud.netns) and not link_exists(cloud.gateway.tap)

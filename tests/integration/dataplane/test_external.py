@@ -1,0 +1,129 @@
+"""External and flat provider networks on the host (nova_async/dataplane/external.py): their
+bridges, the NICs plugged into them (dummy links here: they send nothing anywhere), and
+what is never touched — a bridge or NIC that is not ours, a NIC the host uses. The host as
+the external gateway (forwarding on, masquerade) is checked as rules only: turning on the
+host's forwarding is not a test's to do."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from nova_async.config import NetworkSettings
+from nova_async.dataplane import desired as d
+from nova_async.dataplane.external import NIC, ExternalNetworks, layout, render_nat
+from nova_async.dataplane.linux import HostNetworkError
+from nova_async.dataplane.made import Made
+from tests.integration.dataplane import netlab
+from tests.integration.dataplane.netlab import Lab, link_exists, master_of, network
+
+pytestmark = netlab.needs_root
+
+
+@pytest.fixture
+async def lab():
+    lab = Lab()
+    try:
+        yield lab
+    finally:
+        await lab.close()
+
+
+@pytest.fixture
+async def host(pool, lab):
+    """A part factory for this test's host; whatever its parts made goes at the end."""
+    made = Made(pool, f"test-{uuid.uuid4().hex[:12]}")
+    parts = []
+
+    def part(**settings) -> ExternalNetworks:
+        settings.setdefault("external_host_gateway", False)
+        each = ExternalNetworks(pool=pool, made=made, host=made.host, state_dir=None,
+                                settings=NetworkSettings(dataplane_table=f"t{uuid.uuid4().hex[:10]}", **settings))
+        parts.append(each)
+        return each
+
+    part.made = made
+    try:
+        yield part
+    finally:
+        try:
+            for each in parts:
+                await each.apply(d.Desired())
+        finally:
+            await netlab.scrub(made)
+
+
+def want(*nets: d.Network) -> d.Desired:
+    return d.Desired(networks={n.id: n for n in nets})
+
+
+async def test_a_flat_network_gets_its_physical_networks_nic_and_gives_it_back(host, lab):
+    nic = await lab.dummy()
+    physnet = f"ph{uuid.uuid4().hex[:6]}"
+    part = host(physical_networks=(f"{physnet}:{nic}",))
+    flat = network("198.51.100.0/24", network_type="flat", physical_network=physnet)
+    await part.apply(want(flat))
+    assert master_of(nic) == flat.bridge
+    assert await host.made.listed(NIC) == {nic: {"bridge": flat.bridge}}
+
+    await part.apply(want())
+    assert link_exists(nic) and master_of(nic) is None      # unplugged, never deleted
+    assert not link_exists(flat.bridge)
+    assert await host.made.listed(NIC) == {}
+
+
+async def test_external_interface_goes_into_the_external_bridge_and_the_host_holds_no_address(host, lab):
+    nic = await lab.dummy()
+    # external_host_gateway as its default (true): with a NIC the gateway is on the LAN, not here.
+    part = host(external_interface=nic, external_host_gateway=True, external_cidr="198.51.100.0/24")
+    ext = network("198.51.100.0/24", external=True)
+    await part.apply(want(ext))
+    assert master_of(nic) == ext.bridge
+    shown = await netlab.sh("ip", "-br", "addr", "show", "dev", ext.bridge)
+    assert "198.51.100" not in shown
+    assert await host.made.listed("nat_table") == {}
+
+
+async def test_a_nic_the_host_uses_or_another_bridge_holds_is_refused(host, lab):
+    busy, enslaved = await lab.dummy(), await lab.dummy()
+    await netlab.sh("ip", "addr", "add", f"fd{uuid.uuid4().hex[:2]}:{uuid.uuid4().hex[:4]}::1/128",
+                    "dev", busy, "nodad")
+    theirs = lab.link_name("lb")
+    await netlab.sh("ip", "link", "add", "name", theirs, "type", "bridge")
+    await netlab.sh("ip", "link", "set", "dev", enslaved, "master", theirs)
+    physnets = {f"pa{uuid.uuid4().hex[:6]}": busy, f"pb{uuid.uuid4().hex[:6]}": enslaved}
+    part = host(physical_networks=tuple(f"{p}:{n}" for p, n in physnets.items()))
+    nets = [network("198.51.100.0/24", network_type="flat", physical_network=p) for p in physnets]
+    with pytest.raises(HostNetworkError) as refused:
+        await part.apply(want(*nets))
+    assert f"NIC {busy} holds addresses" in str(refused.value)
+    assert f"NIC {enslaved} is already in {theirs}" in str(refused.value)
+    assert master_of(busy) is None and master_of(enslaved) == theirs
+    assert all(link_exists(n.bridge) for n in nets)          # the networks still have bridges
+    assert await host.made.listed(NIC) == {}
+
+
+async def test_a_bridge_not_ours_is_left_alone(host, lab):
+    ext = network("203.0.113.0/24", external=True)
+    # Someone (compute, another service) made this network's bridge before us.
+    lab.made_links.append(ext.bridge)
+    await netlab.sh("ip", "link", "add", "name", ext.bridge, "type", "bridge")
+    part = host()
+    await part.apply(want(ext))
+    await part.apply(want())
+    assert link_exists(ext.bridge)
+
+    mine = network("203.0.113.0/24", external=True)
+    await part.apply(want(mine))
+    assert link_exists(mine.bridge)
+    await part.apply(want())
+    assert not link_exists(mine.bridge)
+
+
+async def test_the_host_gateway_rules_are_ones_nft_takes():
+    ext = network("203.0.113.0/24", external=True)
+    plan = layout(want(ext), NetworkSettings(external_host_gateway=True), {})
+    # -c: checked, not applied.
+    done = await netlab.process.run_input("nft", "-c", "-f", "-", data=render_nat("nova_check", plan.masquerade).encode())
+    assert done.returncode == 0, done.output
