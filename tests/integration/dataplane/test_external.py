@@ -1,18 +1,18 @@
 """External and flat provider networks on the host (nova_async/dataplane/external.py): their
 bridges, the NICs plugged into them (dummy links here: they send nothing anywhere), and
-what is never touched — a bridge or NIC that is not ours, a NIC the host uses. The host as
-the external gateway (forwarding on, masquerade) is checked as rules only: turning on the
-host's forwarding is not a test's to do."""
+what is never touched — a bridge or NIC that is not ours, a NIC the host uses — and the
+host as the external network's gateway, in a namespace standing in for the host."""
 
 from __future__ import annotations
 
+import sys
 import uuid
 
 import pytest
 
 from nova_async.config import NetworkSettings
 from nova_async.dataplane import desired as d
-from nova_async.dataplane.external import NIC, ExternalNetworks, layout, render_nat
+from nova_async.dataplane.external import NIC, ExternalNetworks
 from nova_async.dataplane.linux import HostNetworkError
 from nova_async.dataplane.made import Made
 from tests.integration.dataplane import netlab
@@ -121,9 +121,69 @@ async def test_a_bridge_not_ours_is_left_alone(host, lab):
     assert not link_exists(mine.bridge)
 
 
-async def test_the_host_gateway_rules_are_ones_nft_takes():
+# The host-gateway mode turns on the host's forwarding: a test may do that only to a host of
+# its own, so the part runs in a namespace that stands in for the host (`ip netns exec` gives
+# it that namespace's /proc/sys/net and /sys/class/net), with an "upstream" namespace behind
+# its uplink and a machine on the external bridge.
+AS_HOST = """
+import asyncio, ipaddress, sys
+from nova_async.config import NetworkSettings
+from nova_async.dataplane import desired as d
+from nova_async.dataplane.external import ExternalNetworks
+from nova_async.dataplane.made import Made
+from nova_async.db.pool import open_pool
+
+async def main(dsn, host, table, net_id, cidr):
+    nets = {}
+    if cidr:
+        c = ipaddress.ip_network(cidr)
+        nets = {net_id: d.Network(net_id, 1500, True, subnets=(d.Subnet("s", net_id, c, 4, c[1], False),))}
+    async with open_pool(dsn, min_size=1, max_size=2) as pool:
+        part = ExternalNetworks(pool=pool, made=Made(pool, host), host=host, state_dir=None,
+                                settings=NetworkSettings(dataplane_table=table, external_host_gateway=True))
+        await part.apply(d.Desired(networks=nets))
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_the_host_as_the_external_gateway_masquerades_the_range_out_of_its_uplink(database, pool, lab):
+    made = Made(pool, f"test-{uuid.uuid4().hex[:12]}")
+    table = f"t{uuid.uuid4().hex[:10]}"
+    box = await lab.namespace("box")               # the host
+    upstream = await lab.namespace("up")           # what lies beyond its uplink
+    await netlab.sh("ip", "-n", box, "link", "add", "name", "uplink", "type", "veth", "peer", "name", "eth0",
+                    "netns", upstream)
+    await netlab.sh("ip", "-n", box, "addr", "add", "198.51.100.2/24", "dev", "uplink")
+    await netlab.sh("ip", "-n", box, "link", "set", "uplink", "up")
+    await netlab.sh("ip", "-n", upstream, "addr", "add", "198.51.100.1/24", "dev", "eth0")
+    await netlab.sh("ip", "-n", upstream, "link", "set", "eth0", "up")
+    await netlab.sh("ip", "-n", box, "route", "add", "default", "via", "198.51.100.1")
     ext = network("203.0.113.0/24", external=True)
-    plan = layout(want(ext), NetworkSettings(external_host_gateway=True), {})
-    # -c: checked, not applied.
-    done = await netlab.process.run_input("nft", "-c", "-f", "-", data=render_nat("nova_check", plan.masquerade).encode())
-    assert done.returncode == 0, done.output
+
+    async def as_host(cidr: str) -> None:
+        await netlab.sh("ip", "netns", "exec", box, sys.executable, "-c", AS_HOST, database, made.host,
+                        table, ext.id, cidr)
+
+    try:
+        await as_host("203.0.113.0/24")
+        assert await netlab.sh("ip", "netns", "exec", box, "sysctl", "-n", "net.ipv4.ip_forward") == "1\n"
+        assert "203.0.113.1/24" in await netlab.sh("ip", "-n", box, "addr", "show", "dev", ext.bridge)
+        machine = await lab.namespace("vm")
+        await netlab.sh("ip", "link", "add", "name", "eth0", "netns", machine, "type", "veth", "peer", "name",
+                        "tapvm", "netns", box)
+        # Named as a guest's tap is: a port of the network, which does not keep its bridge.
+        await netlab.sh("ip", "-n", box, "link", "set", "tapvm", "master", ext.bridge, "up")
+        await netlab.sh("ip", "-n", machine, "addr", "add", "203.0.113.50/24", "dev", "eth0")
+        await netlab.sh("ip", "-n", machine, "link", "set", "eth0", "up")
+        await netlab.sh("ip", "-n", machine, "route", "add", "default", "via", "203.0.113.1")
+        async with netlab.listening(upstream) as (tcp, output):
+            assert (await netlab.connect(machine, "198.51.100.1", tcp)).startswith("reached")
+            assert await netlab.peer_seen(output) == "198.51.100.2"     # masqueraded as the host
+
+        await as_host("")                            # the external network is gone
+        assert not (await netlab.sh("ip", "-n", box, "-br", "link", "show", "type", "bridge")).strip()
+        assert table not in await netlab.sh("ip", "netns", "exec", box, "nft", "list", "tables")
+        assert await pool.fetch("SELECT * FROM dataplane_objects WHERE host = $1", made.host) == []
+    finally:
+        await pool.execute("DELETE FROM dataplane_objects WHERE host = $1", made.host)
