@@ -229,13 +229,15 @@ class Routers:
             await linux.run("sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
                             netns=netns)
             self._forwarding.add(netns)
+        # The rules before the addresses: a floating IP is translated from the moment the
+        # router answers ARP for it (nft names devices, so they need not exist yet).
+        if self._applied.get(netns) != p.nat:
+            await linux.nft(p.nat, netns=netns)
+            self._applied[netns] = p.nat
         inside = await self._inside(netns)
         for leg in p.legs:
             await self._ensure_leg(netns, leg, inside, leg.tap in legs)
         await self._routes(netns, p.routes)
-        if self._applied.get(netns) != p.nat:
-            await linux.nft(p.nat, netns=netns)
-            self._applied[netns] = p.nat
 
     async def _inside(self, netns: str) -> dict[str, dict[str, Any]]:
         shown = await linux.ip("-j", "-n", netns, "addr", "show")
