@@ -29,6 +29,7 @@ cleans up after a crash. A router whose ports are bound to another host is not b
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +169,29 @@ def render_nat(qg: str, qrs: list[tuple[str, list[str]]], floating: list[tuple[s
             f"    }}\n}}\n")
 
 
+# Gratuitous ARP, as Neutron's agent sends with arping: a floating IP that moved to this
+# router (or a router made anew) is answered by its MAC at once, not when the neighbours'
+# caches expire. Python, because this host has no arping; the frame is built by hand.
+_GARP = """
+import socket, sys
+dev, mac = sys.argv[1], bytes.fromhex(sys.argv[2].replace(":", ""))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((dev, 0x0806))
+for address in sys.argv[3:]:
+    ip = socket.inet_aton(address)
+    s.send(b"\\xff" * 6 + mac + b"\\x08\\x06\\x00\\x01\\x08\\x00\\x06\\x04\\x00\\x01" + mac + ip + bytes(6) + ip)
+"""
+
+
+async def announce(netns: str, dev: str, mac: str, addresses: list[str]) -> None:
+    """Tell the network `dev` in `netns` now holds `addresses` (IPv4), at MAC `mac`."""
+    done = await linux.run(sys.executable, "-c", _GARP, linux.check_name(dev), mac, *addresses,
+                           netns=netns, check=False)
+    if done.returncode != 0:
+        # The addresses work without it; neighbours learn them when their caches expire.
+        log.warning("gratuitous ARP not sent", netns=netns, dev=dev, error=done.output.strip()[-300:])
+
+
 def _set(items) -> str:
     return "{ " + ", ".join(sorted(set(items))) + " }"
 
@@ -275,13 +299,16 @@ class Routers:
                 if a.get("scope") == "global"}
         for address in sorted(held - set(leg.addresses)):
             await linux.ip("-n", netns, "addr", "del", address, "dev", name)
-        for address in leg.addresses:
-            if address not in held:
-                # nodad: the address is the port's, allocated by the database, not contended.
-                extra = ("nodad",) if ":" in address else ()
-                await linux.ip("-n", netns, "addr", "replace", address, "dev", name, *extra)
+        added = [a for a in leg.addresses if a not in held]
+        for address in added:
+            # nodad: the address is the port's, allocated by the database, not contended.
+            extra = ("nodad",) if ":" in address else ()
+            await linux.ip("-n", netns, "addr", "replace", address, "dev", name, *extra)
         if "UP" not in link.get("flags", ()):
             await linux.ip("-n", netns, "link", "set", "dev", name, "up")
+        fresh = [a.split("/")[0] for a in added if ":" not in a]
+        if fresh:
+            await announce(netns, name, leg.port.mac_address, fresh)
 
     async def _routes(self, netns: str, routes: tuple[tuple[int, str, str], ...]) -> None:
         for version in (4, 6):

@@ -5,6 +5,7 @@ internal network, and everything of the router goes when the database stops want
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from pathlib import Path
@@ -194,6 +195,21 @@ async def test_a_connection_through_a_floating_ip_ends_when_it_is_disassociated_
         assert await chat.say("five") == "echo five"
         await cloud.apply(cloud.want(floating={}))
         assert (await chat.say("six")).startswith("lost")
+
+
+async def test_the_outside_learns_at_once_where_a_floating_ip_now_is(cloud, lab):
+    await cloud.apply(cloud.want())
+    outside, _ = await outside_and_guest(cloud, lab)
+    # The outside last saw 203.0.113.23 somewhere else (another router, since gone).
+    await netlab.sh("ip", "-n", outside, "neigh", "replace", "203.0.113.23", "lladdr", "02:00:00:00:00:01",
+                    "dev", "eth0", "nud", "stale")
+    fip = d.FloatingIp(id=uid(), address=d.IPv4Address("203.0.113.23"), network_id=cloud.ext.id,
+                       router_id=cloud.router_id, fixed_ip=d.IPv4Address("10.0.0.5"), port_id=cloud.guest.id)
+    await cloud.apply(cloud.want(floating={fip.id: fip}))
+    # The announcement has left the router; the outside's kernel takes it in its own time.
+    async with asyncio.timeout(10):
+        while cloud.gateway.mac_address not in await netlab.sh("ip", "-n", outside, "neigh", "show", "203.0.113.23"):
+            await asyncio.sleep(0.05)
 
 
 async def test_removing_interface_gateway_and_router_leaves_nothing_of_ours(cloud, lab):
