@@ -2,7 +2,7 @@
 
 Compute makes `brq<net[:11]>` for its guests (compute/plumbing.py: a plain Linux bridge,
 kept as it is when it exists); routers and the external network need the same bridge, so
-this makes it the same way. A bridge made here is recorded in Made (kind `bridge`, detail
+this makes it the same way. A bridge made here is recorded in Made (kind `l3-bridge`, detail
 `{"network_id"}`) before it is made; one that existed before (compute's, or anyone's) is not
 recorded, so it is never ours to delete. Whatever part sees a recorded bridge's network gone
 from the database deletes it — unless something not ours is still plugged into it.
@@ -23,7 +23,7 @@ from nova_async.dataplane.made import Made
 log = structlog.get_logger("dataplane.bridging")
 
 SYS_NET = Path("/sys/class/net")
-BRIDGE = "bridge"
+BRIDGE = "l3-bridge"   # Made kind, shared by the router and external-network parts
 _IFF_UP = 0x1
 
 

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from ipaddress import IPv4Network, ip_interface, ip_network
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import structlog
@@ -35,9 +36,10 @@ from nova_async.dataplane.made import Made
 
 log = structlog.get_logger("dataplane.external")
 
-NIC = "nic"                    # a NIC we plugged into a bridge; detail {"bridge"}
-HOST_ADDRESS = "host_address"  # "<bridge> <address>/<prefix>"; detail {"bridge", "address"}
-NAT_TABLE = "nat_table"        # "inet <table>"
+# Made kinds
+NIC = "external-nic"                # a NIC we plugged into a bridge; detail {"bridge"}
+HOST_ADDRESS = "external-address"   # "<bridge> <address>/<prefix>"; detail {"bridge", "address"}
+NAT_TABLE = "external-nat-table"    # "inet <table>"
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 _TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,27}")
 
@@ -139,10 +141,12 @@ class ExternalNetworks:
 
     name = "external"
 
-    def __init__(self, *, pool: Any, made: Made, settings: NetworkSettings, host: str,
-                 state_dir: Any = None) -> None:
-        self._made = made
-        self._settings = settings
+    def __init__(self, deps: Any = None, **kw: Any) -> None:
+        """`deps`: the reconciler's PartDeps; or the same as keywords (made, settings)."""
+        deps = deps or SimpleNamespace(**kw)
+        self._made: Made = deps.made
+        self._settings: NetworkSettings = deps.settings
+        settings = self._settings
         self._table = nat_table(settings.dataplane_table)
         self._physnets = physical_networks(settings.physical_networks)
         self._applied_nat: str | None = None

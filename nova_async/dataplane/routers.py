@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import structlog
@@ -42,8 +43,8 @@ from nova_async.dataplane.made import Made
 
 log = structlog.get_logger("dataplane.routers")
 
-NAMESPACE = "router"        # Made kind: a router's namespace, named qrouter-<id>
-LEG = "router_port"         # Made kind: a router port's veth, by its host end tap<port>
+NAMESPACE = "router-namespace"   # Made kind: a router's namespace, named qrouter-<id>
+LEG = "router-link"              # Made kind: a router port's veth, by its host end tap<port>
 TABLE = "router"            # the nft table inside each router's namespace
 
 
@@ -201,10 +202,11 @@ class Routers:
 
     name = "routers"
 
-    def __init__(self, *, pool: Any, made: Made, settings: NetworkSettings, host: str,
-                 state_dir: Any = None) -> None:
-        self._made = made
-        self._host = host
+    def __init__(self, deps: Any = None, **kw: Any) -> None:
+        """`deps`: the reconciler's PartDeps; or the same as keywords (made, settings, host)."""
+        deps = deps or SimpleNamespace(**kw)
+        self._made: Made = deps.made
+        self._host: str = deps.host
         # Per namespace, what this process already did to it: forwarding switched on, and
         # the nft script last applied (a restart does both once more, which changes nothing).
         self._forwarding: set[str] = set()

@@ -185,17 +185,17 @@ async def scrub(made: Made) -> None:
     rows = await made.pool.fetch("SELECT kind, name, detail FROM dataplane_objects WHERE host = $1", made.host)
     for row in rows:
         kind, name = row["kind"], row["name"]
-        if kind == "router_port" and link_exists(name):
+        if kind == "router-link" and link_exists(name):
             await sh("ip", "link", "del", "dev", name, check=False)
-        elif kind == "nic" and master_of(name):
+        elif kind == "external-nic" and master_of(name):
             await sh("ip", "link", "set", "dev", name, "nomaster", check=False)
     for row in rows:
         kind, name = row["kind"], row["name"]
-        if kind == "router":
+        if kind == "router-namespace":
             await sh("ip", "netns", "del", name, check=False)
-        elif kind == "bridge" and link_exists(name):
+        elif kind == "l3-bridge" and link_exists(name):
             await sh("ip", "link", "del", "dev", name, check=False)
-        elif kind == "nat_table":
+        elif kind == "external-nat-table":
             await sh("nft", "delete", "table", *name.split(), check=False)
         await made.forget(kind, name)
 

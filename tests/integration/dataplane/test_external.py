@@ -12,7 +12,7 @@ import pytest
 
 from nova_async.config import NetworkSettings
 from nova_async.dataplane import desired as d
-from nova_async.dataplane.external import NIC, ExternalNetworks
+from nova_async.dataplane.external import NAT_TABLE, NIC, ExternalNetworks
 from nova_async.dataplane.linux import HostNetworkError
 from nova_async.dataplane.made import Made
 from tests.integration.dataplane import netlab
@@ -82,7 +82,7 @@ async def test_external_interface_goes_into_the_external_bridge_and_the_host_hol
     assert master_of(nic) == ext.bridge
     shown = await netlab.sh("ip", "-br", "addr", "show", "dev", ext.bridge)
     assert "198.51.100" not in shown
-    assert await host.made.listed("nat_table") == {}
+    assert await host.made.listed(NAT_TABLE) == {}
 
 
 async def test_a_nic_the_host_uses_or_another_bridge_holds_is_refused(host, lab):
