@@ -7,7 +7,7 @@ Three ways out, from settings (`[network]`):
   other interfaces, in an nft table of its own (`<dataplane_table>_nat`, never the host's
   tables), with host forwarding on (`net.ipv4.ip_forward=1`, logged: it is the host's).
 - `external_interface` (an edge site's LAN): that NIC is plugged into the external
-  network's bridge; the gateway is another machine on the LAN, so the host holds no address
+  network's bridge (physical network `external`, as the network API makes it); the gateway is another machine on the LAN, so the host holds no address
   there, whatever `external_host_gateway` says (two gateways on one LAN would fight over
   the address).
 - `physical_networks` PHYSNET:NIC: a flat network on PHYSNET gets NIC in its bridge.
@@ -41,6 +41,7 @@ NIC = "external-nic"                # a NIC we plugged into a bridge; detail {"b
 HOST_ADDRESS = "external-address"   # "<bridge> <address>/<prefix>"; detail {"bridge", "address"}
 NAT_TABLE = "external-nat-table"    # "inet <table>"
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+EXTERNAL_PHYSNET = "external"   # as the network API names it (network/providers.py)
 _TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,27}")
 
 
@@ -51,14 +52,17 @@ def nat_table(dataplane_table: str) -> str:
     return f"{dataplane_table}_nat"
 
 
-def physical_networks(pairs: tuple[str, ...]) -> dict[str, str]:
-    """`physnet1:eth1` pairs as physnet → NIC."""
+def physical_networks(pairs: tuple[str, ...], external_interface: str = "") -> dict[str, str]:
+    """`physnet1:eth1` pairs as physnet → NIC; `external_interface` is physical network
+    `external`'s NIC (the network API makes the external network flat on it then)."""
     mapped: dict[str, str] = {}
     for pair in pairs:
         physnet, sep, nic = pair.partition(":")
         if not sep or not physnet or physnet in mapped:
             raise errors.InvalidInput(f"[network] physical_networks: {pair!r} is not a new PHYSNET:NIC pair")
         mapped[physnet] = linux.check_name(nic)
+    if external_interface:
+        mapped.setdefault(EXTERNAL_PHYSNET, linux.check_name(external_interface))
     return mapped
 
 
@@ -84,13 +88,11 @@ def layout(want: Desired, settings: NetworkSettings, physnets: dict[str, str]) -
                         "cannot be in two bridges", network_id=net.id, physical_network=net.physical_network)
             continue
         plugs[nic] = net.bridge
-    if settings.external_interface and external:
+    # An external network made before external_interface was set stays `local` in the
+    # database; the setting still says where its NIC goes.
+    if settings.external_interface and external and settings.external_interface not in plugs:
         net = _the_external_network(external, settings.external_cidr)
-        nic = linux.check_name(settings.external_interface)
-        if nic in plugs:
-            log.warning("external_interface is also a physical network's NIC; left there", nic=nic)
-        else:
-            plugs[nic] = net.bridge
+        plugs[linux.check_name(settings.external_interface)] = net.bridge
     plugged = set(plugs.values())
     addresses: dict[str, tuple[str, str]] = {}
     masquerade = []
@@ -148,7 +150,7 @@ class ExternalNetworks:
         self._settings: NetworkSettings = deps.settings
         settings = self._settings
         self._table = nat_table(settings.dataplane_table)
-        self._physnets = physical_networks(settings.physical_networks)
+        self._physnets = physical_networks(settings.physical_networks, settings.external_interface)
         self._applied_nat: str | None = None
 
     async def apply(self, want: Desired) -> None:

@@ -94,6 +94,13 @@ def test_the_host_gateway_only_on_a_bridge_without_a_nic():
     assert f'ip saddr 203.0.113.0/24 oifname != {{ "{ext.bridge}" }} masquerade' in render_nat("x_nat", lab.masquerade)
     site = layout(want, NetworkSettings(external_host_gateway=True, external_interface="eth1"), {})
     assert site.plugs == {"eth1": ext.bridge} and site.addresses == {} and site.masquerade == ()
+    # As the network API makes it with external_interface set: flat on physnet `external`.
+    flat_ext = network("203.0.113.0/24", external=True, network_type="flat", physical_network="external")
+    settings = NetworkSettings(external_interface="eth1")
+    site = layout(d.Desired(networks={ext.id: ext, flat_ext.id: flat_ext}), settings,
+                  physical_networks((), "eth1"))
+    assert site.plugs == {"eth1": flat_ext.bridge}
+    assert set(site.addresses) == {f"{ext.bridge} 203.0.113.1/24"}   # the other one is host-only
     off = layout(want, NetworkSettings(external_host_gateway=False), {})
     assert off.addresses == {} and off.masquerade == () and set(off.bridges) == {ext.bridge}
 
