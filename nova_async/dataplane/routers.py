@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import structlog
 
-from nova_async.config import NetworkSettings
 from nova_async.dataplane import bridging, linux
 from nova_async.dataplane.desired import Desired, Network, Port, Router, short
 from nova_async.dataplane.made import Made
@@ -45,7 +45,7 @@ log = structlog.get_logger("dataplane.routers")
 
 NAMESPACE = "router-namespace"   # Made kind: a router's namespace, named qrouter-<id>
 LEG = "router-link"              # Made kind: a router port's veth, by its host end tap<port>
-TABLE = "router"            # the nft table inside each router's namespace
+TABLE = "router"                 # the nft table inside each router's namespace
 
 
 def namespace_name(router_id: str) -> str:
@@ -193,7 +193,7 @@ async def announce(netns: str, dev: str, mac: str, addresses: list[str]) -> None
         log.warning("gratuitous ARP not sent", netns=netns, dev=dev, error=done.output.strip()[-300:])
 
 
-def _set(items) -> str:
+def _set(items: Iterable[str]) -> str:
     return "{ " + ", ".join(sorted(set(items))) + " }"
 
 
