@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 import aiohttp
@@ -62,9 +63,33 @@ def remove_guests_under(state_dir: Path, uri: str = "qemu:///system") -> list[st
     return removed
 
 
+def safe_network_settings(state_dir: Path, args: tuple[str, ...]) -> tuple[str, ...]:
+    """The args with a config whose [network] section is safe on a shared test machine: a
+    service's own nftables table name (services of parallel tests never share one), and an
+    external network on TEST-NET-3 whose gateway is not the host's (the host gets no address
+    on it and does not NAT it anywhere). A test that gives its own --config with a [network]
+    section keeps it as it is; one without gets this section added to a copy."""
+    section = (f'[network]\ndataplane_table = "t_{uuid.uuid4().hex[:12]}"\n'
+               'external_cidr = "203.0.113.0/24"\nexternal_host_gateway = false\n')
+    args = list(args)
+    if "--config" in args:
+        given = Path(args[args.index("--config") + 1])
+        text = given.read_text()
+        if "[network]" in text:
+            return tuple(args)
+        merged = state_dir.parent / f"{state_dir.name}-with-network.toml"
+        merged.write_text(text + "\n" + section)
+        args[args.index("--config") + 1] = str(merged)
+        return tuple(args)
+    config = state_dir.parent / f"{state_dir.name}-network.toml"
+    config.write_text(section)
+    return (*args, "--config", str(config))
+
+
 @contextlib.asynccontextmanager
 async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None):
     port = free_port()
+    args = safe_network_settings(state_dir, args)
     argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
             "--state-dir", str(state_dir), "--admin-password", PASSWORD, *args]
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
