@@ -1,9 +1,13 @@
-"""Quotas as Neutron reports them. The limits are Neutron's defaults; they are reported so
-that `openstack quota show` works, and are not enforced."""
+"""Quotas as Neutron reports them. The limits are Neutron's defaults, reported so that
+`openstack quota show` works. Networks, subnets and ports made through the API are held
+to them (`check`), a bulk create as a whole; an instance's own ports are counted but not
+refused here (compute's quota already admitted the instance)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import asyncpg
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -33,3 +37,20 @@ async def usage(db: Pool, ctx: RequestContext, project_id: str) -> dict[str, dic
     used = await db.fetchrow(Q.project_usage, project_id)
     return {k: {"limit": limit, "used": used[k] if k in used.keys() else 0, "reserved": 0}
             for k, limit in DEFAULTS.items()}
+
+
+async def check(conn: asyncpg.Connection, project_id: str, resource: str, wanted: int) -> None:
+    """Refuse `wanted` more of `resource` that would take the project past its limit. Runs in
+    the creating transaction, before its inserts and its other locks: creates of one kind by
+    one project queue on one advisory lock, so a count is never overtaken."""
+    await conn.execute(Q.lock_project_quota, project_id, resource)
+    used = (await conn.fetchrow(Q.project_usage, project_id))[resource]
+    if used + wanted > DEFAULTS[resource]:
+        raise errors.Conflict(f"Quota exceeded for resources: ['{resource}'] (limit {DEFAULTS[resource]}, "
+                              f"in use {used}, requested {wanted}).", code="over_quota")
+
+
+async def check_batch(conn: asyncpg.Connection, resource: str, projects: list[str]) -> None:
+    """`check` for a bulk create whose items belong to `projects` (one entry per item)."""
+    for project in sorted(set(projects)):
+        await check(conn, project, resource, projects.count(project))

@@ -21,8 +21,9 @@ def only(data: dict[str, Any], fields: list[str] | None) -> dict[str, Any]:
 
 
 def _times(row: asyncpg.Record) -> dict[str, Any]:
+    # revision_number: networks, subnets and ports have one (0046); 1 for rows without it.
     return {"created_at": iso(row["created_at"]), "updated_at": iso(row["updated_at"]),
-            "revision_number": 1, "tags": []}
+            "revision_number": row.get("revision_number", 1), "tags": []}
 
 
 def versions(base_url: str) -> dict[str, Any]:
@@ -35,6 +36,29 @@ def resources(base_url: str) -> dict[str, Any]:
         {"name": name, "collection": f"{name}s",
          "links": [{"href": f"{base_url}/network/v2.0/{name}s", "rel": "self"}]}
         for name in ("network", "subnet", "port")]}
+
+
+# Neutron API extensions this service answers for, by alias: clients look some up before they
+# send an attribute (`openstack port create` lists them to decide how to set tags).
+EXTENSIONS = {
+    "allowed-address-pairs": "Allowed Address Pairs",
+    "binding": "Port Binding",
+    "external-net": "Neutron external network",
+    "net-mtu": "Network MTU",
+    "net-mtu-writable": "Network MTU (writable)",
+    "port-security": "Port Security",
+    "project-id": "project_id field enabled",
+    "quotas": "Quota management support",
+    "security-group": "security-group",
+    "standard-attr-description": "standard-attr-description",
+    "standard-attr-revisions": "Resource revision numbers",
+    "standard-attr-timestamp": "Resource timestamps",
+}
+
+
+def extension(alias: str) -> dict[str, Any]:
+    return {"alias": alias, "name": EXTENSIONS[alias], "description": EXTENSIONS[alias],
+            "updated": "2013-01-01T00:00:00-00:00", "links": []}
 
 
 def network(row: asyncpg.Record) -> dict[str, Any]:
@@ -88,7 +112,7 @@ def subnet(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]]) -> dict[str, Any]:
+def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]], security_groups: list[str]) -> dict[str, Any]:
     return {
         "id": str(row["id"]),
         "name": row["name"],
@@ -107,10 +131,10 @@ def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]]) -> dict[str, Any]
         "binding:vnic_type": "normal",
         "binding:vif_details": {},
         "binding:profile": {},
-        "security_groups": [],
-        "allowed_address_pairs": [],
+        "security_groups": security_groups,
+        "allowed_address_pairs": row["allowed_address_pairs"],
         "extra_dhcp_opts": [],
-        "port_security_enabled": True,
+        "port_security_enabled": row["port_security_enabled"],
         **_times(row),
     }
 

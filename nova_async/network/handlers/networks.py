@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.common.web import context, dump, read_json
+from nova_async.common.web import context, dump
 from nova_async.network import networks, schemas, views
-from nova_async.network.handlers.common import fields, flag, many
+from nova_async.network.handlers.common import create_items, fields, flag, many, update_body
 from nova_async.network.state import STATE
 
 
@@ -27,10 +27,18 @@ async def show_network(request: web.Request) -> web.Response:
 
 
 async def create_network(request: web.Request) -> web.Response:
+    """One network, or a bulk list (`{"networks": [...]}`) made all together or not at all."""
     ctx = context(request)
-    body = await read_json(request, schemas.NETWORK)
-    row = await networks.create_network(request.app[STATE].pool, ctx, body["network"])
-    return dump({"network": views.network(row)}, status=201)
+    items, bulk = await create_items(request, "network", schemas.NETWORK)
+    made = [views.network(r) for r in await networks.create_networks(request.app[STATE].pool, ctx, items)]
+    return dump({"networks": made} if bulk else {"network": made[0]}, status=201)
+
+
+async def update_network(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await update_body(request, "network", schemas.NETWORK_UPDATE)
+    row = await networks.update_network(request.app[STATE].pool, ctx, request.match_info["network_id"], body)
+    return dump({"network": views.network(row)})
 
 
 async def delete_network(request: web.Request) -> web.Response:
