@@ -45,6 +45,11 @@ def host(value: Any) -> str:
     return str(value)
 
 
+def ip(text: str) -> IPAddress:
+    """An address this module stored (a pool bound, a host()); already known to be valid."""
+    return ipaddress.ip_address(text)
+
+
 def parse_cidr(text: str, ip_version: int) -> IPNetwork:
     try:
         net = ipaddress.ip_network(text, strict=True)

@@ -1,8 +1,11 @@
-"""Networks: who may see, create and delete them.
+"""Networks: who may see, create, change and delete them.
 
 A project sees its own networks plus shared and external ones; anything else does not
-exist for it (404). Only an admin makes shared or external networks or creates on behalf
-of another project; only the owner (or an admin) deletes, and never while ports remain."""
+exist for it (404). Only an admin makes shared or external networks, turns either flag
+on or off, or creates on behalf of another project; only the owner (or an admin) changes
+or deletes one, and never deletes while ports remain. As Neutron: a caller who may see a
+network but not change it (another project's shared network) gets 403, one who may not
+see it 404."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, providers
+from nova_async.network import ipam, providers, quotas
 
 Q = queries("network")
 
@@ -62,22 +65,65 @@ async def get_network(db: Db, ctx: RequestContext, network_id: str) -> asyncpg.R
     return row
 
 
-async def create_network(db: Db, ctx: RequestContext, body: dict[str, Any],
-                         physnets: frozenset[str] = frozenset()) -> asyncpg.Record:
-    """`physnets`: the physical networks a flat network may name (providers.physical_networks)."""
-    for flag, label in (("shared", "shared"), ("router:external", "router:external")):
-        if body.get(flag) and not ctx.is_admin:
-            raise errors.Forbidden(f"Only an admin may create a network with {label} set "
-                                   f"(rule:create_network:{label} is disallowed by policy).")
-    provider = providers.from_body(ctx, body, physnets)
-    try:
-        return await db.fetchrow(
-            Q.insert_network, str(uuid.uuid4()), body.get("name", ""), body.get("description", ""),
-            owner_project(ctx, body), body.get("admin_state_up", True), body.get("shared", False),
-            body.get("router:external", False), body.get("mtu", 1500), provider.network_type,
-            provider.physical_network)
-    except asyncpg.UniqueViolationError:  # networks_one_flat_per_physnet
-        raise providers.flat_in_use(str(provider.physical_network)) from None
+def not_allowed(rule: str) -> errors.Forbidden:
+    """Neutron's answer when policy refuses an action on something the caller may see."""
+    return errors.Forbidden(f"rule:{rule} is disallowed by policy.", code="policy_not_authorized")
+
+
+def may_change(row: asyncpg.Record, ctx: RequestContext, rule: str) -> None:
+    """Owner or admin; the caller has already been shown the network (else it was a 404)."""
+    if not (ctx.is_admin or row["project_id"] == ctx.project_id):
+        raise not_allowed(rule)
+
+
+async def create_networks(pool: Pool, ctx: RequestContext, bodies: list[dict[str, Any]],
+                          physnets: frozenset[str] = frozenset()) -> list[asyncpg.Record]:
+    """One network or a bulk list: all made, or none (one transaction). `physnets`: the
+    physical networks a flat network may name (providers.physical_networks)."""
+    for body in bodies:
+        for flag, label in (("shared", "shared"), ("router:external", "router:external")):
+            if body.get(flag) and not ctx.is_admin:
+                raise errors.Forbidden(f"Only an admin may create a network with {label} set "
+                                       f"(rule:create_network:{label} is disallowed by policy).")
+    made = [(owner_project(ctx, body), providers.from_body(ctx, body, physnets)) for body in bodies]
+    async with pool.acquire() as conn, conn.transaction():
+        await quotas.check_batch(conn, "network", [project for project, _ in made])
+        rows = []
+        for body, (project, provider) in zip(bodies, made):
+            try:
+                async with conn.transaction():
+                    rows.append(await conn.fetchrow(
+                        Q.insert_network, str(uuid.uuid4()), body.get("name", ""), body.get("description", ""),
+                        project, body.get("admin_state_up", True), body.get("shared", False),
+                        body.get("router:external", False), body.get("mtu", 1500), provider.network_type,
+                        provider.physical_network))
+            except asyncpg.UniqueViolationError:  # networks_one_flat_per_physnet
+                raise providers.flat_in_use(str(provider.physical_network)) from None
+        return rows
+
+
+async def update_network(pool: Pool, ctx: RequestContext, network_id: str, body: dict[str, Any]) -> asyncpg.Record:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await get_network(conn, ctx, network_id)
+        may_change(row, ctx, "update_network")
+        for flag in ("shared", "router:external"):
+            if flag in body and not ctx.is_admin:
+                raise not_allowed(f"update_network:{flag}")
+        row = await conn.fetchrow(Q.lock_network, row["id"])
+        shared = body.get("shared", row["shared"])
+        external = body.get("router:external", row["external"])
+        if row["shared"] and not shared and await conn.fetchval(Q.network_has_foreign_ports, row["id"],
+                                                                row["project_id"]):
+            raise errors.Conflict(f"Unable to reconfigure sharing settings for network {network_id}. "
+                                  "Multiple tenants are using it.", code="invalid_shared_setting")
+        if row["external"] and not external and await conn.fetchval(Q.network_external_in_use, row["id"]):
+            raise errors.Conflict(f"External network {network_id} cannot be updated to be made non-external, "
+                                  "since it has existing gateway ports or floating IPs.",
+                                  code="external_network_in_use")
+        return await conn.fetchrow(
+            Q.update_network, row["id"], body.get("name", row["name"]),
+            body.get("description", row["description"]), body.get("admin_state_up", row["admin_state_up"]),
+            shared, external, body.get("mtu", row["mtu"]))
 
 
 async def list_networks(db: Db, ctx: RequestContext, f: NetworkFilters) -> list[asyncpg.Record]:

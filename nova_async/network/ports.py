@@ -20,7 +20,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks
+from nova_async.network import ipam, networks, quotas
 
 Q = queries("network")
 
@@ -127,7 +127,7 @@ async def _make_port_with_ip(conn: asyncpg.Connection, new: NewPort, port_id: st
     raise errors.Conflict("Could not find a free MAC address.", code="mac_generation_failed")
 
 
-def _subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id: str) -> asyncpg.Record:
+def subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id: str) -> asyncpg.Record:
     if "subnet_id" in entry:
         for s in subnets:
             if str(s["id"]) == parse_uuid(entry["subnet_id"]):
@@ -142,23 +142,30 @@ def _subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id
     raise errors.InvalidInput(f"IP address {entry['ip_address']} is not on any subnet of network {network_id}.")
 
 
-async def create_port(pool: Pool, ctx: RequestContext, body: dict[str, Any]) -> asyncpg.Record:
-    project = networks.owner_project(ctx, body)
+async def create_ports(pool: Pool, ctx: RequestContext, bodies: list[dict[str, Any]]) -> list[asyncpg.Record]:
+    """One port or a bulk list: all made, or none (one transaction). Every subnet the batch
+    draws from is row-locked, in id order, before the first port is made."""
+    projects = [networks.owner_project(ctx, body) for body in bodies]
     async with pool.acquire() as conn, conn.transaction():
-        net = await networks.get_network(conn, ctx, body["network_id"])
-        available = await conn.fetch(Q.network_subnets, net["id"])
-        if "fixed_ips" in body:
-            wanted = [(_subnet_for(available, e, body["network_id"]), e.get("ip_address"))
-                      for e in body["fixed_ips"]]
-        else:
-            wanted = [(available[0], None)] if available else []
-        locked = await ipam.lock_subnets(conn, [s["id"] for s, _ in wanted])
-        return await make_port(conn, NewPort(
+        await quotas.check_batch(conn, "port", projects)
+        plans = []
+        for body in bodies:
+            net = await networks.get_network(conn, ctx, body["network_id"])
+            available = await conn.fetch(Q.network_subnets, net["id"])
+            if "fixed_ips" in body:
+                wanted = [(subnet_for(available, e, body["network_id"]), e.get("ip_address"))
+                          for e in body["fixed_ips"]]
+            else:
+                wanted = [(available[0], None)] if available else []
+            plans.append((body, net, wanted))
+        locked = await ipam.lock_subnets(conn, [s["id"] for _, _, wanted in plans for s, _ in wanted])
+        return [await make_port(conn, NewPort(
             network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
             name=body.get("name", ""), description=body.get("description", ""),
             mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
             device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
             host=body.get("binding:host_id", "")))
+            for (body, net, wanted), project in zip(plans, projects)]
 
 
 async def get_port(db: Db, ctx: RequestContext, port_id: str) -> asyncpg.Record:
@@ -188,6 +195,14 @@ async def fixed_ips(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[dict[
     out: dict[str, list[dict[str, str]]] = defaultdict(list)
     for r in await db.fetch(Q.port_ips, [p["id"] for p in ports]):
         out[str(r["port_id"])].append({"subnet_id": str(r["subnet_id"]), "ip_address": ipam.host(r["ip_address"])})
+    return out
+
+
+async def security_groups(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[str]]:
+    """Each port's security group ids, fetched in one query for a whole listing."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in await db.fetch(Q.port_security_group_ids, [p["id"] for p in ports]):
+        out[str(r["port_id"])].append(str(r["security_group_id"]))
     return out
 
 

@@ -1,7 +1,7 @@
-"""Quotas as Neutron reports them. The limits are Neutron's defaults; they are reported so
-that `openstack quota show` works. Routers and floating IPs are counted and enforced
-(`reserve`): each holds scarce things (an external address, a namespace on the host);
-the other limits are reported only."""
+"""Quotas as Neutron reports them, with Neutron's default limits (so that `openstack quota
+show` works). Networks, subnets, ports, routers and floating IPs made through the API are
+held to them (`check`), a bulk create as a whole; an instance's own ports are counted but
+not refused here (compute's quota already admitted the instance)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("network")
-L3 = queries("l3")
-_COUNTS = {"router": L3.count_routers, "floatingip": L3.count_floatingips}
 
 DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
             "security_group": 10, "security_group_rule": 100, "rbac_policy": 10,
@@ -41,11 +39,23 @@ async def usage(db: Pool, ctx: RequestContext, project_id: str) -> dict[str, dic
             for k, limit in DEFAULTS.items()}
 
 
+async def check(conn: asyncpg.Connection, project_id: str, resource: str, wanted: int) -> None:
+    """Refuse `wanted` more of `resource` that would take the project past its limit. Runs in
+    the creating transaction, before its inserts and its other locks: creates of one kind by
+    one project queue on one advisory lock, so a count is never overtaken."""
+    await conn.execute(Q.lock_project_quota, project_id, resource)
+    used = (await conn.fetchrow(Q.project_usage, project_id))[resource]
+    if used + wanted > DEFAULTS[resource]:
+        raise errors.Conflict(f"Quota exceeded for resources: ['{resource}'] (limit {DEFAULTS[resource]}, "
+                              f"in use {used}, requested {wanted}).", code="over_quota")
+
+
+async def check_batch(conn: asyncpg.Connection, resource: str, projects: list[str]) -> None:
+    """`check` for a bulk create whose items belong to `projects` (one entry per item)."""
+    for project in sorted(set(projects)):
+        await check(conn, project, resource, projects.count(project))
+
+
 async def reserve(conn: asyncpg.Connection, project_id: str, resource: str) -> None:
-    """Room for one more `resource` ("router" or "floatingip") of the project, or 409 OverQuota
-    as Neutron answers. Holds the project's lock until the caller's transaction ends, so two
-    creations cannot both take the last one."""
-    await conn.execute(L3.lock_project_quota, project_id)
-    limit = DEFAULTS[resource]
-    if limit >= 0 and await conn.fetchval(_COUNTS[resource], project_id) >= limit:
-        raise errors.Conflict(f"Quota exceeded for resources: ['{resource}'].", code="over_quota")
+    """Room for one more `resource` of the project (a router, a floating IP), or 409 OverQuota."""
+    await check(conn, project_id, resource, 1)

@@ -1,8 +1,10 @@
-"""What network, subnet and port bodies may hold.
+"""What network, subnet and port bodies may hold, on create (POST) and update (PUT).
 
 Neutron refuses attributes it does not know (400), so these schemas do too. A few
 attributes the clients send with some flags are accepted and have no effect here (no
-port security, availability zones, DNS domains or QoS in this subset)."""
+availability zones, DNS domains or QoS in this subset). An update names only what may
+change; READ_ONLY lists what exists but may not (Neutron's "Cannot update read-only
+attribute", also a 400)."""
 
 from __future__ import annotations
 
@@ -162,3 +164,62 @@ FLOATINGIP_CREATE = validator(_wrapped("floatingip", {
 FLOATINGIP_UPDATE = validator(_wrapped("floatingip", {
     "type": "object", "additionalProperties": False,
     "properties": {**_FLOATINGIP, "qos_policy_id": {"type": "null"}}}))
+
+
+_ADDRESS_PAIRS = {
+    "type": "array",
+    "items": {"type": "object", "required": ["ip_address"], "additionalProperties": False,
+              "properties": {"ip_address": {"type": "string"}, "mac_address": {"type": "string", "pattern": _MAC}}},
+}
+
+NETWORK_UPDATE = validator(_wrapped("network", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": _NAME,
+        "description": _NAME,
+        "admin_state_up": {"type": "boolean"},
+        "shared": {"type": "boolean"},
+        "router:external": {"type": "boolean"},
+        # Jumbo frames at most: the bridge and taps are made with it.
+        "mtu": {"type": "integer", "minimum": 68, "maximum": 9000},
+        "port_security_enabled": {"type": "boolean"},
+        "dns_domain": {"type": "string"},
+        "is_default": {"type": "boolean"},
+        "qos_policy_id": {"type": ["string", "null"]},
+    },
+}))
+
+SUBNET_UPDATE = validator(_wrapped("subnet", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        name: SUBNET.schema["properties"]["subnet"]["properties"][name]
+        for name in ("name", "description", "gateway_ip", "allocation_pools", "enable_dhcp",
+                     "dns_nameservers", "host_routes", "service_types")
+    },
+}))
+
+PORT_UPDATE = validator(_wrapped("port", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **{name: PORT.schema["properties"]["port"]["properties"][name]
+           for name in ("name", "description", "admin_state_up", "mac_address", "device_id", "device_owner",
+                        "binding:host_id", "binding:vnic_type", "binding:profile", "fixed_ips",
+                        "port_security_enabled")},
+        "security_groups": {"type": "array", "items": {"type": "string"}},
+        "allowed_address_pairs": _ADDRESS_PAIRS,
+    },
+}))
+
+READ_ONLY = {
+    "network": {"id", "project_id", "tenant_id", "status", "subnets", "created_at", "updated_at",
+                "revision_number", "provider:network_type", "provider:physical_network",
+                "provider:segmentation_id", "availability_zone_hints"},
+    "subnet": {"id", "network_id", "project_id", "tenant_id", "cidr", "ip_version", "subnetpool_id",
+               "ipv6_ra_mode", "ipv6_address_mode", "segment_id", "created_at", "updated_at",
+               "revision_number"},
+    "port": {"id", "network_id", "project_id", "tenant_id", "status", "created_at", "updated_at",
+             "revision_number"},
+}

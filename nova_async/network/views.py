@@ -21,8 +21,9 @@ def only(data: dict[str, Any], fields: list[str] | None) -> dict[str, Any]:
 
 
 def _times(row: asyncpg.Record) -> dict[str, Any]:
+    # revision_number: networks, subnets and ports have one (0046); 1 for rows without it.
     return {"created_at": iso(row["created_at"]), "updated_at": iso(row["updated_at"]),
-            "revision_number": 1, "tags": []}
+            "revision_number": row.get("revision_number", 1), "tags": []}
 
 
 def versions(base_url: str) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def subnet(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]]) -> dict[str, Any]:
+def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]], security_groups: list[str]) -> dict[str, Any]:
     return {
         "id": str(row["id"]),
         "name": row["name"],
@@ -112,10 +113,10 @@ def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]]) -> dict[str, Any]
         "binding:vnic_type": "normal",
         "binding:vif_details": {},
         "binding:profile": {},
-        "security_groups": [],
-        "allowed_address_pairs": [],
+        "security_groups": security_groups,
+        "allowed_address_pairs": row["allowed_address_pairs"],
         "extra_dhcp_opts": [],
-        "port_security_enabled": True,
+        "port_security_enabled": row["port_security_enabled"],
         **_times(row),
     }
 
@@ -186,6 +187,16 @@ EXTENSIONS = [
     ("fip-port-details", "Floating IP Port Details Extension", "Add port_details attribute to Floating IP resource"),
     ("provider", "Provider Network", "Expose mapping of virtual networks to physical networks"),
     ("quotas", "Quota management support", "Expose functions for quotas management per project"),
+    ("allowed-address-pairs", "Allowed Address Pairs", "Provides allowed address pairs"),
+    ("binding", "Port Binding", "Expose port bindings of a virtual port to external application"),
+    ("net-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
+    ("net-mtu-writable", "Network MTU (writable)", "Provides a writable MTU attribute for a network resource."),
+    ("port-security", "Port Security", "Provides port security"),
+    ("project-id", "project_id field enabled", "Extension that indicates that project_id field is enabled."),
+    ("security-group", "security-group", "The security groups extension."),
+    ("standard-attr-description", "standard-attr-description", "Extension to add descriptions to standard attributes"),
+    ("standard-attr-revisions", "Resource revision numbers", "This extension presents the resource revision number."),
+    ("standard-attr-timestamp", "Resource timestamps", "Adds created_at and updated_at fields to all resources."),
 ]
 
 

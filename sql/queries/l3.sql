@@ -73,16 +73,6 @@ UPDATE ports SET device_id = $2, device_owner = $3, updated_at = now()
  WHERE id = $1 AND device_id = ''
 RETURNING *;
 
--- name: lock_project_quota
--- Counting and creating routers or floating IPs of project $1 happen one request at a time.
-SELECT pg_advisory_xact_lock(hashtextextended('nova-async:l3-quota:' || $1, 0));
-
--- name: count_routers
-SELECT count(*) FROM routers WHERE project_id = $1;
-
--- name: count_floatingips
-SELECT count(*) FROM floatingips WHERE project_id = $1;
-
 -- name: insert_floatingip
 INSERT INTO floatingips (id, project_id, description, floating_network_id, floating_port_id, floating_ip_address)
 VALUES ($1, $2, $3, $4, $5, $6::inet);

@@ -246,3 +246,77 @@ SELECT free.candidate AS address, port.* FROM free LEFT JOIN port ON true;
 -- network). The function (sql/functions/): per call (`ord`) its ports as device_vifs shows
 -- them, or why it was refused.
 SELECT * FROM network_allocate_ports_many($1::text[], $2::text[], $3::text[], $4::text[]);
+
+-- Updates (PUT) of networks, subnets and ports, and a port's security attributes. Each
+-- update moves revision_number and updated_at; the caller computed every new value from the
+-- row it holds locked.
+
+-- name: update_network
+UPDATE networks
+   SET name = $2, description = $3, admin_state_up = $4, shared = $5, external = $6, mtu = $7,
+       revision_number = revision_number + 1, updated_at = now()
+ WHERE id = $1
+RETURNING *, ARRAY(SELECT s.id FROM subnets s WHERE s.network_id = networks.id
+                    ORDER BY s.created_at, s.id) AS subnets;
+
+-- name: network_has_foreign_ports
+-- Ports of other projects than the network's own ($2): what keeps a network shared.
+SELECT EXISTS (SELECT 1 FROM ports WHERE network_id = $1 AND project_id <> $2);
+
+-- name: network_external_in_use
+-- A router's gateway or a floating IP on it: what keeps a network external.
+SELECT EXISTS (SELECT 1 FROM routers WHERE gateway_network_id = $1)
+    OR EXISTS (SELECT 1 FROM floatingips WHERE floating_network_id = $1);
+
+-- name: update_subnet
+UPDATE subnets
+   SET name = $2, description = $3, gateway_ip = $4::inet, allocation_pools = $5, enable_dhcp = $6,
+       dns_nameservers = $7, host_routes = $8,
+       revision_number = revision_number + 1, updated_at = now()
+ WHERE id = $1
+RETURNING *;
+
+-- name: subnet_allocations
+SELECT a.ip_address, a.port_id, p.device_owner
+  FROM ip_allocations a JOIN ports p ON p.id = a.port_id
+ WHERE a.subnet_id = $1
+ ORDER BY a.ip_address;
+
+-- name: lock_port
+SELECT * FROM ports WHERE id = $1 FOR UPDATE;
+
+-- name: update_port
+-- A MAC another port has raises unique_violation (the caller answers MacAddressInUse).
+UPDATE ports
+   SET name = $2, description = $3, admin_state_up = $4, device_id = $5, device_owner = $6,
+       binding_host = $7, status = $8, mac_address = $9::macaddr, port_security_enabled = $10,
+       allowed_address_pairs = $11, revision_number = revision_number + 1, updated_at = now()
+ WHERE id = $1
+RETURNING *;
+
+-- name: release_port_ip
+DELETE FROM ip_allocations WHERE port_id = $1 AND subnet_id = $2 AND ip_address = $3::inet;
+
+-- name: port_security_group_ids
+SELECT port_id, security_group_id FROM port_security_groups
+ WHERE port_id = ANY($1::uuid[])
+ ORDER BY port_id, security_group_id;
+
+-- name: visible_security_groups
+-- Which of the groups $3 exist and are seen by the caller ($1 admin, $2 project).
+SELECT id FROM security_groups
+ WHERE id = ANY($3::uuid[]) AND ($1 OR project_id = $2);
+
+-- name: set_port_security_groups
+-- The port's groups become exactly $2, in one statement.
+WITH gone AS (
+    DELETE FROM port_security_groups WHERE port_id = $1 AND NOT security_group_id = ANY($2::uuid[])
+)
+INSERT INTO port_security_groups (port_id, security_group_id)
+SELECT $1, g FROM unnest($2::uuid[]) AS g
+ON CONFLICT DO NOTHING;
+
+-- name: lock_project_quota
+-- Creates of one kind by one project wait for each other, so a count and the inserts
+-- that follow it are never overtaken by another batch (quotas.check).
+SELECT pg_advisory_xact_lock(hashtextextended('nova-async:network-quota:' || $1::text || ':' || $2::text, 0));

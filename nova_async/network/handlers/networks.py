@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from nova_async.common.web import context, dump, read_json
+from nova_async.common.web import context, dump
 from nova_async.network import networks, schemas, views
-from nova_async.network.handlers.common import fields, flag, many
+from nova_async.network.handlers.common import create_items, fields, flag, many, update_body
 from nova_async.network.state import STATE
 
 
@@ -28,11 +28,20 @@ async def show_network(request: web.Request) -> web.Response:
 
 
 async def create_network(request: web.Request) -> web.Response:
+    """One network, or a bulk list (`{"networks": [...]}`) made all together or not at all."""
     ctx = context(request)
-    body = await read_json(request, schemas.NETWORK)
+    items, bulk = await create_items(request, "network", schemas.NETWORK)
     state = request.app[STATE]
-    row = await networks.create_network(state.pool, ctx, body["network"], state.physical_networks)
-    return dump({"network": views.network(row, ctx.is_admin)}, status=201)
+    made = [views.network(r, ctx.is_admin)
+            for r in await networks.create_networks(state.pool, ctx, items, state.physical_networks)]
+    return dump({"networks": made} if bulk else {"network": made[0]}, status=201)
+
+
+async def update_network(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await update_body(request, "network", schemas.NETWORK_UPDATE)
+    row = await networks.update_network(request.app[STATE].pool, ctx, request.match_info["network_id"], body)
+    return dump({"network": views.network(row, ctx.is_admin)})
 
 
 async def delete_network(request: web.Request) -> web.Response:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import context, dump, read_json
+from nova_async.common.web import context, dump
 from nova_async.network import schemas, subnets, views
-from nova_async.network.handlers.common import fields, many, number
+from nova_async.network.handlers.common import create_items, fields, many, number, update_body
 from nova_async.network.state import STATE
 
 
@@ -30,10 +30,18 @@ async def show_subnet(request: web.Request) -> web.Response:
 
 
 async def create_subnet(request: web.Request) -> web.Response:
+    """One subnet, or a bulk list (`{"subnets": [...]}`) made all together or not at all."""
     ctx = context(request)
-    body = await read_json(request, schemas.SUBNET)
-    row = await subnets.create_subnet(request.app[STATE].pool, ctx, body["subnet"])
-    return dump({"subnet": views.subnet(row)}, status=201)
+    items, bulk = await create_items(request, "subnet", schemas.SUBNET)
+    made = [views.subnet(r) for r in await subnets.create_subnets(request.app[STATE].pool, ctx, items)]
+    return dump({"subnets": made} if bulk else {"subnet": made[0]}, status=201)
+
+
+async def update_subnet(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await update_body(request, "subnet", schemas.SUBNET_UPDATE)
+    row = await subnets.update_subnet(request.app[STATE].pool, ctx, request.match_info["subnet_id"], body)
+    return dump({"subnet": views.subnet(row)})
 
 
 async def delete_subnet(request: web.Request) -> web.Response:
