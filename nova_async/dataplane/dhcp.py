@@ -74,7 +74,19 @@ def dhcp_subnets(net: Network) -> list[Subnet]:
 class Running:
     proc: asyncio.subprocess.Process
     argv: tuple[str, ...]
-    pidfd: int
+    pidfd: int | None
+    # Set when its pidfd says it exited, which may come before asyncio's child watcher
+    # has reaped it (and set proc.returncode).
+    ended: bool = False
+
+    def alive(self) -> bool:
+        return not self.ended and self.proc.returncode is None
+
+    def unwatch(self) -> None:
+        if self.pidfd is not None:
+            asyncio.get_running_loop().remove_reader(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 class DhcpPart:
@@ -238,7 +250,7 @@ class DhcpPart:
     async def _dnsmasq(self, net: Network, port: Port, ns: str, files_changed: bool) -> None:
         argv = self._argv(net, port, ns)
         running = self._running.get(net.id)
-        if running is not None and running.proc.returncode is None and running.argv == argv:
+        if running is not None and running.alive() and running.argv == argv:
             if files_changed:
                 try:
                     running.proc.send_signal(signal.SIGHUP)
@@ -255,40 +267,28 @@ class DhcpPart:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out,
                                                         stderr=asyncio.subprocess.STDOUT)
         await self.made.record(DNSMASQ, net.id, {"pid": proc.pid, "pid_file": str(d / "pid")})
-        self._running[net.id] = Running(proc, argv, self._watch(net.id, proc))
+        self._running[net.id] = running = Running(proc, argv, os.pidfd_open(proc.pid))
+        self._watch(net.id, running)
         log.info("dnsmasq started", network_id=net.id, pid=proc.pid, namespace=ns)
 
-    def _watch(self, network_id: str, proc: asyncio.subprocess.Process) -> int:
-        """Ask for a pass as soon as `proc` exits (the kernel says so through a pidfd)."""
-        fd = os.pidfd_open(proc.pid)
-        loop = asyncio.get_running_loop()
+    def _watch(self, network_id: str, running: Running) -> None:
+        """Ask for a pass as soon as dnsmasq exits (the kernel says so through a pidfd)."""
 
         def ended() -> None:
-            loop.remove_reader(fd)
-            if self._running.get(network_id) is not None and self._running[network_id].proc is proc \
-                    and not self._closing:
-                log.warning("dnsmasq exited; starting it again", network_id=network_id, pid=proc.pid)
+            running.ended = True
+            running.unwatch()
+            if self._running.get(network_id) is running and not self._closing:
+                log.warning("dnsmasq exited; starting it again", network_id=network_id, pid=running.proc.pid)
                 self.deps.poke()
 
-        loop.add_reader(fd, ended)
-        return fd
+        assert running.pidfd is not None
+        asyncio.get_running_loop().add_reader(running.pidfd, ended)
 
     async def _stop(self, network_id: str) -> None:
         """Stop the network's dnsmasq: ours, or one a crashed run left (checked to be ours)."""
         running = self._running.pop(network_id, None)
         if running is not None:
-            asyncio.get_running_loop().remove_reader(running.pidfd)
-            os.close(running.pidfd)
-            if running.proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    running.proc.terminate()
-                try:
-                    async with asyncio.timeout(STOP_GRACE):
-                        await running.proc.wait()
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        running.proc.kill()
-                    await running.proc.wait()
+            await _stop_child(running)
         recorded = (await self.made.listed(DNSMASQ)).get(network_id)
         if recorded is not None:
             pid_file = recorded.get("pid_file") or str(self._dir(network_id) / "pid")
@@ -359,18 +359,7 @@ class DhcpPart:
         them again). Namespaces, links and files stay for the next start to reconcile."""
         self._closing = True
         for network_id in list(self._running):
-            running = self._running.pop(network_id)
-            asyncio.get_running_loop().remove_reader(running.pidfd)
-            os.close(running.pidfd)
-            if running.proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    running.proc.terminate()
-                try:
-                    async with asyncio.timeout(STOP_GRACE):
-                        await running.proc.wait()
-                except TimeoutError:
-                    running.proc.kill()
-                    await running.proc.wait()
+            await _stop_child(self._running.pop(network_id))
 
 
 # -- what dnsmasq reads -------------------------------------------------------------------
@@ -466,7 +455,22 @@ def _port_of(vif: Vif) -> Port:
                                 for ip in vif.ips))
 
 
-# -- processes a crashed run left ---------------------------------------------------------
+# -- processes ----------------------------------------------------------------------------
+
+async def _stop_child(running: Running) -> None:
+    """SIGTERM, then SIGKILL after a grace; reaped (asyncio waits for its own children)."""
+    running.unwatch()
+    if running.proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            running.proc.terminate()
+        try:
+            async with asyncio.timeout(STOP_GRACE):
+                await running.proc.wait()
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                running.proc.kill()
+            await running.proc.wait()
+
 
 def _read_pid(pid_file: str) -> int | None:
     try:

@@ -5,6 +5,7 @@ asking with busybox's udhcpc. Needs root (namespaces, bridges, dnsmasq); skipped
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -194,15 +195,15 @@ async def test_dnsmasq_that_dies_is_started_again(pool, state_dir, host, cleanup
         await settled(h)
         made = Made(pool, host)
         pid = (await made.listed(dhcp.DNSMASQ))[net["id"]]["pid"]
-        part = h.roles["dataplane"].reconciler.parts[0]
-        old = part._running[net["id"]].proc
+        # Its exit asks for a pass (the periodic one is an hour away); that pass starts another.
+        reconciler = h.roles["dataplane"].reconciler
+        reconciler.interval = 3600.0
+        next_pass = asyncio.create_task(reconciler.settled(ask=False))
+        await asyncio.sleep(0)  # it counts from now
         os.kill(pid, 9)
-        await old.wait()
-        # Its exit asks for a pass (no waiting for the periodic one); that pass starts another.
-        while (await made.listed(dhcp.DNSMASQ))[net["id"]]["pid"] == pid:
-            await h.roles["dataplane"].reconciler.settled(ask=False)
-        await settled(h)
-        assert alive((await made.listed(dhcp.DNSMASQ))[net["id"]]["pid"])
+        assert (await next_pass).clean
+        new_pid = (await made.listed(dhcp.DNSMASQ))[net["id"]]["pid"]
+        assert new_pid != pid and alive(new_pid)
 
 
 async def test_a_restart_after_a_crash_converges(pool, state_dir, host, cleanup):
@@ -212,9 +213,14 @@ async def test_a_restart_after_a_crash_converges(pool, state_dir, host, cleanup)
                                               "device_id": str(uuid.uuid4())}}))["port"]
         await settled(h)
         old_pid = (await Made(pool, host).listed(dhcp.DNSMASQ))[net["id"]]["pid"]
-        # As a SIGKILL of the service would leave it: the part forgets its child without
-        # stopping it, so dnsmasq outlives the run that started it.
-        h.roles["dataplane"].reconciler.parts[0]._running.clear()
+        # As a SIGKILL of the service would leave it: no clean-up runs, so dnsmasq outlives
+        # the run that started it.
+        part = h.roles["dataplane"].reconciler.parts[0]
+
+        async def crashed() -> None:
+            pass
+
+        part.close = crashed
     assert alive(old_pid)
     async with dataplane(pool, state_dir, host) as h:
         await settled(h)
@@ -223,3 +229,24 @@ async def test_a_restart_after_a_crash_converges(pool, state_dir, host, cleanup)
         with guest(bridge_name(net["id"]), tap_name(port["id"]), port["mac_address"]) as g:
             got = g.dhcp()
             assert got is not None and got["ip"] == port["fixed_ips"][0]["ip_address"]
+
+
+async def test_compute_waits_for_the_ports_of_a_real_guest(pool, state_dir, host, cleanup):
+    """What a real guest's build asks before it starts: answered once a pass that read the port
+    is over, so its DHCP entry is in place; a simulated host never asks."""
+    from nova_async.compute.host import Host
+
+    async with dataplane(pool, state_dir, host) as h:
+        net, _ = await make_network(h)
+        port = (await post(h, PORT, {"port": {"network_id": net["id"], "device_owner": "compute:nova",
+                                              "device_id": str(uuid.uuid4())}}))["port"]
+        compute = Host(name=host, hypervisor=None, pool=pool, api_pool=pool, bus=h.bus, images=None,  # type: ignore[arg-type]
+                       instances_root=state_dir, domain_type="qemu", dataplane=True)
+        await compute.ports_ready([port["id"]])
+        hosts = (state_dir / "dataplane" / "dhcp" / net["id"] / "hosts").read_text()
+        assert port["mac_address"] in hosts
+        # A simulated host (libvirt's test driver) has no data plane to ask, and asks nothing:
+        # no one answers on its topic.
+        simulated = Host(name="sim-nowhere", hypervisor=None, pool=pool, api_pool=pool, bus=h.bus,  # type: ignore[arg-type]
+                         images=None, instances_root=state_dir, domain_type="test", dataplane=True)  # type: ignore[arg-type]
+        await simulated.ports_ready([port["id"]])
