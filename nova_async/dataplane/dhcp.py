@@ -33,13 +33,14 @@ import re
 import shutil
 import signal
 import stat
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
 from nova_async.dataplane import linux
-from nova_async.dataplane.desired import DHCP_OWNER, Desired, Network, Port, Subnet, bridge_name, short, tap_name
+from nova_async.dataplane.desired import DHCP_OWNER, Desired, FixedIp, Network, Port, Subnet, short
 from nova_async.dataplane.linux import HostNetworkError
 from nova_async.dataplane.reconcile import PartDeps
 from nova_async.db.embedded import exited
@@ -119,7 +120,8 @@ class DhcpPart:
             raise HostNetworkError("DHCP: " + "; ".join(problems))
 
     @staticmethod
-    async def _attempt(problems: list[str], network_id: str, step) -> None:
+    async def _attempt(problems: list[str], network_id: str, step: Awaitable[object]) -> None:
+        """Run one network's step; a failure is noted and the other networks still served."""
         try:
             await step
         except asyncio.CancelledError:
@@ -146,7 +148,7 @@ class DhcpPart:
     def _dhcp_port(self, net: Network, want: Desired) -> Port | None:
         """Our DHCP port as the snapshot has it, if it has an address on every DHCP subnet."""
         mine = f"dhcp-{self.deps.host}"
-        wanted = {s.id for s in net.subnets if s.enable_dhcp}
+        wanted = {s.id for s in dhcp_subnets(net)}
         for port in want.ports_on(net.id, DHCP_OWNER):
             if port.device_id == mine and {ip.subnet_id for ip in port.fixed_ips} == wanted:
                 return port
@@ -170,24 +172,20 @@ class DhcpPart:
 
     async def _namespace(self, ns: str, network_id: str) -> None:
         linux.check_name(ns, netns=True)
+        await self.made.record(NAMESPACE, ns, {"network_id": network_id})
         if ns not in await linux.namespaces():
-            await self.made.record(NAMESPACE, ns, {"network_id": network_id})
             await linux.ip("netns", "add", ns)
             log.info("namespace created", namespace=ns)
-        else:
-            await self.made.record(NAMESPACE, ns, {"network_id": network_id})
         await linux.ip("link", "set", "dev", "lo", "up", netns=ns)
 
     async def _veth(self, net: Network, port: Port, ns: str) -> None:
         tap, inner = linux.check_name(port.tap), linux.check_name(ns_device(port.id))
         mtu = str(net.mtu)
+        await self.made.record(LINK, tap, {"network_id": net.id, "port_id": port.id, "namespace": ns})
         if not (SYS_NET / tap).exists():
-            await self.made.record(LINK, tap, {"network_id": net.id, "port_id": port.id, "namespace": ns})
-            # A half-made pair (the peer moved in, but a crash came before the rest) is redone.
+            # A peer left alone in the namespace (by whatever removed its other end) is redone.
             await linux.ip("link", "del", "dev", inner, netns=ns, check=False)
             await linux.ip("link", "add", "name", tap, "type", "veth", "peer", "name", inner, "netns", ns)
-        else:
-            await self.made.record(LINK, tap, {"network_id": net.id, "port_id": port.id, "namespace": ns})
         await linux.ip("link", "set", "dev", tap, "mtu", mtu, "master", net.bridge, "up")
         await linux.ip("link", "set", "dev", inner, "address", _mac(port.mac_address), "mtu", mtu, "up", netns=ns)
         wanted = {f"{METADATA_ADDRESS}/32"}
@@ -447,8 +445,6 @@ def _write(path: Path, content: str) -> bool:
 
 
 def _port_of(vif: Vif) -> Port:
-    from nova_async.dataplane.desired import FixedIp
-
     return Port(id=vif.port_id, network_id=vif.network_id, mac_address=vif.mac_address.lower(),
                 device_owner=DHCP_OWNER, device_id="", binding_host="",
                 fixed_ips=tuple(FixedIp(subnet_id=ip.subnet_id, address=ipaddress.ip_address(ip.address))

@@ -2,8 +2,8 @@
 
 Neutron's way: the DHCP server is a port like any other (device_owner `network:dhcp`), so
 its address comes from IPAM and can never be handed to a guest. One port per network and
-data-plane host (device_id `dhcp-<host>`), with an address on every subnet of the network
-that has DHCP on. The data plane asks for it (EnsureDhcpPort) on each pass; the answer is
+data-plane host (device_id `dhcp-<host>`), with an address on every IPv4 subnet of the
+network that has DHCP on (the data plane serves DHCPv4 only, so far). The data plane asks for it (EnsureDhcpPort) on each pass; the answer is
 idempotent: the same port, its addresses completed or trimmed to the subnets that have
 DHCP now, or no port (deleted) when none has.
 
@@ -39,7 +39,7 @@ async def ensure(pool: Pool, network_id: str, host: str) -> list[m.Vif]:
         if net is None:
             return []
         port = await conn.fetchrow(DQ.dhcp_port, network_id, device_id(host))
-        wanted = [locked[str(s["id"])] for s in subnets if s["enable_dhcp"]]
+        wanted = [locked[str(s["id"])] for s in subnets if s["enable_dhcp"] and s["ip_version"] == 4]
         if not wanted:
             if port is not None:
                 await conn.execute(DQ.dhcp_delete_port, port["id"])

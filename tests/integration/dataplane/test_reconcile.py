@@ -158,3 +158,18 @@ async def test_a_desired_state_read_names_everything(pool):
     f = want.floating_ips[fip]
     assert (str(f.address), f.network_id, f.router_id, str(f.fixed_ip), f.port_id) == \
         ("10.5.0.77", net, router, "10.5.0.5", port)
+
+
+async def test_changes_are_heard_again_after_the_listening_connection_is_lost(pool):
+    part = Recorder()
+    async with reconciling(pool, part, interval=3600.0) as rec:
+        ended = await pool.fetchval("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                    "WHERE datname = current_database() AND query LIKE 'LISTEN%'")
+        assert ended == 1
+        # Made while nobody may be listening: the pass made once listening again sees it.
+        network_id = await add_network(pool)
+        await part.until(lambda: network_id in part.seen[-1].networks)
+        async with asyncio.timeout(BOUND):
+            await rec.listening.wait()
+        later = await add_network(pool)
+        await part.until(lambda: later in part.seen[-1].networks)
