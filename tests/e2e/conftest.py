@@ -89,7 +89,11 @@ def remove_dataplane_under(state_dir: Path) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None):
+async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None,
+                keep_host_state: bool = False):
+    """`nova-async serve` on `state_dir`; at the end its guests and what its data plane left on
+    the host are removed, unless `keep_host_state` (a test that starts it again on the same
+    state dir, to see what a restart finds)."""
     port = free_port()
     argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
             "--state-dir", str(state_dir), "--admin-password", PASSWORD, *args]
@@ -126,5 +130,6 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: di
                 await proc.wait()
         waiting.cancel()
         await pumping
-        await asyncio.to_thread(remove_guests_under, state_dir.resolve())
-        await asyncio.to_thread(remove_dataplane_under, state_dir.resolve())
+        if not keep_host_state:
+            await asyncio.to_thread(remove_guests_under, state_dir.resolve())
+            await asyncio.to_thread(remove_dataplane_under, state_dir.resolve())
