@@ -33,10 +33,11 @@ def enabled(settings: Settings) -> bool:
 
 
 def served(settings: Settings) -> bool:
-    """Whether compute in this process should wait for the data plane: it is enabled, and it
-    can answer (on the in-memory bus it must run in this very process)."""
-    return enabled(settings) and (settings.service.transport != "memory"
-                                  or "dataplane" in settings.service.roles)
+    """Whether compute in this process waits for its host's data plane: the data plane runs in
+    this very process (a host's data plane serves that host, so it runs beside its compute:
+    `--roles compute,dataplane` on a compute host of a split deployment; a process with
+    compute alone starts its guests without waiting, as before the data plane existed)."""
+    return enabled(settings) and "dataplane" in settings.service.roles
 
 
 class DataplaneClient:

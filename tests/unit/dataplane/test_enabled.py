@@ -19,9 +19,10 @@ def settings(**over):
     ({"service.roles": ("network", "dataplane")}, False, False),         # no compute here: auto is off
     ({"network.dataplane": "on", "compute.simulate_hosts": 2}, True, True),
     ({"network.dataplane": "off"}, False, False),
-    # On the in-memory bus, only a data plane in this very process can answer.
+    # Compute waits only for a data plane in its own process (the one of its host).
     ({"service.roles": ("compute", "network")}, True, False),
-    ({"service.roles": ("compute",), "service.transport": "amqp://u:p@h:5672/"}, True, True),
+    ({"service.roles": ("compute",), "service.transport": "amqp://u:p@h:5672/"}, True, False),
+    ({"service.roles": ("compute", "dataplane"), "service.transport": "amqp://u:p@h:5672/"}, True, True),
 ])
 def test_enabled_and_served(over, on, waits):
     s = settings(**over)
