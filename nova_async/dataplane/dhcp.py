@@ -110,8 +110,9 @@ class DhcpPart:
         await self._remove_unwanted(want, needed, problems)
         for port in want.ports.values():
             if port.device_owner == DHCP_OWNER and port.device_id == mine and port.network_id not in needed:
-                await self._attempt(problems, port.network_id, self.deps.network.ensure_dhcp_port(port.network_id,
-                                                                                                  self.deps.host))
+                # DHCP turned off on the network: the network service deletes our port.
+                ensured = self.deps.network.ensure_dhcp_port(port.network_id, self.deps.host)
+                await self._attempt(problems, port.network_id, ensured)
         if needed:
             self._check_reachable()
         for nid, net in needed.items():
@@ -124,8 +125,6 @@ class DhcpPart:
         """Run one network's step; a failure is noted and the other networks still served."""
         try:
             await step
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             log.warning("DHCP for a network failed; the next pass tries again", network_id=network_id,
                         error=getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")

@@ -250,3 +250,21 @@ async def test_compute_waits_for_the_ports_of_a_real_guest(pool, state_dir, host
         simulated = Host(name="sim-nowhere", hypervisor=None, pool=pool, api_pool=pool, bus=h.bus,  # type: ignore[arg-type]
                          images=None, instances_root=state_dir, domain_type="test", dataplane=True)  # type: ignore[arg-type]
         await simulated.ports_ready([port["id"]])
+
+
+async def test_a_network_left_without_dhcp_subnets_stops_being_served(pool, state_dir, host, cleanup):
+    async with dataplane(pool, state_dir, host) as h:
+        net, sub = await make_network(h)
+        await settled(h)
+        made = Made(pool, host)
+        pid = (await made.listed(dhcp.DNSMASQ))[net["id"]]["pid"]
+        assert (await h.http.delete(f"{SUBNET}/{sub['id']}", headers=h.admin)).status == 204
+        await settled(h)
+        assert f"qdhcp-{net['id']}" not in namespaces() and not alive(pid)
+        ports = (await (await h.http.get(f"{PORT}?network_id={net['id']}", headers=h.admin)).json())["ports"]
+        assert ports == []   # the DHCP port went with the last DHCP subnet
+        # The network is still there: so is its bridge, for the guests compute may plug in.
+        assert Path(f"/sys/class/net/{bridge_name(net['id'])}/bridge").is_dir()
+        assert (await h.http.delete(f"{NET}/{net['id']}", headers=h.admin)).status == 204
+        await settled(h)
+        assert not Path(f"/sys/class/net/{bridge_name(net['id'])}").exists()
