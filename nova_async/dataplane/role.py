@@ -48,6 +48,7 @@ class DataplaneRole(Role):
     # Stops after compute (tier 0), which may be waiting for PortsReady, and before the
     # network role (tier 2) its parts call.
     stop_tier = 1
+    ports_ready_timeout = client.PORTS_READY_TIMEOUT
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
@@ -85,7 +86,7 @@ class DataplaneRole(Role):
         if reconciler is None:
             raise errors.Unavailable(f"the data plane of host {self.host} is not running")
         try:
-            async with asyncio.timeout(client.PORTS_READY_TIMEOUT):
+            async with asyncio.timeout(self.ports_ready_timeout):
                 outcome = await reconciler.settled()
                 while not outcome.clean:
                     # The reconciler retries on its own, with backoff; wait for its next pass.
@@ -93,5 +94,5 @@ class DataplaneRole(Role):
         except TimeoutError:
             raise errors.Unavailable(
                 f"the data plane of host {self.host} could not make ports {', '.join(msg.port_ids)} ready "
-                f"within {client.PORTS_READY_TIMEOUT:g} s: {reconciler.last.describe() or 'no pass finished'}",
+                f"within {self.ports_ready_timeout:g} s: {reconciler.last.describe() or 'no pass finished'}",
                 code="dataplane_not_ready") from None

@@ -268,3 +268,21 @@ async def test_a_network_left_without_dhcp_subnets_stops_being_served(pool, stat
         assert (await h.http.delete(f"{NET}/{net['id']}", headers=h.admin)).status == 204
         await settled(h)
         assert not Path(f"/sys/class/net/{bridge_name(net['id'])}").exists()
+
+
+async def test_a_data_plane_that_cannot_serve_fails_the_wait_with_its_reason(pool, tmp_path, host, cleanup):
+    """pytest's own tmp_path is 0700: dnsmasq (user nobody) could not read its files there, so
+    the DHCP part refuses, and a guest's build would fail saying so instead of booting deaf."""
+    from nova_async.common import errors
+    from nova_async.compute.host import Host
+
+    async with dataplane(pool, tmp_path, host) as h:
+        net, _ = await make_network(h)
+        port = (await post(h, PORT, {"port": {"network_id": net["id"], "device_owner": "compute:nova",
+                                              "device_id": str(uuid.uuid4())}}))["port"]
+        h.roles["dataplane"].ports_ready_timeout = 0.5
+        compute = Host(name=host, hypervisor=None, pool=pool, api_pool=pool, bus=h.bus, images=None,  # type: ignore[arg-type]
+                       instances_root=tmp_path, domain_type="qemu", dataplane=True)
+        with pytest.raises(errors.Unavailable) as failed:
+            await compute.ports_ready([port["id"]])
+        assert "could not make ports" in failed.value.message and "not searchable by others" in failed.value.message
