@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-ALL_ROLES = ("identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute")
+ALL_ROLES = ("identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute",
+             "dataplane")
 
 
 def default_state_dir() -> str:
@@ -320,3 +321,5 @@ def validate(settings: Settings) -> None:
         raise ConfigError("service.private_database_deaths must be >= 1 and service.private_database_window > 0")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")
+    if settings.network.dataplane not in ("auto", "on", "off"):
+        raise ConfigError("network.dataplane must be auto, on or off")

@@ -58,6 +58,7 @@ ROLE_CLASSES = {
     "conductor": "nova_async.conductor.role:ConductorRole",
     "scheduler": "nova_async.scheduler.role:SchedulerRole",
     "compute": "nova_async.compute.role:ComputeRole",
+    "dataplane": "nova_async.dataplane.role:DataplaneRole",
 }
 
 

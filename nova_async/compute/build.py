@@ -15,7 +15,8 @@ anywhere (bad input) or the last alternate ends in ERROR here.
 
 A real guest (QEMU/KVM; not libvirt's test driver) needs more than a domain: the kernel
 and ramdisk its image names (Nova's kernel_id / ramdisk_id properties) for direct kernel
-boot, a bridge for each network, a config drive, and a console log. The config drive is
+boot, a bridge for each network, a config drive, and a console log; where this host's data
+plane runs, it starts only once the data plane serves its ports (DHCP, firewall). The config drive is
 built for every real guest, whether or not the request asked for one (Nova builds it only
 when asked or forced): our guests have no metadata service, so it is their only way to
 learn who they are. It is written once the ports are known, since it describes them.
@@ -215,6 +216,8 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
         if host.real_guests:
             for bridge in dict.fromkeys(v.bridge for v in vifs if v.bridge):
                 await host.bridges.ensure(bridge)
+            # Here, beside the disks being prepared, not after them: the wait overlaps.
+            await host.ports_ready([v.port_id for v in vifs])
     return vifs
 
 

@@ -19,6 +19,7 @@ from nova_async.compute.disks import ImageCache
 from nova_async.compute.hypervisor import Hypervisor
 from nova_async.compute.plumbing import Bridges
 from nova_async.conductor.client import ConductorClient
+from nova_async.dataplane.client import DataplaneClient
 from nova_async.db.pool import Pool
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
@@ -55,6 +56,9 @@ class Host:
     service_id: str = ""
     domain_type: str = "test"   # set at registration, from what the hypervisor is
     timeouts: GuestTimeouts = field(default_factory=GuestTimeouts)
+    # This host's data plane serves its guests' ports (dataplane/client.served): a real guest
+    # starts only once DHCP and firewall have them.
+    dataplane: bool = False
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)
@@ -67,12 +71,20 @@ class Host:
         self.placement = PlacementClient(self.bus)
         self.conductor = ConductorClient(self.bus)
         self.bridges = Bridges()
+        self.dataplane_client = DataplaneClient(self.bus)
 
     @property
     def real_guests(self) -> bool:
         """QEMU/KVM guests: they boot kernels, read config drives, print on a console and
         need bridges. libvirt's test driver has none of that, so simulated hosts skip it."""
         return self.domain_type in ("qemu", "kvm")
+
+    async def ports_ready(self, port_ids: list[str]) -> None:
+        """Before a real guest starts on these ports: wait until this host's data plane serves
+        them as the database has them now (DHCP entries, firewall rules), so that its first
+        packet is answered. A data plane that cannot says why, and the build fails with it."""
+        if self.dataplane and self.real_guests and port_ids:
+            await self.dataplane_client.ports_ready(self.name, port_ids)
 
     async def notify(self, event_type: str, instance_uuid: str, **payload: Any) -> None:
         """Tell listeners (instance.create.end, …); never let a listener fail the work."""

@@ -91,6 +91,7 @@ async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor) -> str:
         console_log = str(disks.console_log(host.instances_root, uuid))
         for bridge in dict.fromkeys(v.get("bridge") for v in vifs if v.get("bridge")):
             await host.bridges.ensure(bridge)
+        await host.ports_ready([v["port_id"] for v in vifs])
     spec = DomainSpec(
         instance_uuid=uuid, display_name=row["display_name"], project_id=row["project_id"],
         flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus, domain_type=host.domain_type,

@@ -63,6 +63,7 @@ from nova_async.compute.power import change_power
 from nova_async.compute.simhosts import host_specs
 from nova_async.compute.terminate import terminate
 from nova_async.compute.workers import InstanceWorkers
+from nova_async.dataplane import client as dataplane_client
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("compute")
@@ -131,6 +132,7 @@ class ComputeRole(Role):
                 raise errors.Unavailable(blocked)
         c = self.settings.compute
         timeouts = GuestTimeouts(shutdown=c.shutdown_timeout, soft_reboot=c.soft_reboot_timeout)
+        dataplane_served = dataplane_client.served(self.settings)
         self.events = events.enable()  # before any connection opens
         if not self.events:
             log.warning("libvirt events go to another event loop in this process; power states are "
@@ -148,7 +150,8 @@ class ComputeRole(Role):
                 self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=cell.pool,
                                              api_pool=self.pool, bus=self.bus, images=images,
                                              instances_root=instances_root, disk_gb=spec.disk_gb,
-                                             timeouts=timeouts)
+                                             timeouts=timeouts,
+                                             dataplane=dataplane_served and not spec.simulated)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
             await recovery.sweep_instance_dirs(self.cells, instances_root)

@@ -1,10 +1,20 @@
 """What the host should have, read from the database in one snapshot: the data plane's
-input. Plain frozen values, so each part can be tested by building one by hand."""
+input. Plain frozen values, so each part can be tested by building one by hand.
+
+`read` takes them in one REPEATABLE READ snapshot (sql/queries/dataplane.sql): a port never
+appears without its network, nor an address without its subnet, however the API changes
+things meanwhile."""
 
 from __future__ import annotations
 
+import ipaddress
+from collections import defaultdict
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address, IPv4Network, IPv6Network
+from typing import Any
+
+from nova_async.db.pool import Pool
+from nova_async.db.queries import queries
 
 IpAddress = IPv4Address | IPv6Address
 IpNetwork = IPv4Network | IPv6Network
@@ -129,3 +139,89 @@ class Desired:
     def ports_on(self, network_id: str, owner: str | None = None) -> list[Port]:
         return [p for p in self.ports.values()
                 if p.network_id == network_id and (owner is None or p.device_owner == owner)]
+
+
+Q = queries("dataplane")
+
+
+def _address(value: Any) -> IpAddress:
+    """An inet as an address, whether asyncpg gave an address or an interface (with a mask)."""
+    if isinstance(value, (ipaddress.IPv4Interface, ipaddress.IPv6Interface)):
+        return value.ip
+    return ipaddress.ip_address(value)
+
+
+def _maybe(value: Any) -> IpAddress | None:
+    return None if value is None else _address(value)
+
+
+async def read(pool: Pool) -> Desired:
+    """Everything the host should have, as one consistent snapshot of the database."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        nets = await conn.fetch(Q.desired_networks)
+        subnet_rows = await conn.fetch(Q.desired_subnets)
+        port_rows = await conn.fetch(Q.desired_ports)
+        ip_rows = await conn.fetch(Q.desired_fixed_ips)
+        group_rows = await conn.fetch(Q.desired_port_groups)
+        sg_rows = await conn.fetch(Q.desired_security_groups)
+        rule_rows = await conn.fetch(Q.desired_rules)
+        router_rows = await conn.fetch(Q.desired_routers)
+        fip_rows = await conn.fetch(Q.desired_floating_ips)
+
+    subnets: dict[str, list[Subnet]] = defaultdict(list)
+    for r in subnet_rows:
+        subnets[str(r["network_id"])].append(Subnet(
+            id=str(r["id"]), network_id=str(r["network_id"]), cidr=ipaddress.ip_network(r["cidr"]),
+            ip_version=r["ip_version"], gateway_ip=_maybe(r["gateway_ip"]), enable_dhcp=r["enable_dhcp"],
+            dns_nameservers=tuple(str(d) for d in r["dns_nameservers"] or ()),
+            host_routes=tuple((str(h["destination"]), str(h["nexthop"])) for h in r["host_routes"] or ())))
+    networks = {str(r["id"]): Network(
+        id=str(r["id"]), mtu=r["mtu"], external=r["external"], network_type=r["provider_network_type"],
+        physical_network=r["provider_physical_network"], subnets=tuple(subnets.get(str(r["id"]), ())))
+        for r in nets}
+
+    ips: dict[str, list[FixedIp]] = defaultdict(list)
+    for r in ip_rows:
+        ips[str(r["port_id"])].append(FixedIp(subnet_id=str(r["subnet_id"]), address=_address(r["ip_address"])))
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in group_rows:
+        groups[str(r["port_id"])].append(str(r["security_group_id"]))
+    ports = {}
+    for r in port_rows:
+        port_id = str(r["id"])
+        pairs = tuple((str(p["ip_address"]), p.get("mac_address") or None)
+                      for p in r["allowed_address_pairs"] or ())
+        ports[port_id] = Port(
+            id=port_id, network_id=str(r["network_id"]), mac_address=str(r["mac_address"]).lower(),
+            device_owner=r["device_owner"], device_id=r["device_id"], fixed_ips=tuple(ips.get(port_id, ())),
+            security_group_ids=tuple(groups.get(port_id, ())), port_security_enabled=r["port_security_enabled"],
+            allowed_address_pairs=pairs, binding_host=r["binding_host"])
+
+    rules: dict[str, list[Rule]] = defaultdict(list)
+    for r in rule_rows:
+        rules[str(r["security_group_id"])].append(Rule(
+            id=str(r["id"]), direction=r["direction"], ethertype=r["ethertype"], protocol=r["protocol"],
+            port_range_min=r["port_range_min"], port_range_max=r["port_range_max"],
+            remote_ip_prefix=None if r["remote_ip_prefix"] is None else ipaddress.ip_network(r["remote_ip_prefix"]),
+            remote_group_id=None if r["remote_group_id"] is None else str(r["remote_group_id"])))
+    security_groups = {str(r["id"]): SecurityGroup(id=str(r["id"]), stateful=r["stateful"],
+                                                   rules=tuple(rules.get(str(r["id"]), ())))
+                       for r in sg_rows}
+
+    interfaces: dict[str, list[Port]] = defaultdict(list)
+    for p in ports.values():
+        if p.device_owner == ROUTER_INTERFACE_OWNER:
+            interfaces[p.device_id].append(p)
+    routers = {str(r["id"]): Router(
+        id=str(r["id"]), admin_state_up=r["admin_state_up"], enable_snat=r["enable_snat"],
+        gateway_port=None if r["gateway_port_id"] is None else ports.get(str(r["gateway_port_id"])),
+        interfaces=tuple(interfaces.get(str(r["id"]), ())))
+        for r in router_rows}
+
+    floating_ips = {str(r["id"]): FloatingIp(
+        id=str(r["id"]), address=_address(r["floating_ip_address"]), network_id=str(r["floating_network_id"]),
+        router_id=None if r["router_id"] is None else str(r["router_id"]),
+        fixed_ip=_maybe(r["fixed_ip_address"]), port_id=None if r["port_id"] is None else str(r["port_id"]))
+        for r in fip_rows}
+    return Desired(networks=networks, ports=ports, security_groups=security_groups, routers=routers,
+                   floating_ips=floating_ips)

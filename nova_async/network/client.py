@@ -26,3 +26,8 @@ class NetworkClient:
 
     async def deallocate(self, instance_uuid: str) -> None:
         await self.bus.call(TOPIC, m.DeallocatePorts(instance_uuid=instance_uuid))
+
+    async def ensure_dhcp_port(self, network_id: str, host: str) -> m.Vif | None:
+        reply = await self.bus.call(TOPIC, m.EnsureDhcpPort(network_id=network_id, host=host))
+        assert isinstance(reply, m.PortList)
+        return reply.vifs[0] if reply.vifs else None

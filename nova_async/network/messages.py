@@ -56,3 +56,12 @@ class DeallocatePorts(Message, frozen=True, kw_only=True):
     """Delete the ports made for an instance. Idempotent."""
 
     instance_uuid: str
+
+
+class EnsureDhcpPort(Message, frozen=True, kw_only=True):
+    """The DHCP port of data-plane `host` on the network, made, completed or deleted to fit
+    the subnets that have DHCP on now. Idempotent. Answer: PortList with that port, or empty
+    when the network needs none (or is gone)."""
+
+    network_id: str
+    host: str

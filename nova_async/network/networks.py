@@ -20,7 +20,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, providers, quotas
+from nova_async.network import dhcp_ports, ipam, providers, quotas
 
 Q = queries("network")
 
@@ -141,6 +141,7 @@ async def delete_network(pool: Pool, ctx: RequestContext, network_id: str) -> No
         # subnet, then insert a port referencing the network), so the two never deadlock.
         await ipam.lock_subnets(conn, [s["id"] for s in await conn.fetch(Q.network_subnets, row["id"])])
         await conn.fetchrow(Q.lock_network, row["id"])
+        await dhcp_ports.release_network(conn, row["id"])
         if await conn.fetchval(Q.network_has_ports, row["id"]):
             raise errors.Conflict(f"Unable to complete operation on network {network_id}. There are "
                                   "one or more ports still in use on the network.", code="network_in_use")

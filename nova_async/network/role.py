@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common.context import RequestContext
-from nova_async.network import instance_ports, providers, routes
+from nova_async.network import dhcp_ports, instance_ports, providers, routes
 from nova_async.network import messages as m
 from nova_async.network.client import TOPIC
 from nova_async.network.state import NetworkApi
@@ -25,6 +25,7 @@ class NetworkRole(Role):
             m.ValidateNetworks: self._validate,
             m.AllocatePorts: self._allocate,
             m.DeallocatePorts: self._deallocate,
+            m.EnsureDhcpPort: self._ensure_dhcp_port,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -42,3 +43,6 @@ class NetworkRole(Role):
 
     async def _deallocate(self, msg: m.DeallocatePorts, ctx: RequestContext) -> None:
         await instance_ports.deallocate(self.pool, msg.instance_uuid)
+
+    async def _ensure_dhcp_port(self, msg: m.EnsureDhcpPort, ctx: RequestContext) -> m.PortList:
+        return m.PortList(vifs=await dhcp_ports.ensure(self.pool, msg.network_id, msg.host))

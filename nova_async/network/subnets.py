@@ -19,7 +19,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks, quotas
+from nova_async.network import dhcp_ports, ipam, networks, quotas
 
 Q = queries("network")
 
@@ -167,6 +167,7 @@ async def delete_subnet(pool: Pool, ctx: RequestContext, subnet_id: str) -> None
         if not (ctx.is_admin or ctx.project_id in (row["project_id"], row["network_project_id"])):
             raise errors.Forbidden(f"Only the owner of subnet {subnet_id} may delete it.")
         await conn.fetchrow(Q.lock_subnet, row["id"])
+        await dhcp_ports.release_subnet(conn, row["id"])
         if await conn.fetchval(Q.subnet_in_use, row["id"]):
             raise errors.Conflict(f"Unable to complete operation on subnet {subnet_id}: one or more "
                                   "ports have an IP allocation from this subnet.", code="subnet_in_use")

@@ -86,8 +86,38 @@ def safe_network_settings(state_dir: Path, args: tuple[str, ...]) -> tuple[str, 
     return (*args, "--config", str(config))
 
 
+def remove_dataplane_under(state_dir: Path) -> list[str]:
+    """What a service's data plane left on this host for the networks it served from
+    `state_dir` (it keeps namespaces and bridges across a stop, for its next start): each
+    network's DHCP namespace (its veth goes with it) and, once empty, its bridge."""
+    import subprocess
+
+    removed = []
+    dhcp = state_dir / "dataplane" / "dhcp"
+    for network_dir in sorted(dhcp.iterdir()) if dhcp.is_dir() else []:
+        ns, bridge = f"qdhcp-{network_dir.name}", f"brq{network_dir.name[:11]}"
+        pid_file = network_dir / "pid"
+        pid = pid_file.read_text().strip() if pid_file.exists() else ""
+        with contextlib.suppress(OSError):  # a killed service's dnsmasq: ours if it names our pid file
+            if pid.isdigit() and f"--pid-file={pid_file}".encode() in \
+                    Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                os.kill(int(pid), signal.SIGKILL)
+        if Path("/var/run/netns", ns).exists():
+            subprocess.run(["ip", "netns", "del", ns], check=False, timeout=30)
+            removed.append(ns)
+        brif = Path("/sys/class/net", bridge, "brif")
+        if brif.is_dir() and not any(brif.iterdir()):
+            subprocess.run(["ip", "link", "del", "dev", bridge], check=False, timeout=30)
+            removed.append(bridge)
+    return removed
+
+
 @contextlib.asynccontextmanager
-async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None):
+async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None,
+                keep_host_state: bool = False):
+    """`nova-async serve` on `state_dir`; at the end its guests and what its data plane left on
+    the host are removed, unless `keep_host_state` (a test that starts it again on the same
+    state dir, to see what a restart finds)."""
     port = free_port()
     args = safe_network_settings(state_dir, args)
     argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
@@ -125,4 +155,6 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: di
                 await proc.wait()
         waiting.cancel()
         await pumping
-        await asyncio.to_thread(remove_guests_under, state_dir.resolve())
+        if not keep_host_state:
+            await asyncio.to_thread(remove_guests_under, state_dir.resolve())
+            await asyncio.to_thread(remove_dataplane_under, state_dir.resolve())

@@ -175,7 +175,13 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
             assert domain_name(server_id) not in await _domain_names()
             assert not instance_dir.exists()
             assert not tap.exists()
-            assert not Path("/sys/class/net", bridges[0]).exists()   # its last guest went
+            # The bridge stays while its network has DHCP on this host (the data plane's
+            # namespace is plugged into it); deleting the network takes both away.
+            assert Path("/sys/class/net", bridges[0]).exists()
+            await api.call("DELETE", f"/network/v2.0/networks/{net}", 204)
+            await until(lambda: Path("/var/run/netns", f"qdhcp-{net}").exists()
+                        or Path("/sys/class/net", bridges[0]).exists(), lambda left: not left,
+                        what="the network's DHCP namespace and bridge gone")
             assert (await api.call("GET", f"/placement/allocations/{server_id}", 200))["allocations"] == {}
     finally:
         await _remove_leftovers(server_ids, bridges)
