@@ -22,6 +22,7 @@ from nova_async.dataplane.made import Made
 from nova_async.dataplane.reconcile import PartDeps
 from nova_async.network.client import NetworkClient
 from tests.harness import running
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("dnsmasq") or not shutil.which("busybox"),
@@ -280,6 +281,8 @@ async def test_a_data_plane_that_cannot_serve_fails_the_wait_with_its_reason(poo
         net, _ = await make_network(h)
         port = (await post(h, PORT, {"port": {"network_id": net["id"], "device_owner": "compute:nova",
                                               "device_id": str(uuid.uuid4())}}))["port"]
+        reconciler = h.roles["dataplane"].reconciler
+        await until(lambda: reconciler.last.failures, what="a pass that failed")  # the reason is known
         h.roles["dataplane"].ports_ready_timeout = 0.5
         compute = Host(name=host, hypervisor=None, pool=pool, api_pool=pool, bus=h.bus, images=None,  # type: ignore[arg-type]
                        instances_root=tmp_path, domain_type="qemu", dataplane=True)
