@@ -3,7 +3,8 @@
 `make_port` is the one way a port comes to be, for the API and for instances alike: in the
 caller's transaction, with the subnets it draws from already row-locked, so the port and
 its addresses appear together or not at all. A port is visible to its own project and to
-the owner of its network."""
+the owner of its network. A port the API makes joins its security groups in the same
+transaction (security_groups.py says which)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks
+from nova_async.network import ipam, networks, security_groups
 
 Q = queries("network")
 
@@ -145,13 +146,17 @@ async def create_port(pool: Pool, ctx: RequestContext, body: dict[str, Any]) -> 
                       for e in body["fixed_ips"]]
         else:
             wanted = [(available[0], None)] if available else []
+        groups = await security_groups.groups_for_port(conn, ctx, project, body)
         locked = await ipam.lock_subnets(conn, [s["id"] for s, _ in wanted])
-        return await make_port(conn, NewPort(
+        row = await make_port(conn, NewPort(
             network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
             name=body.get("name", ""), description=body.get("description", ""),
             mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
             device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
             host=body.get("binding:host_id", "")))
+        enabled = body.get("port_security_enabled", True)
+        await security_groups.join_port(conn, row["id"], groups, enabled)
+        return row if enabled else await conn.fetchrow(Q.get_port, row["id"])
 
 
 async def get_port(db: Db, ctx: RequestContext, port_id: str) -> asyncpg.Record:

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
-from nova_async.network.handlers import networks, ports, quotas, subnets, versions
+from nova_async.network.handlers import networks, ports, quotas, security_groups, subnets, versions
 from nova_async.network.state import STATE, NetworkApi
 
 V2 = "/v2.0"
@@ -32,6 +32,15 @@ ROUTES = [
     ("POST", f"{V2}/ports", ports.create_port),
     ("GET", f"{V2}/ports/{{port_id}}", ports.show_port),
     ("DELETE", f"{V2}/ports/{{port_id}}", ports.delete_port),
+    ("GET", f"{V2}/security-groups", security_groups.list_security_groups),
+    ("POST", f"{V2}/security-groups", security_groups.create_security_group),
+    ("GET", f"{V2}/security-groups/{{security_group_id}}", security_groups.show_security_group),
+    ("PUT", f"{V2}/security-groups/{{security_group_id}}", security_groups.update_security_group),
+    ("DELETE", f"{V2}/security-groups/{{security_group_id}}", security_groups.delete_security_group),
+    ("GET", f"{V2}/security-group-rules", security_groups.list_security_group_rules),
+    ("POST", f"{V2}/security-group-rules", security_groups.create_security_group_rule),
+    ("GET", f"{V2}/security-group-rules/{{rule_id}}", security_groups.show_security_group_rule),
+    ("DELETE", f"{V2}/security-group-rules/{{rule_id}}", security_groups.delete_security_group_rule),
     ("GET", f"{V2}/quotas/{{project_id}}", quotas.show_quota),
     ("GET", f"{V2}/quotas/{{project_id}}/details", quotas.show_quota_details),
 ]
@@ -49,6 +58,25 @@ NEUTRON_TYPES = {
     "mac_generation_failed": "MacAddressGenerationFailure",
     "network_requires_subnet": "NetworkRequiresSubnet",
     "network_ambiguous": "NetworkAmbiguous",
+    "over_quota": "OverQuota",
+    "security_group_not_found": "SecurityGroupNotFound",
+    "security_group_rule_not_found": "SecurityGroupRuleNotFound",
+    "security_group_in_use": "SecurityGroupInUse",
+    "security_group_default_exists": "SecurityGroupDefaultAlreadyExists",
+    "security_group_cannot_update_default": "SecurityGroupCannotUpdateDefault",
+    "security_group_cannot_remove_default": "SecurityGroupCannotRemoveDefault",
+    "security_group_rule_exists": "SecurityGroupRuleExists",
+    "security_group_rule_invalid_protocol": "SecurityGroupRuleInvalidProtocol",
+    "security_group_rule_invalid_ethertype": "SecurityGroupRuleInvalidEtherType",
+    "security_group_rule_parameter_conflict": "SecurityGroupRuleParameterConflict",
+    "security_group_remote_group_and_remote_ip_prefix": "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+    "security_group_protocol_required_with_ports": "SecurityGroupProtocolRequiredWithPorts",
+    "security_group_invalid_port_value": "SecurityGroupInvalidPortValue",
+    "security_group_invalid_port_range": "SecurityGroupInvalidPortRange",
+    "security_group_invalid_icmp_value": "SecurityGroupInvalidIcmpValue",
+    "security_group_missing_icmp_type": "SecurityGroupMissingIcmpType",
+    "security_group_invalid_protocol_for_port": "SecurityGroupInvalidProtocolForPort",
+    "port_security_required": "PortSecurityAndIPRequiredForSecurityGroups",
 }
 
 _BY_STATUS = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",

@@ -1,8 +1,8 @@
-"""What network, subnet and port bodies may hold.
+"""What network, subnet, port and security group bodies may hold.
 
 Neutron refuses attributes it does not know (400), so these schemas do too. A few
 attributes the clients send with some flags are accepted and have no effect here (no
-port security, availability zones, DNS domains or QoS in this subset)."""
+availability zones, DNS domains or QoS in this subset)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,44 @@ PORT = validator(_wrapped("port", {
                       "properties": {"subnet_id": {"type": "string"}, "ip_address": {"type": "string"}}},
         },
         "port_security_enabled": {"type": "boolean"},
+        **_OWNER,
+    },
+}))
+
+SECURITY_GROUP = validator(_wrapped("security_group", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": _NAME,
+        "description": _NAME,
+        "stateful": {"type": "boolean"},
+        **_OWNER,
+    },
+}))
+
+SECURITY_GROUP_UPDATE = validator(_wrapped("security_group", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"name": _NAME, "description": _NAME, "stateful": {"type": "boolean"}},
+}))
+
+_PORT_NUMBER = {"type": ["integer", "string", "null"]}
+
+SECURITY_GROUP_RULE = validator(_wrapped("security_group_rule", {
+    "type": "object",
+    "required": ["security_group_id", "direction"],
+    "additionalProperties": False,
+    "properties": {
+        "security_group_id": {"type": "string"},
+        "direction": {"enum": ["ingress", "egress"]},
+        "ethertype": {"type": ["string", "null"]},
+        "protocol": {"type": ["string", "integer", "null"]},
+        "port_range_min": _PORT_NUMBER,
+        "port_range_max": _PORT_NUMBER,
+        "remote_ip_prefix": {"type": ["string", "null"]},
+        "remote_group_id": {"type": ["string", "null"]},
+        "remote_address_group_id": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"], "maxLength": 255},
         **_OWNER,
     },
 }))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common.web import context, dump, read_json
-from nova_async.network import ports, schemas, views
+from nova_async.network import ports, schemas, security_groups, views
 from nova_async.network.handlers.common import fields, many
 from nova_async.network.state import STATE
 
@@ -19,15 +19,19 @@ async def list_ports(request: web.Request) -> web.Response:
     pool = request.app[STATE].pool
     rows = await ports.list_ports(pool, context(request), filters)
     ips = await ports.fixed_ips(pool, rows)
+    groups = await security_groups.port_groups(pool, rows)
     wanted = fields(request)
-    return dump({"ports": [views.only(views.port(r, ips[str(r["id"])]), wanted) for r in rows]})
+    return dump({"ports": [views.only(views.port(r, ips[str(r["id"])], groups[str(r["id"])]), wanted)
+                           for r in rows]})
 
 
 async def show_port(request: web.Request) -> web.Response:
     pool = request.app[STATE].pool
     row = await ports.get_port(pool, context(request), request.match_info["port_id"])
     ips = await ports.fixed_ips(pool, [row])
-    return dump({"port": views.only(views.port(row, ips[str(row["id"])]), fields(request))})
+    groups = await security_groups.port_groups(pool, [row])
+    return dump({"port": views.only(views.port(row, ips[str(row["id"])], groups[str(row["id"])]),
+                                    fields(request))})
 
 
 async def create_port(request: web.Request) -> web.Response:
@@ -36,7 +40,8 @@ async def create_port(request: web.Request) -> web.Response:
     pool = request.app[STATE].pool
     row = await ports.create_port(pool, ctx, body["port"])
     ips = await ports.fixed_ips(pool, [row])
-    return dump({"port": views.port(row, ips[str(row["id"])])}, status=201)
+    groups = await security_groups.port_groups(pool, [row])
+    return dump({"port": views.port(row, ips[str(row["id"])], groups[str(row["id"])])}, status=201)
 
 
 async def delete_port(request: web.Request) -> web.Response:
