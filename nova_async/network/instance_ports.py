@@ -162,14 +162,17 @@ async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
             raise refusal(rows[0]["message"], code=rows[0]["refusal"])
         if rows:
             # A statement of its own after the ports' (the coalesced one is shared with other
-            # boots): until it lands the new ports are in no group, which lets nothing in.
-            await security_groups.attach_to_instance(pool, msg.instance_uuid, msg.project_id, msg.security_groups)
+            # boots). Until it lands the new ports are in no group, which lets nothing in; and
+            # the guest is started only once this call has answered.
+            groups = await security_groups.for_instance(pool, msg.project_id, msg.security_groups)
+            await security_groups.attach_to_instance(pool, msg.instance_uuid, groups)
         return _vifs(rows)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.lock_device, msg.instance_uuid)
+        groups = await security_groups.for_instance(conn, msg.project_id, msg.security_groups)
         existing = await conn.fetch(Q.rebind_device_vifs, msg.instance_uuid, msg.host)
         if existing:
-            await security_groups.attach_to_instance(conn, msg.instance_uuid, msg.project_id, msg.security_groups)
+            await security_groups.attach_to_instance(conn, msg.instance_uuid, groups)
             return _vifs(existing)
         targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
         locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
@@ -197,7 +200,7 @@ async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
             else:
                 known = None
         if targets:
-            await security_groups.attach_to_instance(conn, msg.instance_uuid, msg.project_id, msg.security_groups)
+            await security_groups.attach_to_instance(conn, msg.instance_uuid, groups)
         # Ports made here are known without reading them back (the subnet stays locked until
         # the commit: the shorter that is, the sooner the next instance gets its address).
         return _vifs(known) if known is not None else await vifs(conn, msg.instance_uuid)

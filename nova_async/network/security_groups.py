@@ -148,10 +148,13 @@ async def resolve(db: Db, project_id: str, wanted: list[str]) -> list[str]:
     """The ids of the project's groups `wanted` names (each by name or id; `default` is made
     if need be), in that order, each once. NotFound names the first unknown one; Conflict
     when a name fits more than one group."""
-    if any(w == DEFAULT for w in wanted):
-        await ensure_default(db, project_id)
     found: dict[str, list[str]] = defaultdict(list)
-    for r in await db.fetch(Q.groups_by_name_or_id, project_id, wanted):
+    if DEFAULT in wanted:
+        # No other group may be called `default` (create and update refuse the name), so
+        # most boots are answered by this one query.
+        found[DEFAULT].append(await ensure_default(db, project_id))
+    others = [w for w in wanted if w != DEFAULT]
+    for r in await db.fetch(Q.groups_by_name_or_id, project_id, others) if others else []:
         found[r["wanted"]].append(str(r["id"]))
     ids = []
     for w in wanted:
@@ -210,10 +213,15 @@ async def port_groups(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[str
     return out
 
 
-async def attach_to_instance(db: Db, instance_uuid: str, project_id: str, wanted: list[str] | None) -> None:
-    """The groups an instance asked for (ids; None: the project's default) on the ports made
-    for it that are in none yet. Idempotent, like the allocation before it."""
-    ids = wanted if wanted is not None else [await ensure_default(db, project_id)]
+async def for_instance(db: Db, project_id: str, wanted: list[str] | None) -> list[str]:
+    """The groups an instance's new ports join: those it asked for (ids, resolved when the
+    boot was accepted), or the project's default group when it asked none (None)."""
+    return wanted if wanted is not None else [await ensure_default(db, project_id)]
+
+
+async def attach_to_instance(db: Db, instance_uuid: str, ids: list[str]) -> None:
+    """The groups `ids` on the ports made for the instance that are in none yet. Idempotent,
+    like the allocation before it."""
     if not ids:
         return
     try:

@@ -72,6 +72,8 @@ async def test_boot_with_groups_by_name_or_id_and_change_them(cloud):
     resp = await h.http.delete(f"{SG}/{ssh['id']}", headers=h.alice)
     assert resp.status == 409 and (await resp.json())["NeutronError"]["type"] == "SecurityGroupInUse"
 
+    resp = await h.http.get(f"{V}/servers/{server_id}/os-security-groups", headers=h.bob)
+    assert resp.status == 404
     mine = (await ok(await h.http.get(f"{V}/servers/{server_id}/os-security-groups", headers=h.alice),
                      200))["security_groups"]
     assert [g["name"] for g in mine] == ["default", "ssh"]
@@ -130,3 +132,13 @@ async def test_the_os_security_groups_proxy_up_to_2_35(cloud):
     assert resp.status == 202
     resp = await h.http.get(f"{V}/os-security-groups/{group_id}", headers={**h.alice, **PROXY})
     assert resp.status == 404
+
+
+async def test_a_port_the_user_made_keeps_its_own_groups(cloud):
+    h = cloud
+    web = await group(h, h.alice, "web")
+    port = (await ok(await h.http.post("/network/v2.0/ports", headers=h.alice, json={"port": {
+        "network_id": h.net, "security_groups": [web["id"]]}}), 201))["port"]
+    server_id = await boot(h, networks=[{"port": port["id"]}], security_groups=[{"name": "default"}])
+    assert await port_groups(h, server_id) == [[web["id"]]]
+    assert (await show_server(h, server_id))["security_groups"] == [{"name": "web"}]

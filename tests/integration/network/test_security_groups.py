@@ -237,3 +237,24 @@ async def test_ports_are_in_groups_and_a_group_in_use_stays(h):
     # a router's or DHCP server's port is in no group unless asked
     dhcp = (await post(h, PORT, h.admin, {"port": {"network_id": net["id"], "device_owner": "network:dhcp"}}))["port"]
     assert dhcp["security_groups"] == []
+
+
+async def test_instance_ports_join_the_asked_groups_or_the_default_one_once(h):
+    from nova_async.network.client import NetworkClient
+    from nova_async.network.messages import RequestedNetwork
+
+    net = (await post(h, NET, h.alice, {"network": {"name": "n"}}))["network"]
+    await post(h, SUBNET, h.alice, {"subnet": {"network_id": net["id"], "cidr": "10.0.0.0/24", "ip_version": 4}})
+    web = await make_group(h, h.alice, "web")
+    client = NetworkClient(h.bus)
+    asked, plain, fixed = (str(uuid.uuid4()) for _ in range(3))
+    # the common path (a whole network), the general one (a fixed address), and a retry of each
+    for _ in range(2):
+        await client.allocate(asked, "proj-a", "host-1", [RequestedNetwork(network_id=net["id"])], [web["id"]])
+        await client.allocate(plain, "proj-a", "host-1", [RequestedNetwork(network_id=net["id"])])
+        await client.allocate(fixed, "proj-a", "host-1",
+                              [RequestedNetwork(network_id=net["id"], fixed_ip="10.0.0.99")], [web["id"]])
+    default = await default_group(h, h.alice)
+    for device, wanted in ((asked, [web["id"]]), (plain, [default["id"]]), (fixed, [web["id"]])):
+        [port] = (await get(h, f"{PORT}?device_id={device}", h.alice))["ports"]
+        assert port["security_groups"] == wanted
