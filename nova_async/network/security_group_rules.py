@@ -29,7 +29,7 @@ Db = Pool | asyncpg.Connection
 
 # Neutron's protocol names and their IP protocol numbers.
 PROTOCOLS = {
-    "ah": 51, "dccp": 33, "egp": 8, "esp": 50, "gre": 47, "hopopt": 0, "icmp": 1, "igmp": 2, "ip": 4,
+    "ah": 51, "dccp": 33, "egp": 8, "esp": 50, "gre": 47, "hopopt": 0, "icmp": 1, "igmp": 2,
     "ipip": 4, "ipv6-encap": 41, "ipv6-frag": 44, "ipv6-icmp": 58, "icmpv6": 58, "ipv6-nonxt": 59,
     "ipv6-opts": 60, "ipv6-route": 43, "ospf": 89, "pgm": 113, "rsvp": 46, "sctp": 132, "tcp": 6,
     "udp": 17, "udplite": 136, "vrrp": 112,
@@ -102,9 +102,10 @@ def _port(value: Any, name: str) -> int | None:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise errors.InvalidInput(f"Invalid input for {name}. Reason: '{value}' is not an integer.") from None
+        number = -1
     if isinstance(value, bool) or not 0 <= number <= 65535:
-        raise errors.InvalidInput(f"Invalid value for port {value}.", code="security_group_invalid_port_value")
+        raise errors.InvalidInput(f"Invalid value for port {value} ({name}).",
+                                  code="security_group_invalid_port_value")
     return number
 
 
