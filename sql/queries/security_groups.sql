@@ -126,14 +126,23 @@ ON CONFLICT DO NOTHING;
 UPDATE ports SET port_security_enabled = false WHERE id = $1;
 
 -- name: attach_device_groups
--- The groups $2 on the ports made for instance $1 that are in none yet (a retried
--- AllocatePorts finds them there already and changes nothing).
-INSERT INTO port_security_groups (port_id, security_group_id)
-SELECT p.id, g
-  FROM ports p CROSS JOIN unnest($2::uuid[]) AS g
- WHERE p.device_id = $1 AND p.device_id <> '' AND p.auto_created AND p.port_security_enabled
-   AND NOT EXISTS (SELECT 1 FROM port_security_groups x WHERE x.port_id = p.id)
-ON CONFLICT DO NOTHING;
+-- For each instance $1[k]: the groups $2[k] (the text of a uuid array) on the ports made for
+-- it that are in none yet (a retried AllocatePorts finds them there already and changes
+-- nothing). Coalesced (db/coalesce.py): the boots that get here at once share the statement.
+-- A group deleted since the boot was accepted is left out: the port is in fewer groups, which
+-- lets less in, never more.
+WITH w AS (
+    SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(device, wanted, ord)
+), joined AS (
+    INSERT INTO port_security_groups (port_id, security_group_id)
+    SELECT p.id, g.id
+      FROM w
+      JOIN ports p ON p.device_id = w.device AND p.device_id <> '' AND p.auto_created AND p.port_security_enabled
+      JOIN security_groups g ON g.id = ANY (w.wanted::uuid[])
+     WHERE NOT EXISTS (SELECT 1 FROM port_security_groups x WHERE x.port_id = p.id)
+    ON CONFLICT DO NOTHING
+)
+SELECT ord FROM w;
 
 -- name: device_ports
 -- The ports of instances $1 (device ids), with whether they may hold groups.
