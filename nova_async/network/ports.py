@@ -41,6 +41,7 @@ class PortFilters:
     names: list[str] | None = None
     macs: list[str] | None = None
     project_ids: list[str] | None = None
+    security_group_ids: list[str] | None = None   # in any of these groups
 
 
 @dataclass(frozen=True)
@@ -171,8 +172,9 @@ async def list_ports(db: Db, ctx: RequestContext, f: PortFilters) -> list[asyncp
     ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
     net_ids = None if f.network_ids is None else [i for i in map(parse_uuid, f.network_ids) if i]
     macs = None if f.macs is None else [m.lower() for m in f.macs if _is_mac(m)]
+    groups = None if f.security_group_ids is None else [i for i in map(parse_uuid, f.security_group_ids) if i]
     return await db.fetch(Q.list_ports, ctx.is_admin, ctx.project_id, ids, net_ids, f.device_ids,
-                          f.device_owners, f.names, macs, f.project_ids)
+                          f.device_owners, f.names, macs, f.project_ids, groups)
 
 
 def _is_mac(text: str) -> bool:

@@ -125,6 +125,8 @@ SELECT p.*
    AND ($7::text[] IS NULL OR p.name = ANY($7))
    AND ($8::macaddr[] IS NULL OR p.mac_address = ANY($8))
    AND ($9::text[] IS NULL OR p.project_id = ANY($9))
+   AND ($10::uuid[] IS NULL OR EXISTS (SELECT 1 FROM port_security_groups x
+                                        WHERE x.port_id = p.id AND x.security_group_id = ANY($10)))
  ORDER BY p.created_at, p.device_index, p.id;
 
 -- name: port_ips

@@ -15,7 +15,8 @@ async def list_ports(request: web.Request) -> web.Response:
         ids=many(request, "id"), network_ids=many(request, "network_id"),
         device_ids=many(request, "device_id"), device_owners=many(request, "device_owner"),
         names=many(request, "name"), macs=many(request, "mac_address"),
-        project_ids=many(request, "project_id") or many(request, "tenant_id"))
+        project_ids=many(request, "project_id") or many(request, "tenant_id"),
+        security_group_ids=many(request, "security_groups"))
     pool = request.app[STATE].pool
     rows = await ports.list_ports(pool, context(request), filters)
     ips = await ports.fixed_ips(pool, rows)

@@ -225,6 +225,8 @@ async def test_ports_are_in_groups_and_a_group_in_use_stays(h):
     assert shown["security_groups"] == [web["id"]]
     listed = {p["id"]: p["security_groups"] for p in (await get(h, PORT, h.alice))["ports"]}
     assert listed == {port["id"]: [default["id"]], port2["id"]: [web["id"]]}
+    in_web = (await get(h, f"{PORT}?security_groups={web['id']}", h.alice))["ports"]
+    assert [p["id"] for p in in_web] == [port2["id"]]
     bare = (await post(h, PORT, h.alice, {"port": {"network_id": net["id"], "port_security_enabled": False}}))["port"]
     assert bare["security_groups"] == [] and bare["port_security_enabled"] is False
     resp = await h.http.post(PORT, json={"port": {"network_id": net["id"], "port_security_enabled": False,
