@@ -3,7 +3,8 @@
 A group belongs to one project and is seen by that project only (an admin sees all). Each
 project has one `default` group, made the first time the project needs one (its first
 listing of groups, its first port, its first server) with Neutron's default rules; the unique
-partial index security_groups_one_default makes two first requests agree on one. Groups and
+partial index security_groups_one_default makes two first requests agree on one. Any other
+new group comes with Neutron's two egress rules (anywhere, IPv4 and IPv6). Groups and
 rules count against the project's quota (network/quotas.py), counted under a per-project
 lock so that two creators cannot both take the last one. The data plane enforces what these
 tables say (dataplane/); this module only keeps them."""

@@ -48,9 +48,17 @@ SELECT w.wanted, g.id, g.name
     ON g.project_id = $1 AND (g.name = w.wanted OR g.id::text = lower(w.wanted));
 
 -- name: insert_group
-INSERT INTO security_groups (id, project_id, name, description, stateful)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING *;
+-- A new group lets its members send anywhere (IPv4 and IPv6 egress rules), as Neutron's do.
+WITH made AS (
+    INSERT INTO security_groups (id, project_id, name, description, stateful)
+    VALUES ($1, $2, $3, $4, $5)
+    RETURNING *
+), rules AS (
+    INSERT INTO security_group_rules (id, security_group_id, project_id, direction, ethertype)
+    SELECT gen_random_uuid(), made.id, made.project_id, 'egress', e.ethertype
+      FROM made, (VALUES ('IPv4'), ('IPv6')) AS e(ethertype)
+)
+SELECT * FROM made;
 
 -- name: update_group
 UPDATE security_groups

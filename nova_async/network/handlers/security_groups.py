@@ -37,7 +37,8 @@ async def create_security_group(request: web.Request) -> web.Response:
     body = await read_json(request, schemas.SECURITY_GROUP)
     pool = request.app[STATE].pool
     row = await groups.create_group(pool, ctx, body["security_group"])
-    return dump({"security_group": views.security_group(row, [])}, status=201)
+    found = await groups.rules_of(pool, [row])
+    return dump({"security_group": views.security_group(row, found[str(row["id"])])}, status=201)
 
 
 async def update_security_group(request: web.Request) -> web.Response:

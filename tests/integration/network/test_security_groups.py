@@ -85,7 +85,11 @@ async def test_default_group_is_made_once_when_first_requests_race(h):
 
 async def test_group_lifecycle(h):
     group = await make_group(h, h.alice, "web")
-    assert group["name"] == "web" and group["description"] == "web" and group["security_group_rules"] == []
+    assert group["name"] == "web" and group["description"] == "web"
+    # Neutron's two egress rules come with every new group
+    assert sorted((r["direction"], r["ethertype"], r["protocol"], r["remote_ip_prefix"], r["remote_group_id"])
+                  for r in group["security_group_rules"]) == [("egress", "IPv4", None, None, None),
+                                                             ("egress", "IPv6", None, None, None)]
     shown = (await get(h, f"{SG}/{group['id']}?fields=id&fields=name", h.alice))["security_group"]
     assert shown == {"id": group["id"], "name": "web"}
     resp = await h.http.put(f"{SG}/{group['id']}", json={"security_group": {"name": "www", "description": "d"}},
@@ -164,8 +168,9 @@ async def test_rules_are_checked_and_normalised_as_neutron_does(h):
     tcp = (await get(h, f"{RULE}?security_group_id={gid}&protocol=tcp", h.alice))["security_group_rules"]
     assert [r["id"] for r in tcp] == [ssh["id"]]
     egress = (await get(h, f"{RULE}?security_group_id={gid}&direction=egress&fields=id", h.alice))
-    assert egress["security_group_rules"] == [{"id": anything["id"]}]
-    assert len((await get(h, f"{SG}/{gid}", h.alice))["security_group"]["security_group_rules"]) == 5
+    assert len(egress["security_group_rules"]) == 3 and {"id": anything["id"]} in egress["security_group_rules"]
+    assert set(egress["security_group_rules"][0]) == {"id"}
+    assert len((await get(h, f"{SG}/{gid}", h.alice))["security_group"]["security_group_rules"]) == 7
     resp = await h.http.delete(f"{RULE}/{ssh['id']}", headers=h.alice)
     assert resp.status == 204
     await fault(await h.http.get(f"{RULE}/{ssh['id']}", headers=h.alice), 404, "SecurityGroupRuleNotFound")
@@ -201,9 +206,10 @@ async def test_quotas_are_counted_and_enforced(h):
     await fault(await h.http.post(SG, json={"security_group": {"name": "one-too-many"}}, headers=h.alice),
                 409, "OverQuota")
     quota = (await get(h, "/network/v2.0/quotas/proj-a/details", h.alice))["quota"]
-    assert quota["security_group"]["used"] == 10 and quota["security_group_rule"]["used"] == 4
+    # the default group's 4 rules, and the 2 egress rules of each of the 9 others
+    assert quota["security_group"]["used"] == 10 and quota["security_group_rule"]["used"] == 22
     default = await default_group(h, h.alice)
-    for port in range(1, 97):  # 4 default rules + 96 = 100
+    for port in range(1, 79):  # 22 + 78 = 100
         await make_rule(h, h.alice, default["id"], protocol="tcp", port_range_min=port, port_range_max=port)
     await fault(await h.http.post(RULE, json={"security_group_rule": {
         "security_group_id": default["id"], "direction": "ingress", "protocol": "udp"}}, headers=h.alice),
