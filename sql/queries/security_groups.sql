@@ -27,7 +27,9 @@ SELECT id FROM made;
 SELECT * FROM security_groups WHERE id = $1;
 
 -- name: lock_group
-SELECT * FROM security_groups WHERE id = $1 FOR UPDATE;
+-- One change to a group (and its rules) at a time; NO KEY UPDATE, so ports joining the group
+-- meanwhile (whose foreign key takes KEY SHARE) do not wait for it.
+SELECT * FROM security_groups WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: list_groups
 SELECT g.*

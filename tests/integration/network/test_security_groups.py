@@ -268,3 +268,11 @@ async def test_instance_ports_join_the_asked_groups_or_the_default_one_once(h):
     for device, wanted in ((asked, [web["id"]]), (plain, [default["id"]]), (fixed, [web["id"]])):
         [port] = (await get(h, f"{PORT}?device_id={device}", h.alice))["ports"]
         assert port["security_groups"] == wanted
+
+
+async def test_creators_at_once_never_pass_the_quota(h):
+    answers = await asyncio.gather(*(h.http.post(SG, json={"security_group": {"name": f"g{i}"}}, headers=h.bob)
+                                     for i in range(14)))
+    statuses = sorted(r.status for r in answers)
+    assert statuses == [201] * 9 + [409] * 5  # the default group is the tenth
+    assert await h.pool.fetchval("SELECT count(*) FROM security_groups WHERE project_id = 'proj-b'") == 10
