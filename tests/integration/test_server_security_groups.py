@@ -142,3 +142,14 @@ async def test_a_port_the_user_made_keeps_its_own_groups(cloud):
     server_id = await boot(h, networks=[{"port": port["id"]}], security_groups=[{"name": "default"}])
     assert await port_groups(h, server_id) == [[web["id"]]]
     assert (await show_server(h, server_id))["security_groups"] == [{"name": "web"}]
+
+
+async def test_a_port_without_port_security_takes_no_group(cloud):
+    h = cloud
+    port = (await ok(await h.http.post("/network/v2.0/ports", headers=h.alice, json={"port": {
+        "network_id": h.net, "port_security_enabled": False}}), 201))["port"]
+    server_id = await boot(h, networks=[{"port": port["id"]}])
+    assert "security_groups" not in await show_server(h, server_id)
+    resp = await act(h, server_id, {"addSecurityGroup": {"name": "default"}})
+    assert resp.status == 400, await resp.text()
+    assert await port_groups(h, server_id) == [[]]

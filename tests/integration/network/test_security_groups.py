@@ -115,6 +115,9 @@ async def test_default_group_is_guarded_as_neutron_guards_it(h):
                 409, "SecurityGroupCannotRemoveDefault")
     resp = await h.http.post(SG, json={"security_group": {"name": "x", "colour": "red"}}, headers=h.alice)
     await fault(resp, 400, "HTTPBadRequest")
+    # an admin may remove it (while no port is in it); the project's next need makes a new one
+    assert (await h.http.delete(f"{SG}/{default['id']}", headers=h.admin)).status == 204
+    assert (await default_group(h, h.alice))["id"] != default["id"]
 
 
 async def test_rules_are_checked_and_normalised_as_neutron_does(h):
