@@ -63,7 +63,9 @@ CREATE_SERVER = w.validator({
                 "key_name": {"type": ["string", "null"], "maxLength": 255},
                 "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255},
                 "block_device_mapping_v2": {"type": "array", "items": _BDM},
-                "security_groups": {"type": "array", "items": {"type": "object"}},
+                "security_groups": {"type": "array", "items": {
+                    "type": "object", "required": ["name"], "additionalProperties": False,
+                    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}}}},
                 "config_drive": {"type": ["boolean", "string"]},
                 "adminPass": {"type": "string", "maxLength": 255},
                 "accessIPv4": {"type": "string", "format": "ipv4"},

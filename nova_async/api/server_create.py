@@ -76,6 +76,7 @@ class BootRequest:
     description: str | None
     admin_pass: str
     hints: dict[str, Any]           # os:scheduler_hints
+    security_groups: list[str]      # names or ids, as the body gives them
     reservation_id: str             # names the request's instances together
 
 
@@ -101,7 +102,9 @@ def parse(body: dict[str, Any], version) -> BootRequest:
         description=server.get("description") if version >= (2, 19) else None,
         admin_pass=server.get("adminPass") or secrets.token_urlsafe(9),
         hints=body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {},
-        reservation_id=f"r-{secrets.token_hex(4)}")
+        reservation_id=f"r-{secrets.token_hex(4)}",
+        security_groups=list(dict.fromkeys(g["name"] for g in server.get("security_groups") or []))
+        or ["default"])
 
 
 def _count(value: Any, name: str) -> int:
@@ -168,15 +171,18 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
     or does not fit. Nothing is written."""
     # The flavor, the image and the networks are looked up at once (three services, three
     # round trips that do not wait for each other); what is wrong is told in that order.
-    flavor_row, image, networks = await asyncio.gather(
+    # (The security groups are resolved to ids now, as Nova does, and go in the request spec.)
+    flavor_row, image, networks, groups = await asyncio.gather(
         _flavor(state, request.flavor_ref), find_image(state, ctx, request.image_ref),
-        _check_networks(state, ctx, request.networks), return_exceptions=True)
+        _check_networks(state, ctx, request.networks), _security_groups(state, ctx, request),
+        return_exceptions=True)
     for outcome in (flavor_row, image):
         if isinstance(outcome, BaseException):
             raise outcome
     check_image(image, flavor_row)
-    if isinstance(networks, BaseException):
-        raise networks
+    for outcome in (networks, groups):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
     key_data = await keypairs.key_for_boot(state.pool, ctx.user_id, request.key_name)
     zone = request.availability_zone
@@ -189,7 +195,7 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
                        memory_mb=flavor.memory_mb, root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
                        swap_mb=flavor.swap, image_id=image.id, availability_zone=zone,
                        extra_specs=flavor.extra_specs, image_properties=dict(image.properties),
-                       scheduler_hints=placement_hints)
+                       scheduler_hints=placement_hints, security_groups=groups)
     return Resolved(flavor=flavor, image=image, key_data=key_data, spec=spec)
 
 
@@ -362,6 +368,17 @@ async def _check_networks(state: ApiState, ctx: RequestContext, requested: list[
     # An empty list ("auto") is checked too: it fails up front when the choice is ambiguous.
     try:
         await state.networks.validate(ctx, requested)
+    except errors.NotFound as exc:
+        raise errors.InvalidInput(exc.message) from None
+
+
+async def _security_groups(state: ApiState, ctx: RequestContext, request: BootRequest) -> list[str] | None:
+    """The ids of the groups the boot names (by name or id) in the caller's project; the
+    project's `default` group when it names none (made now, if it is the project's first)."""
+    if request.networks == [NO_NETWORK]:
+        return None
+    try:
+        return await state.networks.resolve_security_groups(ctx, request.security_groups)
     except errors.NotFound as exc:
         raise errors.InvalidInput(exc.message) from None
 

@@ -84,7 +84,10 @@ def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
     return fault
 
 
-def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, Any]:
+def detail(row, base: str, version: Version, ctx: RequestContext,
+           security_groups: list[str] | None = None) -> dict[str, Any]:
+    """A server as show and detail render it; `security_groups` are the names of the groups
+    on its ports (shown only when it has any, as Nova; update and rebuild show none)."""
     uuid = str(row["uuid"])
     image = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
              if row["image_ref"] else "")
@@ -102,8 +105,9 @@ def detail(row, base: str, version: Version, ctx: RequestContext) -> dict[str, A
         "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),
         "OS-EXT-STS:task_state": row["task_state"], "OS-EXT-STS:vm_state": row["vm_state"],
         "OS-EXT-STS:power_state": row["power_state"], "os-extended-volumes:volumes_attached": [],
-        "security_groups": [{"name": "default"}],
     }
+    if security_groups:
+        out["security_groups"] = [{"name": name} for name in security_groups]
     if row["vm_state"] in (VmState.BUILDING, VmState.ACTIVE):
         out["progress"] = row["progress"]
     fault = _fault(row, ctx)

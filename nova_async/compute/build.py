@@ -210,7 +210,9 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
                    event: contextlib.AbstractAsyncContextManager[None]) -> list[Vif]:
     instance_uuid = str(row["uuid"])
     async with event:
-        vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested)
+        # the groups the API resolved when it accepted the boot (absent before they existed)
+        groups = (row["request_spec"] or {}).get("security_groups")
+        vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested, groups)
         records = [vif_record(v) for v in vifs]
         await SET_NETWORK_INFO(host.pool, instance_uuid, msgspec.json.encode(records).decode())
         if host.real_guests:

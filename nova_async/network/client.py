@@ -18,9 +18,11 @@ class NetworkClient:
                             context=context)
 
     async def allocate(self, instance_uuid: str, project_id: str, host: str,
-                       requested: list[m.RequestedNetwork]) -> list[m.Vif]:
+                       requested: list[m.RequestedNetwork], security_groups: list[str] | None = None
+                       ) -> list[m.Vif]:
         reply = await self.bus.call(TOPIC, m.AllocatePorts(instance_uuid=instance_uuid, project_id=project_id,
-                                                           host=host, requested=requested))
+                                                           host=host, requested=requested,
+                                                           security_groups=security_groups))
         assert isinstance(reply, m.PortList)
         return reply.vifs
 
@@ -31,3 +33,27 @@ class NetworkClient:
         reply = await self.bus.call(TOPIC, m.EnsureDhcpPort(network_id=network_id, host=host))
         assert isinstance(reply, m.PortList)
         return reply.vifs[0] if reply.vifs else None
+
+    async def resolve_security_groups(self, context: RequestContext, names: list[str]) -> list[str]:
+        reply = await self.bus.call(TOPIC, m.ResolveSecurityGroups(project_id=context.project_id, names=names),
+                                    context=context)
+        assert isinstance(reply, m.SecurityGroupIds)
+        return reply.ids
+
+    async def instance_security_groups(self, context: RequestContext,
+                                       instance_uuids: list[str]) -> m.SecurityGroupsByInstance:
+        reply = await self.bus.call(TOPIC, m.InstanceSecurityGroups(instance_uuids=instance_uuids), context=context)
+        assert isinstance(reply, m.SecurityGroupsByInstance)
+        return reply
+
+    async def change_instance_security_group(self, context: RequestContext, instance_uuid: str, project_id: str,
+                                             group: str, add: bool) -> None:
+        await self.bus.call(TOPIC, m.ChangeInstanceSecurityGroup(instance_uuid=instance_uuid, project_id=project_id,
+                                                                 group=group, add=add), context=context)
+
+    async def security_groups(self, context: RequestContext, action: str, id: str | None = None,
+                              ids: list[str] | None = None, body: dict | None = None) -> m.SecurityGroupReply:
+        reply = await self.bus.call(TOPIC, m.SecurityGroupRequest(action=action, id=id, ids=ids, body=body or {}),
+                                    context=context)
+        assert isinstance(reply, m.SecurityGroupReply)
+        return reply

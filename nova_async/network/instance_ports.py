@@ -9,6 +9,8 @@
   network_allocate_ports.sql), and the instances whose ports are asked for at once share one transaction
   (network_allocate_ports_many.sql), each still made or refused alone. Ports named by id and fixed addresses take
   the general path below, one transaction per instance, which gives the same answers.
+  The ports made for an instance join the security groups it asked for (by default the
+  project's `default` group); ports the user made keep their own.
 - deallocate: ports made for the instance are deleted; ports the user made are released.
 """
 
@@ -25,7 +27,7 @@ from nova_async.db.coalesce import Coalesced
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
-from nova_async.network import ipam, networks, ports
+from nova_async.network import ipam, networks, ports, security_groups
 from nova_async.network import messages as m
 
 Q = queries("network")
@@ -158,11 +160,19 @@ async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
             if refusal is None:
                 raise errors.NovaAsyncError(f"network_allocate_ports: {rows[0]['message']}")
             raise refusal(rows[0]["message"], code=rows[0]["refusal"])
+        if rows:
+            # A statement of its own after the ports' (the coalesced one is shared with other
+            # boots). Until it lands the new ports are in no group, which lets nothing in; and
+            # the guest is started only once this call has answered.
+            groups = await security_groups.for_instance(pool, msg.project_id, msg.security_groups)
+            await security_groups.attach_to_instance(pool, msg.instance_uuid, groups)
         return _vifs(rows)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(Q.lock_device, msg.instance_uuid)
+        groups = await security_groups.for_instance(conn, msg.project_id, msg.security_groups)
         existing = await conn.fetch(Q.rebind_device_vifs, msg.instance_uuid, msg.host)
         if existing:
+            await security_groups.attach_to_instance(conn, msg.instance_uuid, groups)
             return _vifs(existing)
         targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
         locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
@@ -189,6 +199,8 @@ async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
                               "ip_version": subnet["ip_version"]})
             else:
                 known = None
+        if targets:
+            await security_groups.attach_to_instance(conn, msg.instance_uuid, groups)
         # Ports made here are known without reading them back (the subnet stays locked until
         # the commit: the shorter that is, the sooner the next instance gets its address).
         return _vifs(known) if known is not None else await vifs(conn, msg.instance_uuid)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from nova_async.bus.messages import Message
 
 
@@ -42,10 +44,15 @@ class Vif(Message, frozen=True, kw_only=True):
 class AllocatePorts(Message, frozen=True, kw_only=True):
     """Create (or adopt) ports for an instance. Idempotent: calling again returns the same ports."""
 
+    VERSION: ClassVar[str] = "1.1"  # 1.1: security_groups
+
     instance_uuid: str
     project_id: str
     host: str
     requested: list[RequestedNetwork]
+    # ids of the groups the new ports join (resolved when the boot was accepted); None: the
+    # project's default group (instances accepted before security groups existed)
+    security_groups: list[str] | None = None
 
 
 class PortList(Message, frozen=True, kw_only=True):
@@ -65,3 +72,54 @@ class EnsureDhcpPort(Message, frozen=True, kw_only=True):
 
     network_id: str
     host: str
+
+
+class ResolveSecurityGroups(Message, frozen=True, kw_only=True):
+    """The ids of the project's groups `names` names (each a name or an id), in order;
+    `default` is made if the project has none yet. NotFound names an unknown one."""
+
+    project_id: str
+    names: list[str]
+
+
+class SecurityGroupIds(Message, frozen=True, kw_only=True):
+    ids: list[str]
+
+
+class InstanceSecurityGroups(Message, frozen=True, kw_only=True):
+    """The groups on the ports of each instance (Nova's server `security_groups`)."""
+
+    instance_uuids: list[str]
+
+
+class SecurityGroupsByInstance(Message, frozen=True, kw_only=True):
+    names: dict[str, list[str]]        # instance uuid -> group names; no key: no group
+    ids: dict[str, list[str]]
+
+
+class ChangeInstanceSecurityGroup(Message, frozen=True, kw_only=True):
+    """Nova's addSecurityGroup (add) / removeSecurityGroup: one group (name or id) on all the
+    instance's ports."""
+
+    instance_uuid: str
+    project_id: str
+    group: str
+    add: bool
+
+
+class SecurityGroupRequest(Message, frozen=True, kw_only=True):
+    """Nova's os-security-groups proxy API, answered by the Neutron API's own domain code
+    with the caller's context: `action` is list | show | create | update | delete for groups,
+    create_rule | delete_rule for rules; `body` as Neutron's API takes it."""
+
+    action: str
+    id: str | None = None
+    ids: list[str] | None = None
+    body: dict[str, Any] = {}
+
+
+class SecurityGroupReply(Message, frozen=True, kw_only=True):
+    """Groups (with their rules) or one rule, as Neutron's API shows them."""
+
+    groups: list[dict[str, Any]] = []
+    rule: dict[str, Any] | None = None

@@ -26,7 +26,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks, ports
+from nova_async.network import ipam, networks, ports, security_groups
 
 Q = queries("network")
 
@@ -110,7 +110,7 @@ async def update_port(pool: Pool, ctx: RequestContext, port_id: str, body: dict[
                     raise _group_not_found(group)
             final_groups = groups
         else:
-            final_groups = [r["security_group_id"] for r in await conn.fetch(Q.port_security_group_ids, [row["id"]])]
+            final_groups = (await security_groups.port_groups(conn, [row]))[str(row["id"])]
         if {"port_security_enabled", "security_groups", "fixed_ips"} & body.keys() and final_groups:
             has_address = bool(await conn.fetch(Q.port_ips, [row["id"]]))
             if not (security and has_address):
@@ -135,11 +135,8 @@ async def update_port(pool: Pool, ctx: RequestContext, port_id: str, body: dict[
         except asyncpg.UniqueViolationError:
             raise errors.Conflict(f"Unable to complete operation for network {row['network_id']}. "
                                   f"The mac address {mac} is in use.", code="mac_in_use") from None
-        if groups is not None:
-            try:
-                await conn.execute(Q.set_port_security_groups, row["id"], groups)
-            except asyncpg.ForeignKeyViolationError:  # a group deleted since we saw it
-                raise _group_not_found(", ".join(groups)) from None
+        if groups is not None:   # a group deleted since we saw it: 404, as for an unknown one
+            await security_groups.join_port(conn, row["id"], groups, enabled=True)
         return updated
 
 

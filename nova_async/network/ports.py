@@ -3,7 +3,8 @@
 `make_port` is the one way a port comes to be, for the API and for instances alike: in the
 caller's transaction, with the subnets it draws from already row-locked, so the port and
 its addresses appear together or not at all. A port is visible to its own project and to
-the owner of its network."""
+the owner of its network. A port the API makes joins its security groups in the same
+transaction (security_groups.py says which)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks, quotas
+from nova_async.network import ipam, networks, quotas, security_groups
 
 Q = queries("network")
 
@@ -47,6 +48,7 @@ class PortFilters:
     names: list[str] | None = None
     macs: list[str] | None = None
     project_ids: list[str] | None = None
+    security_group_ids: list[str] | None = None   # in any of these groups
 
 
 @dataclass(frozen=True)
@@ -157,15 +159,21 @@ async def create_ports(pool: Pool, ctx: RequestContext, bodies: list[dict[str, A
                           for e in body["fixed_ips"]]
             else:
                 wanted = [(available[0], None)] if available else []
-            plans.append((body, net, wanted))
-        locked = await ipam.lock_subnets(conn, [s["id"] for _, _, wanted in plans for s, _ in wanted])
-        return [await make_port(conn, NewPort(
+            groups = await security_groups.groups_for_port(conn, ctx, networks.owner_project(ctx, body), body)
+            plans.append((body, net, wanted, groups))
+        locked = await ipam.lock_subnets(conn, [s["id"] for _, _, wanted, _ in plans for s, _ in wanted])
+        made = []
+        for (body, net, wanted, groups), project in zip(plans, projects):
+            row = await make_port(conn, NewPort(
             network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
             name=body.get("name", ""), description=body.get("description", ""),
             mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
             device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
             host=body.get("binding:host_id", "")))
-            for (body, net, wanted), project in zip(plans, projects)]
+            enabled = body.get("port_security_enabled", True)
+            await security_groups.join_port(conn, row["id"], groups, enabled)
+            made.append(row if enabled else await conn.fetchrow(Q.get_port, row["id"]))
+        return made
 
 
 async def get_port(db: Db, ctx: RequestContext, port_id: str) -> asyncpg.Record:
@@ -180,8 +188,9 @@ async def list_ports(db: Db, ctx: RequestContext, f: PortFilters) -> list[asyncp
     ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
     net_ids = None if f.network_ids is None else [i for i in map(parse_uuid, f.network_ids) if i]
     macs = None if f.macs is None else [m.lower() for m in f.macs if _is_mac(m)]
+    groups = None if f.security_group_ids is None else [i for i in map(parse_uuid, f.security_group_ids) if i]
     return await db.fetch(Q.list_ports, ctx.is_admin, ctx.project_id, ids, net_ids, f.device_ids,
-                          f.device_owners, f.names, macs, f.project_ids)
+                          f.device_owners, f.names, macs, f.project_ids, groups)
 
 
 def _is_mac(text: str) -> bool:
@@ -195,14 +204,6 @@ async def fixed_ips(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[dict[
     out: dict[str, list[dict[str, str]]] = defaultdict(list)
     for r in await db.fetch(Q.port_ips, [p["id"] for p in ports]):
         out[str(r["port_id"])].append({"subnet_id": str(r["subnet_id"]), "ip_address": ipam.host(r["ip_address"])})
-    return out
-
-
-async def security_groups(db: Db, ports: list[asyncpg.Record]) -> dict[str, list[str]]:
-    """Each port's security group ids, fetched in one query for a whole listing."""
-    out: dict[str, list[str]] = defaultdict(list)
-    for r in await db.fetch(Q.port_security_group_ids, [p["id"] for p in ports]):
-        out[str(r["port_id"])].append(str(r["security_group_id"]))
     return out
 
 

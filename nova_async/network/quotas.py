@@ -1,7 +1,8 @@
 """Quotas as Neutron reports them, with Neutron's default limits (so that `openstack quota
 show` works). Networks, subnets, ports, routers and floating IPs made through the API are
-held to them (`check`), a bulk create as a whole; an instance's own ports are counted but
-not refused here (compute's quota already admitted the instance)."""
+held to them (`check`), a bulk create as a whole, and security groups and their rules too
+(security_groups.check_quota); an instance's own ports are counted but not refused here
+(compute's quota already admitted the instance)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("network")
+SQ = queries("security_groups")
 
 DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
             "security_group": 10, "security_group_rule": 100, "rbac_policy": 10,
@@ -34,8 +36,9 @@ def limits(ctx: RequestContext, project_id: str) -> dict[str, int]:
 async def usage(db: Pool, ctx: RequestContext, project_id: str) -> dict[str, dict[str, Any]]:
     """Limit, use and reservations per resource (`/quotas/{project}/details`)."""
     _check(ctx, project_id)
-    used = await db.fetchrow(Q.project_usage, project_id)
-    return {k: {"limit": limit, "used": used[k] if k in used.keys() else 0, "reserved": 0}
+    used = dict(await db.fetchrow(Q.project_usage, project_id))
+    used.update(await db.fetchrow(SQ.project_counts, project_id))
+    return {k: {"limit": limit, "used": used.get(k, 0), "reserved": 0}
             for k, limit in DEFAULTS.items()}
 
 

@@ -10,7 +10,8 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
-from nova_async.network.handlers import extensions, floatingips, networks, ports, quotas, routers, subnets, versions
+from nova_async.network.handlers import (extensions, floatingips, networks, ports, quotas, routers,
+                                         security_groups, subnets, versions)
 from nova_async.network.state import STATE, NetworkApi
 
 V2 = "/v2.0"
@@ -49,6 +50,15 @@ ROUTES = [
     ("DELETE", f"{V2}/floatingips/{{floatingip_id}}", floatingips.delete_floatingip),
     ("GET", f"{V2}/extensions", extensions.list_extensions),
     ("GET", f"{V2}/extensions/{{alias}}", extensions.show_extension),
+    ("GET", f"{V2}/security-groups", security_groups.list_security_groups),
+    ("POST", f"{V2}/security-groups", security_groups.create_security_group),
+    ("GET", f"{V2}/security-groups/{{security_group_id}}", security_groups.show_security_group),
+    ("PUT", f"{V2}/security-groups/{{security_group_id}}", security_groups.update_security_group),
+    ("DELETE", f"{V2}/security-groups/{{security_group_id}}", security_groups.delete_security_group),
+    ("GET", f"{V2}/security-group-rules", security_groups.list_security_group_rules),
+    ("POST", f"{V2}/security-group-rules", security_groups.create_security_group_rule),
+    ("GET", f"{V2}/security-group-rules/{{rule_id}}", security_groups.show_security_group_rule),
+    ("DELETE", f"{V2}/security-group-rules/{{rule_id}}", security_groups.delete_security_group_rule),
     ("GET", f"{V2}/quotas/{{project_id}}", quotas.show_quota),
     ("GET", f"{V2}/quotas/{{project_id}}/details", quotas.show_quota_details),
 ]
@@ -95,6 +105,23 @@ NEUTRON_TYPES = {
     "address_pair_needs_port_security": "AddressPairAndPortSecurityRequired",
     "duplicate_address_pair": "DuplicateAddressPairInRequest",
     "address_pairs_exhausted": "AllowedAddressPairExhausted",
+    "security_group_rule_not_found": "SecurityGroupRuleNotFound",
+    "security_group_in_use": "SecurityGroupInUse",
+    "security_group_default_exists": "SecurityGroupDefaultAlreadyExists",
+    "security_group_cannot_update_default": "SecurityGroupCannotUpdateDefault",
+    "security_group_cannot_remove_default": "SecurityGroupCannotRemoveDefault",
+    "security_group_rule_exists": "SecurityGroupRuleExists",
+    "security_group_rule_invalid_protocol": "SecurityGroupRuleInvalidProtocol",
+    "security_group_rule_invalid_ethertype": "SecurityGroupRuleInvalidEtherType",
+    "security_group_rule_parameter_conflict": "SecurityGroupRuleParameterConflict",
+    "security_group_remote_group_and_remote_ip_prefix": "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+    "security_group_protocol_required_with_ports": "SecurityGroupProtocolRequiredWithPorts",
+    "security_group_invalid_port_value": "SecurityGroupInvalidPortValue",
+    "security_group_invalid_port_range": "SecurityGroupInvalidPortRange",
+    "security_group_invalid_icmp_value": "SecurityGroupInvalidIcmpValue",
+    "security_group_missing_icmp_type": "SecurityGroupMissingIcmpType",
+    "security_group_invalid_protocol_for_port": "SecurityGroupInvalidProtocolForPort",
+    "port_security_required": "PortSecurityAndIPRequiredForSecurityGroups",
 }
 
 _BY_STATUS = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",

@@ -1,4 +1,5 @@
-"""What network, subnet and port bodies may hold, on create (POST) and update (PUT).
+"""What network, subnet, port, router, floating IP and security group bodies may hold, on
+create (POST) and update (PUT).
 
 Neutron refuses attributes it does not know (400), so these schemas do too. A few
 attributes the clients send with some flags are accepted and have no effect here (no
@@ -223,3 +224,42 @@ READ_ONLY = {
     "port": {"id", "network_id", "project_id", "tenant_id", "status", "created_at", "updated_at",
              "revision_number"},
 }
+
+
+SECURITY_GROUP = validator(_wrapped("security_group", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": _NAME,
+        "description": _NAME,
+        "stateful": {"type": "boolean"},
+        **_OWNER,
+    },
+}))
+
+SECURITY_GROUP_UPDATE = validator(_wrapped("security_group", {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"name": _NAME, "description": _NAME, "stateful": {"type": "boolean"}},
+}))
+
+_PORT_NUMBER = {"type": ["integer", "string", "null"]}
+
+SECURITY_GROUP_RULE = validator(_wrapped("security_group_rule", {
+    "type": "object",
+    "required": ["security_group_id", "direction"],
+    "additionalProperties": False,
+    "properties": {
+        "security_group_id": {"type": "string"},
+        "direction": {"enum": ["ingress", "egress"]},
+        "ethertype": {"type": ["string", "null"]},
+        "protocol": {"type": ["string", "integer", "null"]},
+        "port_range_min": _PORT_NUMBER,
+        "port_range_max": _PORT_NUMBER,
+        "remote_ip_prefix": {"type": ["string", "null"]},
+        "remote_group_id": {"type": ["string", "null"]},
+        "remote_address_group_id": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"], "maxLength": 255},
+        **_OWNER,
+    },
+}))

@@ -35,7 +35,10 @@ def resources(base_url: str) -> dict[str, Any]:
     return {"resources": [
         {"name": name, "collection": f"{name}s",
          "links": [{"href": f"{base_url}/network/v2.0/{name}s", "rel": "self"}]}
-        for name in ("network", "subnet", "port", "router", "floatingip")]}
+        for name in ("network", "subnet", "port", "router", "floatingip")] + [
+        {"name": name, "collection": name.replace("_", "-") + "s",
+         "links": [{"href": f"{base_url}/network/v2.0/{name.replace('_', '-')}s", "rel": "self"}]}
+        for name in ("security_group", "security_group_rule")]}
 
 
 def network(row: asyncpg.Record, admin: bool = False) -> dict[str, Any]:
@@ -94,7 +97,8 @@ def subnet(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]], security_groups: list[str]) -> dict[str, Any]:
+def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]],
+         security_groups: list[str] | None = None) -> dict[str, Any]:
     return {
         "id": str(row["id"]),
         "name": row["name"],
@@ -113,7 +117,7 @@ def port(row: asyncpg.Record, fixed_ips: list[dict[str, str]], security_groups: 
         "binding:vnic_type": "normal",
         "binding:vif_details": {},
         "binding:profile": {},
-        "security_groups": security_groups,
+        "security_groups": security_groups or [],
         "allowed_address_pairs": row["allowed_address_pairs"],
         "extra_dhcp_opts": [],
         "port_security_enabled": row["port_security_enabled"],
@@ -203,3 +207,40 @@ EXTENSIONS = [
 def extension(alias: str, name: str, description: str) -> dict[str, Any]:
     return {"alias": alias, "name": name, "description": description, "links": [],
             "updated": "2013-01-01T00:00:00-00:00"}
+
+
+def security_group_rule(row: asyncpg.Record) -> dict[str, Any]:
+    prefix = None if row["remote_ip_prefix"] is None else str(row["remote_ip_prefix"])
+    return {
+        "id": str(row["id"]),
+        "security_group_id": str(row["security_group_id"]),
+        "project_id": row["project_id"],
+        "tenant_id": row["project_id"],
+        "direction": row["direction"],
+        "ethertype": row["ethertype"],
+        "protocol": row["protocol"],
+        "port_range_min": row["port_range_min"],
+        "port_range_max": row["port_range_max"],
+        "remote_ip_prefix": prefix,
+        "normalized_cidr": prefix,
+        "remote_group_id": None if row["remote_group_id"] is None else str(row["remote_group_id"]),
+        "remote_address_group_id": None,
+        "description": row["description"],
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "revision_number": 0,
+    }
+
+
+def security_group(row: asyncpg.Record, rules: list[asyncpg.Record]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "description": row["description"],
+        "project_id": row["project_id"],
+        "tenant_id": row["project_id"],
+        "stateful": row["stateful"],
+        "shared": False,
+        "security_group_rules": [security_group_rule(r) for r in rules],
+        **_times(row),
+    }

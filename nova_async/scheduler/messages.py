@@ -77,6 +77,9 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     image_properties: dict[str, str] = {}
     group: GroupPolicy | None = None
     cell: str | None = None            # uuid of the only cell whose hosts may take it (a resize)
+    # ids of the security groups its new ports join (the boot's, resolved by name when accepted);
+    # None: the project's default group
+    security_groups: list[str] | None = None
 
     @classmethod
     def from_stored(cls, spec: dict[str, Any], flavor: Flavor | dict[str, Any]) -> RequestSpec:

@@ -126,6 +126,8 @@ SELECT p.*
    AND ($7::text[] IS NULL OR p.name = ANY($7))
    AND ($8::macaddr[] IS NULL OR p.mac_address = ANY($8))
    AND ($9::text[] IS NULL OR p.project_id = ANY($9))
+   AND ($10::uuid[] IS NULL OR EXISTS (SELECT 1 FROM port_security_groups x
+                                        WHERE x.port_id = p.id AND x.security_group_id = ANY($10)))
  ORDER BY p.created_at, p.device_index, p.id;
 
 -- name: port_ips
@@ -297,24 +299,10 @@ RETURNING *;
 -- name: release_port_ip
 DELETE FROM ip_allocations WHERE port_id = $1 AND subnet_id = $2 AND ip_address = $3::inet;
 
--- name: port_security_group_ids
-SELECT port_id, security_group_id FROM port_security_groups
- WHERE port_id = ANY($1::uuid[])
- ORDER BY port_id, security_group_id;
-
 -- name: visible_security_groups
 -- Which of the groups $3 exist and are seen by the caller ($1 admin, $2 project).
 SELECT id FROM security_groups
  WHERE id = ANY($3::uuid[]) AND ($1 OR project_id = $2);
-
--- name: set_port_security_groups
--- The port's groups become exactly $2, in one statement.
-WITH gone AS (
-    DELETE FROM port_security_groups WHERE port_id = $1 AND NOT security_group_id = ANY($2::uuid[])
-)
-INSERT INTO port_security_groups (port_id, security_group_id)
-SELECT $1, g FROM unnest($2::uuid[]) AS g
-ON CONFLICT DO NOTHING;
 
 -- name: lock_project_quota
 -- Creates of one kind by one project wait for each other, so a count and the inserts

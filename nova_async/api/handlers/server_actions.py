@@ -18,6 +18,9 @@ update, and hands the rebuild to the instance's host.
 `lock` / `unlock` only change the row: a locked instance refuses members' actions, deletes
 and metadata changes (409) until unlocked; an admin's lock only an admin can lift.
 
+`addSecurityGroup` / `removeSecurityGroup` put a security group on the server's ports or
+take it off them (the network service keeps them; api/security_groups.py).
+
 The work is done in api/server_ops.py (power, rebuild, lock, console output) and
 api/server_resize.py (resize, createImage); this module parses and renders.
 """
@@ -33,7 +36,7 @@ import jsonschema
 from aiohttp import web
 
 from nova_async.api import microversion, server_ops, server_resize, server_views
-from nova_async.api import lookup, remote_consoles
+from nova_async.api import lookup, remote_consoles, security_groups
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -100,6 +103,17 @@ def _simple(op: PowerOp) -> ActionHandler:
 
 _NULL = {"type": "null"}
 
+_SECURITY_GROUP = {"type": "object", "required": ["name"],
+                   "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}}}
+
+
+def _security_group(*, add: bool) -> ActionHandler:
+    async def handle(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
+        await security_groups.change_server(state, ctx, uuid, value["name"], add)
+        return web.Response(status=202)
+    return handle
+
+
 ACTIONS: dict[str, Action] = {
     "reboot": Action(_body("reboot", {
         "type": "object", "required": ["type"], "additionalProperties": False,
@@ -146,6 +160,8 @@ ACTIONS: dict[str, Action] = {
     "createImage": Action(_body("createImage", server_resize.CREATE_IMAGE_SCHEMA), server_resize.create_image,
                           versioned=True),
     # Remote consoles before 2.6: the type in the body names the protocol.
+    "addSecurityGroup": Action(_body("addSecurityGroup", _SECURITY_GROUP), _security_group(add=True)),
+    "removeSecurityGroup": Action(_body("removeSecurityGroup", _SECURITY_GROUP), _security_group(add=False)),
     **{name: Action(_body(name, schema), remote_consoles.legacy_console, versioned=True)
        for name, schema in remote_consoles.LEGACY_ACTIONS.items()},
 }

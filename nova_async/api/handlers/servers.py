@@ -7,7 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import lookup, microversion, schemas, server_create, server_delete, server_store, server_views
+from nova_async.api import (lookup, microversion, schemas, security_groups, server_create, server_delete,
+                            server_store, server_views)
 from nova_async.api.links import links
 from nova_async.api.state import STATE
 from nova_async.common import errors
@@ -25,7 +26,8 @@ async def create_server(request: web.Request) -> web.Response:
         return w.dump({"reservation_id": accepted.reservation_id}, 202)
     first = accepted.uuids[0]
     return w.dump({"server": {"id": first, "links": links(state.base_url, "servers", first),
-                              "OS-DCF:diskConfig": "MANUAL", "security_groups": [{"name": "default"}],
+                              "OS-DCF:diskConfig": "MANUAL",
+                              "security_groups": body["server"].get("security_groups") or [{"name": "default"}],
                               "adminPass": accepted.admin_pass}}, 202,
                   {"Location": f"{state.base_url}/compute/v2.1/servers/{first}"})
 
@@ -65,7 +67,9 @@ async def list_servers(request: web.Request) -> web.Response:
 async def list_servers_detail(request: web.Request) -> web.Response:
     state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
     rows = await server_store.listing(state, _filter(request), detail=True)
-    return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx) for r in rows]})
+    groups = await security_groups.of_servers(state, ctx, rows)
+    return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx, groups.get(str(r["uuid"])))
+                               for r in rows]})
 
 
 def _changed(request: web.Request, name: str) -> datetime | None:
@@ -82,7 +86,9 @@ def _changed(request: web.Request, name: str) -> datetime | None:
 async def show_server(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
     row = await server_store.show(state, ctx, request.match_info["server_id"])
-    return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx)})
+    groups = await security_groups.of_servers(state, ctx, [row])
+    return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx,
+                                                 groups.get(str(row["uuid"])))})
 
 
 def _update_schema(version) -> Any:

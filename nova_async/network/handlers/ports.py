@@ -5,14 +5,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common.web import context, dump
-from nova_async.network import port_update, ports, schemas, views
+from nova_async.network import port_update, ports, schemas, security_groups, views
 from nova_async.network.handlers.common import create_items, fields, many, update_body
 from nova_async.network.state import STATE
 
 
 async def _render(pool, rows) -> list[dict]:
     ips = await ports.fixed_ips(pool, rows)
-    groups = await ports.security_groups(pool, rows)
+    groups = await security_groups.port_groups(pool, rows)
     return [views.port(r, ips[str(r["id"])], groups[str(r["id"])]) for r in rows]
 
 
@@ -21,7 +21,8 @@ async def list_ports(request: web.Request) -> web.Response:
         ids=many(request, "id"), network_ids=many(request, "network_id"),
         device_ids=many(request, "device_id"), device_owners=many(request, "device_owner"),
         names=many(request, "name"), macs=many(request, "mac_address"),
-        project_ids=many(request, "project_id") or many(request, "tenant_id"))
+        project_ids=many(request, "project_id") or many(request, "tenant_id"),
+        security_group_ids=many(request, "security_groups"))
     pool = request.app[STATE].pool
     rows = await ports.list_ports(pool, context(request), filters)
     wanted = fields(request)

@@ -205,7 +205,7 @@ async def test_who_is_asking_is_read_from_the_database(h):
     requesters = Requesters(h.pool, h.cells)
     found = await requesters.facts(net, GUEST_IP)
     assert found.uuid == instance and found.user_data == USER_DATA and found.instance_type == "m1.small"
-    assert found.floating_ips == () and found.security_groups == ()
+    assert found.floating_ips == () and found.security_groups == ("default",)  # a new port's group
 
     # A floating IP associated with the instance's port, and a security group on that port.
     public = (await post(h, "/networks", {"network": {"name": "public", "router:external": True}}))["network"]["id"]
@@ -221,9 +221,9 @@ async def test_who_is_asking_is_read_from_the_database(h):
         uuid.uuid4(), public, holder, port, GUEST_IP)
     group = uuid.uuid4()
     await h.pool.execute("INSERT INTO security_groups (id, project_id, name) VALUES ($1, 'proj', 'web')", group)
-    await h.pool.execute("INSERT INTO port_security_groups (port_id, security_group_id) VALUES ($1, $2)", port, group)
+    await h.pool.execute("INSERT INTO port_security_groups (port_id, security_group_id) VALUES ($1, $2)", port, group)  # beside default
     found = await requesters.facts(net, GUEST_IP)
-    assert found.floating_ips == ("203.0.113.7",) and found.security_groups == ("web",)
+    assert found.floating_ips == ("203.0.113.7",) and found.security_groups == ("default", "web")
     for network_id, address in ((net, STRANGER_IP), (net, DHCP_IP), (str(uuid.uuid4()), GUEST_IP), (net, "bogus")):
         with pytest.raises(errors.NotFound):
             await requesters.facts(network_id, address)

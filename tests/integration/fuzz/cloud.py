@@ -114,6 +114,11 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
                              json={"subnet_id": subnet}), 200)
     fip = (await _ok(await http.post("/network/v2.0/floatingips", headers=h.alice, json={"floatingip": {
         "floating_network_id": public, "port_id": port}}), 201))["floatingip"]["id"]
+    security_group = (await _ok(await http.post("/network/v2.0/security-groups", headers=h.alice, json={
+        "security_group": {"name": "fuzz"}}), 201))["security_group"]["id"]
+    rule = (await _ok(await http.post("/network/v2.0/security-group-rules", headers=h.alice, json={
+        "security_group_rule": {"security_group_id": security_group, "direction": "ingress", "protocol": "tcp",
+                                "port_range_min": 22, "port_range_max": 22}}), 201))["security_group_rule"]["id"]
     await _ok(await http.post(C + "/os-keypairs", headers=h.alice,  # 2.1: generated
                               json={"keypair": {"name": "fuzzkey"}}), 200, 201)
     aggregate = (await _ok(await http.post(C + "/os-aggregates", headers=admin, json={
@@ -141,7 +146,8 @@ async def _seed(h: Harness) -> dict[str, list[str]]:
         "image_id": [image], "network_id": [net, public], "subnet_id": [subnet], "port_id": [port],
         "router_id": [router], "floatingip_id": [fip], "alias": ["router", "external-net"],
         "name": ["fuzzkey", "CUSTOM_FUZZ", "VCPU", "HW_CPU_X86_AVX"], "aggregate_id": [str(aggregate)],
-        "group_id": [group], "service_id": [str(s["id"]) for s in services], "uuid": providers,
+        "group_id": [group, security_group], "security_group_id": [security_group], "rule_id": [rule],
+        "service_id": [str(s["id"]) for s in services], "uuid": providers,
         "resource_class": ["CUSTOM_FUZZ", "VCPU", "DISK_GB"], "consumer": [server],
         "project_id": [*projects, "proj-a", "admin"], "user_id": [*users, "alice"], "role_id": roles,
         "domain_id": ["default"], "request_id": [a["request_id"] for a in actions["instanceActions"]],
