@@ -55,6 +55,7 @@ class Host:
     service_id: str = ""
     domain_type: str = "test"   # set at registration, from what the hypervisor is
     timeouts: GuestTimeouts = field(default_factory=GuestTimeouts)
+    force_config_drive: bool = False    # every real guest gets a config drive ([compute])
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)
