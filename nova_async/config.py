@@ -126,6 +126,8 @@ class ComputeSettings:
 class ImageSettings:
     demo_guest: bool = _doc("on a fresh database, register the demo guest (`make guest-image` builds "
                             "it) as the public images nova-async-demo, -kernel and -ramdisk", True)
+    cloud_image: bool = _doc("on a fresh database, register the Debian 12 cloud image (`make cloud-image` "
+                             "builds it) as the public images debian-cloud, -kernel and -ramdisk", True)
 
 
 @dataclass(frozen=True)
