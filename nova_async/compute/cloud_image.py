@@ -95,7 +95,8 @@ KEYS_MARK = "-----BEGIN SSH HOST KEY KEYS-----"
 # Free space in the file system beyond what the tree uses, for logs and host keys; cloud-init
 # grows the file system to the flavor's disk on first boot (resizefs).
 SLACK = 256 * 1024 * 1024
-MIN_RAM_MB = 256            # measured under TCG: 256 MiB reaches cloud-init's end, 128 MiB panics unpacking the initramfs
+# Measured under TCG: 256 MiB reaches cloud-init's end; 128 MiB panics unpacking the initramfs.
+MIN_RAM_MB = 256
 
 
 class CloudImageError(errors.NovaAsyncError):

@@ -86,7 +86,8 @@ async def test_debian_cloud_image_boots_to_cloud_init_finished_with_our_keypair(
             await api.call("POST", V + "/os-keypairs", 201, json={"keypair": {"name": "laptop",
                                                                              "public_key": public_key}})
             flavor = (await api.call("POST", V + "/flavors", 200, json={"flavor": {
-                "name": "cloud.small", "ram": image["min_ram"], "vcpus": 1, "disk": image["min_disk"]}}))["flavor"]["id"]
+                "name": "cloud.small", "ram": image["min_ram"], "vcpus": 1,
+                "disk": image["min_disk"]}}))["flavor"]["id"]
             net = (await api.call("POST", "/network/v2.0/networks", 201,
                                   json={"network": {"name": "cloudnet"}}))["network"]["id"]
             bridges.append("brq" + net[:11])

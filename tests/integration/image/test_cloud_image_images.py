@@ -13,8 +13,6 @@ from nova_async.compute.cloud_image import CloudImage
 from tests.harness import running
 from tests.integration.image.test_demo_guest_images import images
 
-GiB = 2**30
-
 
 def fake_cloud_image(tmp_path: Path) -> CloudImage:
     """Files shaped like a build's (a qcow2 header saying 725 MiB), with their manifest facts."""
