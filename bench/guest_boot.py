@@ -119,7 +119,8 @@ async def prepare(api: Api) -> tuple[dict, str, str]:
         guest = await build_or_reuse()
         kernel = await api.image("bench-kernel", guest.kernel.read_bytes(), "aki")
         ramdisk = await api.image("bench-ramdisk", guest.initrd.read_bytes(), "ari")
-        image = await api.image("bench-demo", b"\0" * (1 << 20), "raw", kernel_id=kernel, ramdisk_id=ramdisk)
+        image = await api.image("bench-demo", b"\0" * (1 << 20), "raw", kernel_id=kernel, ramdisk_id=ramdisk,
+                                img_config_drive="mandatory")
         origin = "uploaded by the bench (aki + ari + 1 MiB raw root)"
     _, flavor = await api.call("POST", V + "/flavors", 200, json={"flavor": {
         "name": "bench.tiny", "ram": 256, "vcpus": 1, "disk": 1}})

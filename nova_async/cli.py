@@ -1,4 +1,4 @@
-"""The `nova-async` command: `serve`, `db migrate`, `host-setup`, `guest-image`, and
+"""The `nova-async` command: `serve`, `db migrate`, `host-setup`, `guest-image`, `cloud-image`, and
 `project`/`user`/`role` (identity, managed in the database: nova_async/identity/cli.py).
 
 Every `serve` flag is also a config-file setting; config.py is the one place they are
@@ -64,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     image.add_argument("--out", metavar="DIR", help="cache directory (default: /var/cache/nova-async/"
                                                     "guest-image as root, else $XDG_CACHE_HOME/nova-async/guest-image)")
     image.set_defaults(config=None)
+    cloud = sub.add_parser("cloud-image", help="build (once) the Debian 12 cloud image (needs root)",
+                           description="Build a stock Debian 12 cloud image (cloud-init, openssh-server) "
+                                       "offline from Debian packages with mmdebstrap into a cache directory, "
+                                       "or reuse it when it is already there.")
+    cloud.add_argument("--out", metavar="DIR", help="cache directory (default: /var/cache/nova-async/"
+                                                    "cloud-image as root, else $XDG_CACHE_HOME/nova-async/cloud-image)")
+    cloud.set_defaults(config=None)
     identity_cli.add_parsers(sub, _add_setting_flags)
     cells_cli.add_parsers(sub, _add_setting_flags)
     return parser
@@ -136,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
 
             out = Path(args.out) if args.out else default_cache_dir()
             print(asyncio.run(build_or_reuse(out)).summary())
+            return 0
+        if args.command == "cloud-image":
+            from nova_async.compute import cloud_image
+
+            out = Path(args.out) if args.out else cloud_image.default_cache_dir()
+            print(asyncio.run(cloud_image.build_or_reuse(out)).summary())
             return 0
     except NovaAsyncError as exc:
         print(f"nova-async: {exc.message}", file=sys.stderr)

@@ -115,6 +115,8 @@ class ComputeSettings:
     allow_resize_to_same_host: bool = _doc("a resize may stay on the server's own host (Nova's option, "
                                            "False there; True here because a single lab box has no "
                                            "other host to go to)", True)
+    force_config_drive: bool = _doc("give every real guest a config drive, whether or not its request or "
+                                    "image asks for one (Nova's option of the same name)", False)
     resize_confirm_window: float = _doc("seconds a resized server waits in VERIFY_RESIZE before it is "
                                         "confirmed automatically; 0 never (Nova's default: the user "
                                         "confirms or reverts, and a late confirm would otherwise fail)",
@@ -125,6 +127,8 @@ class ComputeSettings:
 class ImageSettings:
     demo_guest: bool = _doc("on a fresh database, register the demo guest (`make guest-image` builds "
                             "it) as the public images nova-async-demo, -kernel and -ramdisk", True)
+    cloud_image: bool = _doc("on a fresh database, register the Debian 12 cloud image (`make cloud-image` "
+                             "builds it) as the public images debian-cloud, -kernel and -ramdisk", True)
 
 
 @dataclass(frozen=True)

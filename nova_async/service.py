@@ -1,8 +1,9 @@
 """The supervisor: one process, every configured role a named task in one TaskGroup.
 
 Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → first-start
-steps (the demo guest's images, the external network) → ready line, and READY=1 to systemd (common/systemd.py:
-STATUS= on the way, STOPPING=1 at shutdown, watchdog pings from the loop throughout).
+steps (the demo guest's images, the Debian cloud image's, the external network) → ready
+line, and READY=1 to systemd (common/systemd.py: STATUS= on the way, STOPPING=1 at shutdown,
+watchdog pings from the loop throughout).
 Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop bus intake
 and tell roles to stop → let them drain → cancel what is left → stop watching the database
 → close resources in reverse order (the AsyncExitStack).
@@ -24,6 +25,7 @@ import secrets
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import structlog
 from aiohttp import web
@@ -33,6 +35,7 @@ from nova_async.bus.memory import MemoryBus
 from nova_async.common import errors, systemd
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
+from nova_async.compute import cloud_image
 from nova_async.compute.guest_image import default_cache_dir, load_cached
 from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.cells import adopt_legacy_instances, open_cells
@@ -42,7 +45,7 @@ from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
 from nova_async.identity import revocations
-from nova_async.image import demo
+from nova_async.image import cloud, demo
 from nova_async.network import external
 from nova_async.role import Deps, Role
 
@@ -103,6 +106,34 @@ async def make_external_network(pool, settings: Settings, roles: list[Role]) -> 
     except errors.InvalidInput as exc:
         log.error("cannot make the external network; fix [network] external_cidr / external_gateway",
                   error=exc.message)
+
+
+async def register_cloud_image(pool, roles: list[Role]) -> None:
+    """Once per database: the Debian cloud image (`make cloud-image`) as the public image
+    debian-cloud with its kernel and ramdisk. Skipped (and tried again next start) while it
+    has not been built."""
+    image_role = next((r for r in roles if r.name == "image"), None)
+    if image_role is None or await pool.fetchval(SQ.step_done, "cloud-image"):
+        return
+    built = cloud_image.find_cached()
+    if built is None:
+        log.info("the Debian cloud image is not built yet; `make cloud-image` builds it and the next "
+                 "start registers it as debian-cloud", cache=str(cloud_image.default_cache_dir()))
+        return
+
+    def facts(path: Path, virtual_size: int | None = None) -> cloud.BuiltFile:
+        f = built.facts[path.name]
+        return cloud.BuiltFile(path=path, size=f["size"], md5=f["md5"], sha512=f["sha512"],
+                               virtual_size=virtual_size)
+
+    try:
+        await cloud.register(pool, image_role.files, facts(built.kernel), facts(built.initrd),
+                             facts(built.disk, built.virtual_size), built.properties(),
+                             min_disk=built.min_disk_gb, min_ram=cloud_image.MIN_RAM_MB)
+    except Exception:
+        log.exception("could not register the Debian cloud image; trying again next start")
+        return
+    await pool.execute(SQ.mark_step_done, "cloud-image")
 
 
 HEALTH = web.AppKey("health", DatabaseHealth)
@@ -262,6 +293,8 @@ class Service:
                 f"listening at {settings.base_url}; waiting for role {role.name}"))
             if settings.image.demo_guest:
                 await register_demo_guest(deps.pool, roles)
+            if settings.image.cloud_image:
+                await register_cloud_image(deps.pool, roles)
             await make_external_network(deps.pool, settings, roles)
             login = ("any token (see README: noauth)" if settings.identity.auth == "noauth" else
                      "user admin, project admin, password " + (

@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
-from nova_async.api import flavor_store, quotas
+from nova_async.api import flavor_store, quotas, schemas
 # the domain halves of os-keypairs and os-server-groups (their HTTP is in handlers/)
 from nova_async.api import keypair_store as keypairs
 from nova_async.api import server_group_store as server_groups
@@ -96,7 +96,7 @@ def parse(body: dict[str, Any], version) -> BootRequest:
         image_ref=image_ref, flavor_ref=str(server["flavorRef"]), networks=networks,
         key_name=server.get("key_name"), availability_zone=server.get("availability_zone"),
         metadata=server.get("metadata", {}),
-        config_drive="True" if server.get("config_drive") in (True, "true", "True") else "",
+        config_drive="True" if str(server.get("config_drive")).lower() in schemas.TRUE_SPELLINGS else "",
         access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
         tags=list(dict.fromkeys(server.get("tags", []))) if version >= (2, 52) else [],
         description=server.get("description") if version >= (2, 19) else None,

@@ -15,11 +15,18 @@ anywhere (bad input) or the last alternate ends in ERROR here.
 
 A real guest (QEMU/KVM; not libvirt's test driver) needs more than a domain: the kernel
 and ramdisk its image names (Nova's kernel_id / ramdisk_id properties) for direct kernel
-boot, a bridge for each network, a config drive, and a console log; where this host's data
-plane runs, it starts only once the data plane serves its ports (DHCP, firewall). The config drive is
-built for every real guest, whether or not the request asked for one (Nova builds it only
-when asked or forced): our guests have no metadata service, so it is their only way to
-learn who they are. It is written once the ports are known, since it describes them.
+boot, a bridge for each network, a console log and, when one is due, a config drive; where
+this host's data plane runs, it starts only once the data plane serves its ports (DHCP,
+firewall).
+
+A config drive is due as in Nova (`nova.virt.configdrive.required_by`): the request asked
+for one (`config_drive: true`), the image says `img_config_drive=mandatory` (the demo
+guest's images do: it has no other way to learn who it is), or `[compute]
+force_config_drive` is set. Without one, a guest such as a stock cloud image finds its
+datasource elsewhere (the metadata service). A drive made for a reason the request did not
+give is written back to the instance (`config_drive` "True"), as Nova's
+`configdrive.update_instance` does, so `server show` says what the guest got. The drive is
+written once the ports are known, since it describes them.
 """
 
 from __future__ import annotations
@@ -68,6 +75,9 @@ SET_ACTIVE = Coalesced(IQ.set_active)
 # serial console (the one we log) and adds "quiet": under TCG every kernel message on the
 # emulated UART costs boot time. An image's os_command_line replaces it, as in Nova.
 DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet"
+# instances.config_drive as Nova keeps it: "True" when the guest has one, else "".
+CONFIG_DRIVE_SET = "True"
+IMG_CONFIG_DRIVE = "img_config_drive"     # the image property: "mandatory" or "optional"
 BUILD_EVENT = "compute_build_and_run_instance"
 NETWORK_EVENT = "compute_allocate_network"
 BLOCK_DEVICES_EVENT = "compute_prepare_block_devices"
@@ -179,12 +189,15 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
         if isinstance(outcome, BaseException):
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
-    disk_list, boot = blk.result()  # type: ignore[misc]
+    disk_list, boot, properties = blk.result()  # type: ignore[misc]
     async with event("compute_spawn"):
         console_log = ""
         if host.real_guests:
-            disk_list.append(await disks.config_drive(host.instances_root, instance_uuid,
-                                                      drive_content(row, vifs)))
+            if needs_config_drive(row["config_drive"], properties, host.force_config_drive):
+                disk_list.append(await disks.config_drive(host.instances_root, instance_uuid,
+                                                          drive_content(row, vifs)))
+                if row["config_drive"] != CONFIG_DRIVE_SET:
+                    await host.pool.execute(IQ.set_config_drive, instance_uuid)
             console_log = str(disks.console_log(host.instances_root, instance_uuid))
         spec = DomainSpec(
             instance_uuid=instance_uuid, display_name=row["display_name"], project_id=row["project_id"],
@@ -225,7 +238,7 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
                          event: contextlib.AbstractAsyncContextManager[None]
-                         ) -> tuple[list[disks.Disk], BootFiles]:
+                         ) -> tuple[list[disks.Disk], BootFiles, dict[str, str]]:
     instance_uuid = str(row["uuid"])
     async with event:
         if not row["image_ref"]:
@@ -235,7 +248,12 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
         boot = await boot_files(host, properties, row["project_id"]) if host.real_guests else BootFiles()
         disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
                                         ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap)
-        return disk_list, boot
+        return disk_list, boot, properties
+
+
+def needs_config_drive(requested: str | None, properties: dict[str, str], forced: bool) -> bool:
+    """Whether the guest gets a config drive: asked for, mandatory for its image, or forced."""
+    return forced or requested == CONFIG_DRIVE_SET or properties.get(IMG_CONFIG_DRIVE) == "mandatory"
 
 
 async def _base_image(host: Host, row: asyncpg.Record) -> tuple[Path, dict[str, str]]:

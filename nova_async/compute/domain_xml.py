@@ -11,6 +11,11 @@ the test driver has no use for: direct kernel boot (Nova's kernel_id / ramdisk_i
 its config drive as a read-only CD-ROM, a serial console that is also written to a log
 file (what `os-getConsoleOutput` reads back) and listens on a unix socket (what the serial
 console proxy connects to), and a VNC screen on loopback for noVNC.
+
+Every guest carries Nova's SMBIOS system strings (manufacturer `OpenStack Foundation`,
+product `OpenStack Nova`, serial and UUID the instance's): cloud-init's ds-identify reads
+the product from /sys/class/dmi/id to decide that it runs on OpenStack, and a stock cloud
+image that finds neither that nor a config drive looks no further for its datasource.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import uuid as uuidlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+from nova_async import __version__
 from nova_async.common.errors import InvalidInput
 
 NAME_PREFIX = "instance-"
@@ -44,6 +50,11 @@ _CMDLINE = re.compile(r"^[\x20-\x7e]{0,2047}$")
 CONSOLE_SOCKET = "console.sock"
 _MAX_SOCKET_PATH = 107
 VNC_LISTEN = "127.0.0.1"
+# What Nova's libvirt driver writes into <sysinfo type='smbios'><system> (nova.version's
+# vendor and product strings; "Virtual Machine" is its family).
+SMBIOS_MANUFACTURER = "OpenStack Foundation"
+SMBIOS_PRODUCT = "OpenStack Nova"
+SMBIOS_FAMILY = "Virtual Machine"
 
 
 def domain_name(instance_uuid: str) -> str:
@@ -205,6 +216,15 @@ def _metadata(parent: ET.Element, spec: DomainSpec) -> None:
     _sub(inst, f"{{{NS}}}flavor", name=spec.flavor_name, vcpus=str(spec.vcpus), memory_mb=str(spec.memory_mb))
 
 
+def _sysinfo(parent: ET.Element, spec: DomainSpec) -> None:
+    # Nova's serial is the instance UUID too (its [libvirt] sysinfo_serial default, "unique").
+    system = _sub(_sub(parent, "sysinfo", type="smbios"), "system")
+    for name, value in (("manufacturer", SMBIOS_MANUFACTURER), ("product", SMBIOS_PRODUCT),
+                        ("version", __version__), ("serial", spec.instance_uuid),
+                        ("uuid", spec.instance_uuid), ("family", SMBIOS_FAMILY)):
+        _sub(system, "entry", value, name=name)
+
+
 def _disk(devices: ET.Element, disk: Disk) -> None:
     el = _sub(devices, "disk", type="file", device=disk.device)
     _sub(el, "driver", name="qemu", type=disk.format)
@@ -269,6 +289,7 @@ def domain_xml(spec: DomainSpec) -> str:
     _sub(dom, "memory", str(spec.memory_mb), unit="MiB")
     _sub(dom, "currentMemory", str(spec.memory_mb), unit="MiB")
     _sub(dom, "vcpu", str(spec.vcpus))
+    _sysinfo(dom, spec)
     os_el = _sub(dom, "os")
     _sub(os_el, "type", "hvm")
     if spec.kernel:
@@ -279,6 +300,7 @@ def domain_xml(spec: DomainSpec) -> str:
             _sub(os_el, "cmdline", spec.cmdline)
     else:
         _sub(os_el, "boot", dev="hd")
+    _sub(os_el, "smbios", mode="sysinfo")
     features = _sub(dom, "features")
     _sub(features, "acpi")  # lets a guest's poweroff end the domain
     _sub(features, "apic")

@@ -59,6 +59,7 @@ class Host:
     # This host's data plane serves its guests' ports (dataplane/client.served): a real guest
     # starts only once DHCP and firewall have them.
     dataplane: bool = False
+    force_config_drive: bool = False    # every real guest gets a config drive ([compute])
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)

@@ -150,7 +150,7 @@ class ComputeRole(Role):
                 self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=cell.pool,
                                              api_pool=self.pool, bus=self.bus, images=images,
                                              instances_root=instances_root, disk_gb=spec.disk_gb,
-                                             timeouts=timeouts,
+                                             timeouts=timeouts, force_config_drive=c.force_config_drive,
                                              dataplane=dataplane_served and not spec.simulated)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import os
 import secrets
+import shutil
 import struct
 import threading
 from collections.abc import AsyncIterator
@@ -115,6 +116,26 @@ class ImageFiles:
             raise
         return Written(size=sink.size, checksum=sink.md5.hexdigest(), hash_value=sink.sha.hexdigest(),
                        virtual_size=virtual_size(sink.head, sink.size, disk_format))
+
+    async def adopt(self, image_id: str, source: Path, known: Written) -> Written:
+        """Take a file already on this machine whose size and hashes are `known` (an image
+        nova-async built itself, hashed when it was built) as the image's data: a hard link
+        when it shares this file system, so neither a copy nor a hash is paid for it, else a
+        copy. The source is never written afterwards: its builder replaces files, never
+        rewrites them, so the link keeps what was registered."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{image_id}.{secrets.token_hex(4)}{_PART_SUFFIX}"
+        try:
+            try:
+                await asyncio.to_thread(os.link, source, tmp)
+            except OSError:     # another file system, or links refused here
+                await asyncio.to_thread(shutil.copyfile, source, tmp)
+            if tmp.stat().st_size != known.size:
+                raise OSError(f"{source} is {tmp.stat().st_size} bytes, not the {known.size} expected")
+            os.replace(tmp, self.path(image_id))
+        finally:
+            tmp.unlink(missing_ok=True)
+        return known
 
     def remove(self, image_id: str) -> None:
         self.path(image_id).unlink(missing_ok=True)

@@ -5,8 +5,9 @@ The supervisor calls `register` once per database, on its first start with the d
 built (`make guest-image`), so a fresh install has something that boots. The images are
 public and belong to no project, like images an operator uploads for everyone. Their ids
 are fixed, so a start that was cut off half-way finishes the same three images instead of
-making a second set. The machine image's own disk is 1 MiB of zeros: the guest lives in
-its ramdisk and only reads its config drive.
+making a second set (migration 0048 recognises the machine image by that id). The machine
+image's own disk is 1 MiB of zeros: the guest lives in its ramdisk and only reads its config
+drive, which its `img_config_drive=mandatory` property makes every server of it get.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ async def register(pool: Pool, files: ImageFiles, kernel: Path, initrd: Path) ->
     """Make the three images exist and hold their data; returns the machine image's id."""
     kernel_id = await _ensure(pool, files, f"{NAME}-kernel", "aki", kernel, {})
     ramdisk_id = await _ensure(pool, files, f"{NAME}-ramdisk", "ari", initrd, {})
+    # The guest learns who it is only from its config drive: every server of it needs one.
     machine_id = await _ensure(pool, files, NAME, "raw", _ROOT_DISK,
-                               {"kernel_id": kernel_id, "ramdisk_id": ramdisk_id})
+                               {"kernel_id": kernel_id, "ramdisk_id": ramdisk_id,
+                                "img_config_drive": "mandatory"})
     log.info("registered the demo guest", image=NAME, image_id=machine_id)
     return machine_id

@@ -9,8 +9,9 @@ not exist for them (404); one they may see but not change answers 403."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -23,7 +24,7 @@ from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
 from nova_async.image import patch, schemas
-from nova_async.image.blobs import HASH_ALGO, ImageFiles
+from nova_async.image.blobs import HASH_ALGO, ImageFiles, Written
 
 Q = queries("image")
 GET_IMAGE = SharedRead(Q.get_image)   # a burst of boots asks for the same image
@@ -161,6 +162,17 @@ async def delete(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFil
 async def upload(pool: Pool, ctx: RequestContext, image_id: str,
                  chunks: AsyncIterator[bytes], files: ImageFiles) -> asyncpg.Record:
     """Take the image's data; only a queued image accepts it, and only once."""
+    return await _take_data(pool, ctx, image_id, files, lambda key, fmt: files.write(key, chunks, fmt))
+
+
+async def adopt(pool: Pool, ctx: RequestContext, image_id: str, source: Path, known: Written,
+                files: ImageFiles) -> asyncpg.Record:
+    """`upload` for a file on this machine whose size and hashes are known (ImageFiles.adopt)."""
+    return await _take_data(pool, ctx, image_id, files, lambda key, _fmt: files.adopt(key, source, known))
+
+
+async def _take_data(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFiles,
+                     write: Callable[[str, str | None], Awaitable[Written]]) -> asyncpg.Record:
     row = await _changeable(pool, ctx, image_id)
     if await pool.fetchrow(Q.start_upload, row["id"]) is None:
         current = await pool.fetchrow(Q.get_image, row["id"])
@@ -170,7 +182,7 @@ async def upload(pool: Pool, ctx: RequestContext, image_id: str,
                               "uploaded once, to a queued image.", code="image_not_queued")
     key = str(row["id"])
     try:
-        written = await files.write(key, chunks, row["disk_format"])
+        written = await write(key, row["disk_format"])
     except BaseException:
         await pool.execute(Q.abort_upload, row["id"])
         raise

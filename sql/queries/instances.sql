@@ -60,6 +60,12 @@ SELECT i.*, w.ord
   JOIN instances i ON i.uuid = w.uuid
  WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL;
 
+-- name: set_config_drive
+-- The instance $1 got a config drive though its request did not ask for one (its image or the
+-- host wants it): recorded, as Nova's configdrive.update_instance does, so it shows.
+UPDATE instances SET config_drive = 'True', updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL;
+
 -- name: set_network_info
 -- The ports of each instance $1 (as JSON text $2: an array of lists would be read as one
 -- array of two dimensions). Coalesced (db/coalesce.py): each $n is an array, one element per

@@ -127,7 +127,9 @@ class Api:
         """The demo guest's kernel and ramdisk, and a 1 MiB root image that boots them: its id."""
         kernel = await self.image("demo-kernel", guest.kernel.read_bytes(), "aki", "aki")
         ramdisk = await self.image("demo-ramdisk", guest.initrd.read_bytes(), "ari", "ari")
-        return await self.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk)
+        # Its only way to learn who it is: a config drive, which the image makes mandatory.
+        return await self.image("demo", b"\0" * (1 << 20), "raw", "bare", kernel_id=kernel, ramdisk_id=ramdisk,
+                                img_config_drive="mandatory")
 
     async def console(self, server_id: str, **body) -> str:
         out = await self.call("POST", f"{V}/servers/{server_id}/action", 200, json={"os-getConsoleOutput": body})

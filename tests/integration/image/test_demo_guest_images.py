@@ -69,3 +69,11 @@ async def test_without_a_built_guest_nothing_is_registered_and_the_next_start_tr
         monkeypatch.setattr(service, "load_cached", lambda _dir: fake_guest(tmp_path))
         await service.register_demo_guest(pool, list(h.roles.values()))
         assert len(await images(h)) == 3
+
+
+async def test_the_demo_image_makes_its_config_drive_mandatory(pool, tmp_path, monkeypatch):
+    # The guest has no other way to learn who it is (no metadata service client in it).
+    monkeypatch.setattr(service, "load_cached", lambda _dir: fake_guest(tmp_path))
+    async with running(pool, ["image"], tmp_path / "state") as h:
+        await service.register_demo_guest(pool, list(h.roles.values()))
+        assert (await images(h))["nova-async-demo"]["img_config_drive"] == "mandatory"

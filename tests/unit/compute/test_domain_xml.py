@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import nova_async
 from nova_async.common.errors import InvalidInput
 from nova_async.compute.domain_xml import (NS, Disk, DomainSpec, Interface, domain_name, domain_xml,
                                            uuid_from_domain_name)
@@ -170,3 +171,25 @@ def test_bad_boot_values_are_refused(kw):
 def test_bad_cdroms_are_refused(make):
     with pytest.raises(InvalidInput):
         make()
+
+
+@pytest.mark.parametrize("kw", [{}, {"kernel": "/k", "initrd": "/r", "cmdline": "root=/dev/vda"},
+                                {"domain_type": "test"}])
+def test_every_guest_says_it_runs_on_openstack_nova_in_its_smbios_strings(kw):
+    # cloud-init's ds-identify reads these (/sys/class/dmi/id/product_name …) to pick the
+    # OpenStack datasource; Nova writes the same entries.
+    root = ET.fromstring(domain_xml(spec(display_name='"OpenStack Nova" <x>', **kw)))
+    assert root.find("sysinfo").get("type") == "smbios"
+    entries = {e.get("name"): e.text for e in root.findall("sysinfo/system/entry")}
+    assert entries == {"manufacturer": "OpenStack Foundation", "product": "OpenStack Nova",
+                       "version": nova_async.__version__, "serial": UUID, "uuid": UUID,
+                       "family": "Virtual Machine"}
+    assert root.find("os/smbios").attrib == {"mode": "sysinfo"}   # the guest sees them
+
+
+def test_a_name_cannot_reach_the_smbios_strings():
+    hostile = "x</entry><entry name='product'>evil</entry>"
+    root = ET.fromstring(domain_xml(spec(display_name=hostile, project_id=hostile, flavor_name=hostile)))
+    assert [e.get("name") for e in root.findall("sysinfo/system/entry")] == [
+        "manufacturer", "product", "version", "serial", "uuid", "family"]
+    assert root.findtext("sysinfo/system/entry[@name='product']") == "OpenStack Nova"
