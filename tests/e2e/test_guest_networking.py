@@ -1,0 +1,186 @@
+"""Guests one can reach, as the README's `guests` block promises, on a real TCG guest booted
+once from the stock Debian cloud image: keypair, network, subnet, router with the external
+gateway, a security group rule for port 22, a server, a floating IP, and SSH into it — the
+block run as written with the real `openstack` CLI and the real `ssh`.
+
+Nothing leaves this machine. The service's external network `public` is on TEST-NET-3
+(203.0.113.0/24) with no host address and no NAT of the host's (`external_host_gateway =
+false`); its gateway 203.0.113.1 is a namespace this test makes and plugs into that
+network's bridge: "the outside". The README's `ssh` runs from there (a two-line `ssh` on the
+block's PATH that runs the real one inside the namespace), and the outside is what the guest
+reaches through the router. The guest has no config drive: cloud-init finds the OpenStack
+datasource by the server's SMBIOS strings and reads DHCP and the metadata service.
+
+Then, as a user would check it: the guest's connection to the outside arrives from its
+floating IP (the router's NAT); the rule for 22 deleted, SSH no longer connects; everything
+deleted, nothing of ours is left on the host — no qdhcp-/qrouter- namespace, no dnsmasq of
+this service, no nftables table of this service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nova_async import config
+from nova_async.compute import cloud_image
+from nova_async.compute.host_setup import setup_host
+from tests.e2e.conftest import remove_guests_under, serve
+from tests.e2e.driver import BIN, os_env, run, run_ok
+from tests.e2e.test_readme_openstack import block
+from tests.waiting import until
+
+QEMU = Path("/usr/bin/qemu-system-x86_64")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not QEMU.exists(), reason="QEMU is not installed (make test installs it)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the data plane makes namespaces, bridges and nftables (root)"),
+    pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
+                       reason="python-openstackclient is installed by `make test`"),
+    pytest.mark.skipif(not shutil.which("mmdebstrap"), reason="mmdebstrap is installed by `make test`"),
+]
+
+OUTSIDE_IP = "203.0.113.1"      # the external subnet's gateway: the test's "outside"
+# The block's ssh loop waits up to five minutes; under TCG on two busy cores the guest needs
+# one to three.
+BLOCK_TIMEOUT = 900
+
+
+async def sh(*argv: str, check: bool = True) -> str:
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT)
+    out, _ = await proc.communicate()
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}: {out.decode(errors='replace')}")
+    return out.decode(errors="replace")
+
+
+async def make_outside(ns: str, veth: str, bridge: str) -> None:
+    """A namespace holding the external gateway address, on the external network's bridge."""
+    await sh("ip", "netns", "add", ns)
+    await sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+    await sh("ip", "link", "set", veth, "master", bridge)
+    await sh("ip", "link", "set", veth, "up")
+    await sh("ip", "-n", ns, "addr", "add", f"{OUTSIDE_IP}/24", "dev", "eth0")
+    await sh("ip", "-n", ns, "link", "set", "eth0", "up")
+    await sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+
+def ssh_from(ns: str, shim_dir: Path) -> None:
+    """`ssh` for the README block: the real one, run inside the outside namespace."""
+    shim_dir.mkdir(parents=True)
+    shim = shim_dir / "ssh"
+    shim.write_text(f'#!/bin/sh\nexec ip netns exec {ns} {shutil.which("ssh")} "$@"\n')
+    shim.chmod(0o755)
+
+
+LISTENER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 9000)); s.listen(); s.settimeout(120)
+conn, peer = s.accept(); print(peer[0], conn.recv(100).decode().strip(), flush=True)
+"""
+
+
+async def ours_on_host(table: str, state_dir: Path, names: list[str]) -> list[str]:
+    """What of this service is still on the host: its namespaces, dnsmasq processes and
+    nftables tables."""
+    left = [ns for ns in (await sh("ip", "netns", "list")).split() if any(n in ns for n in names)]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cmdline.startswith("dnsmasq") and str(state_dir) in cmdline:
+            left.append(f"dnsmasq {pid}")
+    ruleset = await sh("nft", "list", "tables")
+    left += [line for line in ruleset.splitlines() if line.split()[-1:] == [table]]
+    return left
+
+
+async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_dir):
+    await setup_host(Path(config.default_state_dir()))
+    await cloud_image.build_or_reuse()   # `make test` built it; the service registers the cache
+    tag = uuid.uuid4().hex[:8]
+    state_dir, home, outside = work_dir / f"guests-{tag}", work_dir / f"home-{tag}", f"t-out-{tag}"
+    table = f"t_{tag}"
+    settings = work_dir / f"guests-{tag}.toml"
+    settings.write_text(f'[network]\ndataplane_table = "{table}"\nexternal_cidr = "203.0.113.0/24"\n'
+                        "external_host_gateway = false\n")
+    (home / ".ssh").mkdir(parents=True)
+    ssh_from(outside, home / "bin")
+    try:
+        async with serve(state_dir, "--database", database, "--libvirt-uri", "qemu:///system",
+                         "--config", str(settings)) as served:
+            env = os_env(served, HOME=str(home))
+            env["PATH"] = f"{home / 'bin'}:{env['PATH']}"
+
+            async def osc(*args: str) -> str:
+                return await run_ok(f"{BIN}/openstack", *args, env=env, served=served)
+
+            public = json.loads(await osc("network", "show", "public", "-f", "json"))["id"]
+            bridge = f"brq{public[:11]}"
+            await until(lambda: Path("/sys/class/net", bridge).exists(), what=f"the external bridge {bridge}")
+            await make_outside(outside, f"to{tag}", bridge)
+
+            output = await run_ok("bash", "-euxo", "pipefail", "-c", block("guests"), env=env, cwd=work_dir,
+                                  served=served, timeout=BLOCK_TIMEOUT)
+            fip = re.search(r"\+ openstack server add floating ip vm1 (\S+)", output).group(1)
+            # hostname, then the guest's address on net1 and its default route via the router
+            assert re.search(r"^vm1$", output, re.M), output[-3000:]
+            assert re.search(r"inet 10\.10\.0\.\d+/24", output), output[-3000:]
+            assert "default via 10.10.0.1" in output, output[-3000:]
+            ssh = [f"{home}/bin/ssh", "-o", "ConnectTimeout=5", "-o", "BatchMode=yes",
+                   "-i", f"{home}/.ssh/id_ed25519", f"debian@{fip}"]
+
+            # From inside the guest, beyond the host: the outside sees its floating IP.
+            listener = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", outside, "python3", "-c", LISTENER, stdout=asyncio.subprocess.PIPE)
+            try:
+                await until(lambda: sh("ip", "netns", "exec", outside, "ss", "-ltn", check=False),
+                            lambda out: ":9000" in out, what="the outside's listener")
+                await run_ok(*ssh, f"echo from-guest > /dev/tcp/{OUTSIDE_IP}/9000", env=env)
+                heard, _ = await asyncio.wait_for(listener.communicate(), 60)
+            finally:
+                if listener.returncode is None:
+                    listener.kill()
+                    await listener.wait()
+            assert heard.decode().split() == [fip, "from-guest"]
+
+            # The metadata service told it who it is (its name and key came from there).
+            meta = await run_ok(*ssh, "curl -s http://169.254.169.254/openstack/latest/meta_data.json || "
+                                      "python3 -c \"import urllib.request as u; print(u.urlopen("
+                                      "'http://169.254.169.254/openstack/latest/meta_data.json').read().decode())\"",
+                                env=env)
+            assert '"name": "vm1"' in meta and '"mykey"' in meta, meta
+
+            # The rule for 22 gone: SSH no longer connects.
+            rules = json.loads(await osc("security", "group", "rule", "list", "default", "--protocol", "tcp",
+                                         "-f", "json"))
+            [rule] = [r["ID"] for r in rules if r["Port Range"] == "22:22"]
+            await osc("security", "group", "rule", "delete", rule)
+            code, refused = await run(*ssh, "true", env=env)
+            assert code != 0 and "timed out" in refused, refused
+
+            # Everything deleted: nothing of ours on the host.
+            net1 = json.loads(await osc("network", "show", "net1", "-f", "json"))["id"]
+            router = json.loads(await osc("router", "show", "r1", "-f", "json"))["id"]
+            await osc("server", "delete", "--wait", "vm1")
+            await osc("floating", "ip", "delete", fip)
+            await osc("router", "remove", "subnet", "r1", "sub1")
+            await osc("router", "unset", "--external-gateway", "r1")
+            await osc("router", "delete", "r1")
+            await osc("network", "delete", "net1")
+            await until(lambda: ours_on_host(table, state_dir, [net1, router]), lambda left: not left,
+                        what="nothing of ours left on the host", timeout=120)
+    finally:
+        await sh("ip", "netns", "del", outside, check=False)
+        remove_guests_under(state_dir)
+        shutil.rmtree(state_dir, ignore_errors=True)
