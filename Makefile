@@ -12,16 +12,18 @@ ARGS ?=
 # qemu-img for compute, a compiler and headers to build libvirt-python, genisoimage for
 # config drives; QEMU, the libvirt daemon and tini to run real guests (host-setup); and
 # busybox-static for the demo guest's initramfs (its kernel is apt-get downloaded once);
-# mmdebstrap and e2fsprogs (mkfs.ext4 -d) for the Debian cloud image;
+# mmdebstrap and e2fsprogs (mkfs.ext4 -d) for the Debian cloud image; iproute2, nftables and
+# dnsmasq-base for the data plane (namespaces, routers, security groups, DHCP);
 # novnc for the page `openstack console url show` opens.
 DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-config gcc \
         python3-dev python3-venv genisoimage jq curl \
         qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu dnsmasq-base iptables \
-        tini busybox-static cpio novnc mmdebstrap e2fsprogs
+        tini busybox-static cpio novnc mmdebstrap e2fsprogs iproute2 nftables
 # Only the tests need a broker on this machine (they start their own, in a temp dir); a split
 # deployment installs rabbitmq-server on the host that runs it. systemd: the unit is tested
-# under a real systemd in namespaces of its own (it need not be PID 1).
-TEST_DEBS := rabbitmq-server systemd
+# under a real systemd in namespaces of its own (it need not be PID 1). ssh: the README's
+# guests block logs into a guest.
+TEST_DEBS := rabbitmq-server systemd openssh-client
 
 .PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench clean help
 

@@ -211,6 +211,9 @@ def clone_domain(conn: libvirt.virConnect, server_id: str, work: Path) -> tuple[
     new_uuid = str(uuid.uuid4())
     root.find("name").text = "bench-direct-" + new_uuid[:8]  # not "instance-…": nova-async ignores it
     root.find("uuid").text = new_uuid
+    for entry in root.iterfind("sysinfo/system/entry"):   # Nova's SMBIOS strings name the uuid too
+        if entry.get("name") in ("uuid", "serial"):
+            entry.text = new_uuid
     for el in root.findall("metadata") + root.findall("title"):
         root.remove(el)
     devices = root.find("devices")

@@ -51,7 +51,6 @@ the initramfs checks it (fsck.ext4) before mounting it read-only, as on any Debi
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import json
 import os
@@ -62,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nova_async.common import errors, process
+from nova_async.common import build_cache, errors, process
 from nova_async.compute import guest_image
 
 RECIPE = 3                  # bump when the package list or the recipe changes: rebuilds caches
@@ -302,17 +301,4 @@ def _hashes(path: Path) -> tuple[str, str]:
 
 async def build_or_reuse(out: Path | None = None) -> CloudImage:
     """The cached cloud image, building it first when it is missing or stale."""
-    out = out or default_cache_dir()
-    cached = load_cached(out)
-    if cached:
-        return cached
-    out.mkdir(parents=True, exist_ok=True)
-    # Two builders would download twice and swap files under each other: the second waits.
-    with open(out / ".lock", "w") as lock:
-        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-        cached = load_cached(out)
-        if cached:
-            return cached
-        for leftover in out.glob("cloud-image-*"):     # from a build that was killed
-            shutil.rmtree(leftover, ignore_errors=True)
-        return await build(out)
+    return await build_cache.build_once(out or default_cache_dir(), load_cached, build, "cloud-image-*")

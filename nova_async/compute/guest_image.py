@@ -24,7 +24,6 @@ state dir on the machine shares one download.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import gzip
 import hashlib
 import io
@@ -40,7 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova_async.common import errors, process
+from nova_async.common import build_cache, errors, process
 
 RECIPE = 1                  # bump when the init script or module list changes: rebuilds caches
 KERNEL_META = "linux-image-amd64"
@@ -390,18 +389,4 @@ async def build(out: Path) -> GuestImage:
 
 async def build_or_reuse(out: Path | None = None) -> GuestImage:
     """The cached demo guest, building it first when it is missing or stale."""
-    out = out or default_cache_dir()
-    cached = load_cached(out)
-    if cached:
-        return cached
-    out.mkdir(parents=True, exist_ok=True)
-    # Two builders (a CI run and a developer, say) would download twice and swap files under
-    # each other: the second waits for the first, then finds its result.
-    with open(out / ".lock", "w") as lock:
-        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-        cached = load_cached(out)
-        if cached:
-            return cached
-        for leftover in out.glob("guest-image-*"):     # from a build that was killed
-            shutil.rmtree(leftover, ignore_errors=True)
-        return await build(out)
+    return await build_cache.build_once(out or default_cache_dir(), load_cached, build, "guest-image-*")

@@ -23,8 +23,6 @@ import re
 from dataclasses import dataclass
 from ipaddress import IPv4Network, ip_interface, ip_network
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import structlog
 
@@ -143,12 +141,9 @@ class ExternalNetworks:
 
     name = "external"
 
-    def __init__(self, deps: Any = None, **kw: Any) -> None:
-        """`deps`: the reconciler's PartDeps; or the same as keywords (made, settings)."""
-        deps = deps or SimpleNamespace(**kw)
-        self._made: Made = deps.made
-        self._settings: NetworkSettings = deps.settings
-        settings = self._settings
+    def __init__(self, *, made: Made, settings: NetworkSettings) -> None:
+        self._made = made
+        self._settings = settings
         self._table = nat_table(settings.dataplane_table)
         self._physnets = physical_networks(settings.physical_networks, settings.external_interface)
         self._applied_nat: str | None = None

@@ -39,10 +39,10 @@ def build_parts(d: PartDeps) -> list[Part]:
     (it filters what the others wired)."""
     return [
         DhcpPart(d),
-        ExternalNetworks(d),
+        ExternalNetworks(made=d.made, settings=d.settings),
         Metadata(pool=d.pool, cells=d.cells, made=d.made, settings=d.settings, host=d.host,
                  state_dir=d.state_dir),
-        Routers(d),
+        Routers(made=d.made, host=d.host),
         Firewall(pool=d.pool, made=d.made, settings=d.settings, host=d.host, state_dir=d.state_dir),
     ]
 

@@ -32,7 +32,6 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import structlog
@@ -202,11 +201,9 @@ class Routers:
 
     name = "routers"
 
-    def __init__(self, deps: Any = None, **kw: Any) -> None:
-        """`deps`: the reconciler's PartDeps; or the same as keywords (made, settings, host)."""
-        deps = deps or SimpleNamespace(**kw)
-        self._made: Made = deps.made
-        self._host: str = deps.host
+    def __init__(self, *, made: Made, host: str) -> None:
+        self._made = made
+        self._host = host
         # Per namespace, what this process already did to it: forwarding switched on, and
         # the nft script last applied (a restart does both once more, which changes nothing).
         self._forwarding: set[str] = set()

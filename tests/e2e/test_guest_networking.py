@@ -73,11 +73,15 @@ async def make_outside(ns: str, veth: str, bridge: str) -> None:
     await sh("ip", "-n", ns, "link", "set", "lo", "up")
 
 
-def ssh_from(ns: str, shim_dir: Path) -> None:
-    """`ssh` for the README block: the real one, run inside the outside namespace."""
+def ssh_from(ns: str, home: Path) -> None:
+    """`ssh` for the README block: the real one, run inside the outside namespace, keeping the
+    hosts it learns in the test's home (ssh reads the user's home from the password database,
+    not $HOME: without this, root's own known_hosts would get the guests' keys)."""
+    shim_dir = home / "bin"
     shim_dir.mkdir(parents=True)
     shim = shim_dir / "ssh"
-    shim.write_text(f'#!/bin/sh\nexec ip netns exec {ns} {shutil.which("ssh")} "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec ip netns exec {ns} {shutil.which("ssh")} '
+                    f'-o UserKnownHostsFile={home}/.ssh/known_hosts "$@"\n')
     shim.chmod(0o755)
 
 
@@ -115,7 +119,7 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
     settings.write_text(f'[network]\ndataplane_table = "{table}"\nexternal_cidr = "203.0.113.0/24"\n'
                         "external_host_gateway = false\n")
     (home / ".ssh").mkdir(parents=True)
-    ssh_from(outside, home / "bin")
+    ssh_from(outside, home)
     try:
         async with serve(state_dir, "--database", database, "--libvirt-uri", "qemu:///system",
                          "--config", str(settings)) as served:

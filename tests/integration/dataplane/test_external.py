@@ -38,8 +38,8 @@ async def host(pool, lab):
 
     def part(**settings) -> ExternalNetworks:
         settings.setdefault("external_host_gateway", False)
-        each = ExternalNetworks(pool=pool, made=made, host=made.host, state_dir=None,
-                                settings=NetworkSettings(dataplane_table=f"t{uuid.uuid4().hex[:10]}", **settings))
+        each = ExternalNetworks(made=made, settings=NetworkSettings(
+            dataplane_table=f"t{uuid.uuid4().hex[:10]}", **settings))
         parts.append(each)
         return each
 
@@ -139,7 +139,7 @@ async def main(dsn, host, table, net_id, cidr):
         c = ipaddress.ip_network(cidr)
         nets = {net_id: d.Network(net_id, 1500, True, subnets=(d.Subnet("s", net_id, c, 4, c[1], False),))}
     async with open_pool(dsn, min_size=1, max_size=2) as pool:
-        part = ExternalNetworks(pool=pool, made=Made(pool, host), host=host, state_dir=None,
+        part = ExternalNetworks(made=Made(pool, host),
                                 settings=NetworkSettings(dataplane_table=table, external_host_gateway=True))
         await part.apply(d.Desired(networks=nets))
 

@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -74,12 +73,11 @@ async def lab():
 async def cloud(pool, lab):
     made = Made(pool, f"test-{uuid.uuid4().hex[:12]}")
     settings = NetworkSettings(dataplane_table=f"t{uuid.uuid4().hex[:10]}", external_host_gateway=False)
-    # Built as the reconciler builds its parts: one deps object (its PartDeps) for all.
-    deps = SimpleNamespace(pool=pool, made=made, settings=settings, host=made.host, state_dir=None)
     ext = network("203.0.113.0/24", external=True)
     inner = network("10.0.0.0/24", mtu=1450)
     router_id = uid()
-    c = Cloud(made=made, external=ExternalNetworks(deps), routers=Routers(deps), ext=ext, inner=inner,
+    c = Cloud(made=made, external=ExternalNetworks(made=made, settings=settings),
+              routers=Routers(made=made, host=made.host), ext=ext, inner=inner,
               router_id=router_id,
               gateway=port(ext, "203.0.113.10", owner=d.ROUTER_GATEWAY_OWNER, device_id=router_id),
               interface=port(inner, "10.0.0.1", owner=d.ROUTER_INTERFACE_OWNER, device_id=router_id),
@@ -266,8 +264,7 @@ async def test_applying_twice_changes_nothing_and_a_new_process_takes_over(cloud
     await cloud.apply(want)
     assert await snapshot(cloud) == before
     # A restarted process (nothing in memory) finds the same router and leaves it as it is.
-    again = Routers(pool=cloud.made.pool, made=cloud.made, settings=NetworkSettings(), host=cloud.made.host,
-                    state_dir=None)
+    again = Routers(made=cloud.made, host=cloud.made.host)
     await again.apply(want)
     assert await snapshot(cloud) == before
 

@@ -33,7 +33,7 @@ def test_every_unit_starts_serve_with_settings_that_load(unit):
     if "control" in unit.name:
         assert "compute" not in settings.service.roles and "api" in settings.service.roles
     elif "compute@" in unit.name:
-        assert settings.service.roles == ("compute",) and settings.compute.host == "edge-2"
+        assert settings.service.roles == ("compute", "dataplane") and settings.compute.host == "edge-2"
         assert settings.service.state_dir == "/var/lib/nova-async/compute-edge-2"
         assert settings.service.listen != config.load(str(EXAMPLE)).service.listen
     else:
