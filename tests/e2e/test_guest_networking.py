@@ -12,8 +12,9 @@ reaches through the router. The guest has no config drive: cloud-init finds the 
 datasource by the server's SMBIOS strings and reads DHCP and the metadata service.
 
 Then, as a user would check it: the guest's connection to the outside arrives from its
-floating IP (the router's NAT); the rule for 22 deleted, SSH no longer connects; everything
-deleted, nothing of ours is left on the host — no qdhcp-/qrouter- namespace, no dnsmasq of
+floating IP (the router's NAT); the rule for 22 deleted, SSH no longer connects; the floating
+IP listed, removed from the server and kept; everything deleted, nothing of ours is left on
+the host — no qdhcp-/qrouter- namespace, no dnsmasq of
 this service, no nftables table of this service.
 """
 
@@ -173,9 +174,15 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
             code, refused = await run(*ssh, "true", env=env)
             assert code != 0 and "timed out" in refused, refused
 
-            # Everything deleted: nothing of ours on the host.
+            # The floating IP listed with the guest's address, then taken off it and kept; then
+            # everything deleted: nothing of ours on the host.
             net1 = json.loads(await osc("network", "show", "net1", "-f", "json"))["id"]
             router = json.loads(await osc("router", "show", "r1", "-f", "json"))["id"]
+            [associated] = json.loads(await osc("floating", "ip", "list", "-f", "json"))
+            assert associated["Floating IP Address"] == fip and associated["Fixed IP Address"].startswith("10.10.0.")
+            await osc("server", "remove", "floating", "ip", "vm1", fip)
+            [kept] = json.loads(await osc("floating", "ip", "list", "-f", "json"))
+            assert kept["Floating IP Address"] == fip and kept["Port"] is None and kept["Fixed IP Address"] is None
             await osc("server", "delete", "--wait", "vm1")
             await osc("floating", "ip", "delete", fip)
             await osc("router", "remove", "subnet", "r1", "sub1")

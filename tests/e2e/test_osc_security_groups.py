@@ -19,7 +19,6 @@ pytestmark = [
 ]
 
 SCRIPT = r"""
-openstack security group list
 openstack security group create --description "web servers" web
 openstack security group create spare
 openstack security group show web
