@@ -19,6 +19,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.dataplane import client
 from nova_async.dataplane import messages as m
+from nova_async.dataplane.desired import Desired
 from nova_async.dataplane.dhcp import DhcpPart
 from nova_async.dataplane.external import ExternalNetworks
 from nova_async.dataplane.firewall import Firewall
@@ -45,6 +46,16 @@ def build_parts(d: PartDeps) -> list[Part]:
         Routers(made=d.made, host=d.host),
         Firewall(pool=d.pool, made=d.made, settings=d.settings, host=d.host, state_dir=d.state_dir),
     ]
+
+
+async def tear_down(d: PartDeps) -> None:
+    """Everything this host's data plane made, removed: each part, last first, applied to a
+    desired state that wants nothing — the code recovery runs, so exactly what
+    `dataplane_objects` lists goes, and nothing else (a host taken out of service; a test
+    done with its service)."""
+    for part in reversed(build_parts(d)):
+        await part.apply(Desired())
+        await part.close()
 
 
 class DataplaneRole(Role):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 import signal
 import socket
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -67,23 +69,23 @@ def safe_network_settings(state_dir: Path, args: tuple[str, ...]) -> tuple[str, 
     """The args with a config whose [network] section is safe on a shared test machine: a
     service's own nftables table name (services of parallel tests never share one), and an
     external network on TEST-NET-3 whose gateway is not the host's (the host gets no address
-    on it and does not NAT it anywhere). A test that gives its own --config with a [network]
-    section keeps it as it is; one without gets this section added to a copy."""
-    section = (f'[network]\ndataplane_table = "t_{uuid.uuid4().hex[:12]}"\n'
-               'external_cidr = "203.0.113.0/24"\nexternal_host_gateway = false\n')
+    on it, no NAT and no forwarding of its own). What a test's own --config says wins; what it
+    leaves out of these three is added, in a copy."""
+    safe = {"dataplane_table": f"t_{uuid.uuid4().hex[:12]}", "external_cidr": "203.0.113.0/24",
+            "external_host_gateway": False}
     args = list(args)
+    given: dict = {}
     if "--config" in args:
-        given = Path(args[args.index("--config") + 1])
-        text = given.read_text()
-        if "[network]" in text:
-            return tuple(args)
-        merged = state_dir.parent / f"{state_dir.name}-with-network.toml"
-        merged.write_text(text + "\n" + section)
-        args[args.index("--config") + 1] = str(merged)
-        return tuple(args)
-    config = state_dir.parent / f"{state_dir.name}-network.toml"
-    config.write_text(section)
-    return (*args, "--config", str(config))
+        given = tomllib.loads(Path(args[args.index("--config") + 1]).read_text())
+    merged = {**given, "network": {**safe, **given.get("network", {})}}
+    config = state_dir.parent / f"{state_dir.name}-safe.toml"
+    config.write_text("".join(f"[{section}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+                              for section, values in merged.items()))
+    if "--config" in args:
+        args[args.index("--config") + 1] = str(config)
+    else:
+        args += ["--config", str(config)]
+    return tuple(args)
 
 
 def remove_dataplane_under(state_dir: Path) -> list[str]:
@@ -110,6 +112,33 @@ def remove_dataplane_under(state_dir: Path) -> list[str]:
             subprocess.run(["ip", "link", "del", "dev", bridge], check=False, timeout=30)
             removed.append(bridge)
     return removed
+
+
+async def tear_down_dataplane(args: tuple[str, ...]) -> bool:
+    """Everything the data plane of a stopped service made on this host, removed by the data
+    plane's own recovery code: each part applied to an empty desired state removes what
+    `dataplane_objects` in the service's database lists (namespaces, veths, bridges, dnsmasq,
+    nftables tables). A service keeps all that across a stop, for its next start; a test is
+    done with it. False when the database is not reachable from here (a private cluster
+    stopped with its service)."""
+    from nova_async import cli
+    from nova_async.dataplane import client as dataplane_client
+    from nova_async.dataplane.made import Made
+    from nova_async.dataplane.reconcile import PartDeps
+    from nova_async.dataplane.role import tear_down
+    from nova_async.db.pool import open_pool
+
+    settings = cli._settings(cli._parser().parse_args(["serve", *args]))
+    if not dataplane_client.enabled(settings):
+        return True
+    if not settings.service.database:
+        return False
+    host = settings.compute.host or socket.gethostname()
+    async with open_pool(settings.service.database, min_size=1, max_size=2) as pool:
+        await tear_down(PartDeps(pool=pool, cells=None, made=Made(pool, host), settings=settings.network,  # type: ignore[arg-type]
+                                 host=host, state_dir=settings.state_path / "dataplane", network=None,  # type: ignore[arg-type]
+                                 bus=None, poke=lambda: None))  # type: ignore[arg-type]
+    return True
 
 
 @contextlib.asynccontextmanager
@@ -157,4 +186,5 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: di
         await pumping
         if not keep_host_state:
             await asyncio.to_thread(remove_guests_under, state_dir.resolve())
-            await asyncio.to_thread(remove_dataplane_under, state_dir.resolve())
+            if not await tear_down_dataplane(("--state-dir", str(state_dir), *args)):
+                await asyncio.to_thread(remove_dataplane_under, state_dir.resolve())

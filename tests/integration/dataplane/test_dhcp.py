@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from nova_async.dataplane import dhcp
-from nova_async.dataplane.desired import Desired, bridge_name, tap_name
+from nova_async.config import NetworkSettings
+from nova_async.dataplane.desired import bridge_name, tap_name
 from nova_async.dataplane.made import Made
 from nova_async.dataplane.reconcile import PartDeps
+from nova_async.dataplane.role import tear_down
 from nova_async.network.client import NetworkClient
 from tests.harness import running
 from tests.waiting import until
@@ -53,24 +55,27 @@ def host():
     return f"dp-{uuid.uuid4().hex[:10]}"
 
 
+def table_of(host: str) -> str:
+    return f"t{host.replace('-', '')}"
+
+
 @contextlib.asynccontextmanager
 async def dataplane(pool, state_dir, host):
     async with running(pool, ["network", "dataplane"], state_dir,
-                       network={"dataplane": "on", "dataplane_table": f"t{host.replace('-', '')}"},
+                       network={"dataplane": "on", "dataplane_table": table_of(host)},
                        compute={"host": host}) as h:
         yield h
 
 
 @pytest.fixture
 async def cleanup(pool, state_dir, host):
-    """Whatever happens in the test, what the data plane made for `host` goes at the end: one
-    DHCP pass that wants nothing removes everything the record lists."""
+    """Whatever happens in the test, what the data plane made for `host` goes at the end: a
+    pass of every part that wants nothing removes everything the record lists."""
     yield
-    part = dhcp.DhcpPart(PartDeps(pool=pool, cells=None, made=Made(pool, host), settings=None, host=host,  # type: ignore[arg-type]
-                                  state_dir=state_dir / "dataplane", network=NetworkClient(None),  # type: ignore[arg-type]
-                                  bus=None, poke=lambda: None))  # type: ignore[arg-type]
-    await part.apply(Desired())
-    await part.close()
+    await tear_down(PartDeps(pool=pool, cells=None, made=Made(pool, host), host=host,  # type: ignore[arg-type]
+                             settings=NetworkSettings(dataplane_table=table_of(host)),
+                             state_dir=state_dir / "dataplane", network=NetworkClient(None),  # type: ignore[arg-type]
+                             bus=None, poke=lambda: None))
 
 
 @contextlib.contextmanager
