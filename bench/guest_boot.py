@@ -61,7 +61,11 @@ async def start(state: str, virt_type: str,
                 log: list[str]) -> tuple[asyncio.subprocess.Process, str, asyncio.Task]:
     """The service, its URL, and the task that keeps reading its log (until it exits)."""
     config = Path(state, "bench.toml")
-    config.write_text(f'[compute]\nvirt_type = "{virt_type}"\n')
+    # The data plane serves the bench's network (DHCP, firewall) as for any real guest; no
+    # external network (nothing here needs one, and none may reach beyond this machine), and
+    # nftables tables of its own.
+    config.write_text(f'[compute]\nvirt_type = "{virt_type}"\n'
+                      f'[network]\nexternal_network = ""\ndataplane_table = "bench_{uuid.uuid4().hex[:10]}"\n')
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -111,7 +115,7 @@ class Api:
 
 
 async def prepare(api: Api) -> tuple[dict, str, str]:
-    """The server body every run boots, the network's bridge, and where the image came from."""
+    """The server body every run boots, its network, and where the image came from."""
     _, listed = await api.call("GET", f"/image/v2/images?name={DEMO_IMAGE}", 200)
     if listed["images"]:
         image, origin = listed["images"][0]["id"], f"registered by the service ({DEMO_IMAGE})"
@@ -129,7 +133,7 @@ async def prepare(api: Api) -> tuple[dict, str, str]:
         "network_id": net["network"]["id"], "cidr": "10.252.9.0/24", "ip_version": 4}})
     body = {"imageRef": image, "flavorRef": flavor["flavor"]["id"], "networks": [{"uuid": net["network"]["id"]}],
             "user_data": base64.b64encode(b"#!/bin/sh\necho bench\n").decode()}
-    return body, "brq" + net["network"]["id"][:11], origin
+    return body, net["network"]["id"], origin
 
 
 def first_line(text: str) -> str:
@@ -298,7 +302,8 @@ async def main() -> None:
         async with aiohttp.ClientSession() as s:
             api = Api(s, url)
             await api.login()
-            body, bridge, origin = await prepare(api)
+            body, net_id, origin = await prepare(api)
+            bridge = "brq" + net_id[:11]
             results, lines = [], set()
             for run in range(1, args.runs + 1):
                 a_active, a_line_at, a_line = await via_api(api, conn, body, run, server_ids)
@@ -311,6 +316,12 @@ async def main() -> None:
                 results.append((a_active, b_running, a_line_at, b_line_at))
                 lines.update({("a", a_line), ("b", b_line)})
                 print(f"run {run}: ACTIVE {a_active:.2f} s, running {b_running:.2f} s", flush=True)
+            # The network goes with the bench: its DHCP namespace and dnsmasq with it.
+            await api.call("DELETE", f"/network/v2.0/networks/{net_id}", 204)
+            for _ in range(300):
+                if not Path("/var/run/netns", f"qdhcp-{net_id}").exists():
+                    break
+                await asyncio.sleep(0.1)
         print(f"guest: image {origin}; 256 MiB, 1 vCPU, domain type {domain_type} on {URI}")
         print(f"(b) is (a)'s domain XML with {dropped} <interface> dropped (no tap, no bridge); "
               f"polling every {POLL:.1f} s on both sides")
