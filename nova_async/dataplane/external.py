@@ -125,9 +125,12 @@ def _the_external_network(external: dict[str, Network], cidr: str) -> Network:
 
 def render_nat(table: str, masquerade: tuple[tuple[IPv4Network, str], ...]) -> str:
     """The host table that lets the external ranges out through the host (replaced whole)."""
+    # Only what the host routes out of the external bridge: with br_netfilter, traffic
+    # bridged on any other bridge (a router's DNATed packet on its way to a guest, say) passes
+    # this hook too, with that bridge as both iifname and oifname, and must keep its source.
     bridges = ", ".join(sorted({f'"{b}"' for _, b in masquerade}))
-    rules = "".join(f"        ip saddr {cidr} oifname != {{ {bridges} }} masquerade\n"
-                    for cidr, _ in masquerade)
+    rules = "".join(f'        iifname "{bridge}" ip saddr {cidr} oifname != {{ {bridges} }} masquerade\n'
+                    for cidr, bridge in masquerade)
     return (f"table inet {table}\ndelete table inet {table}\n"
             f"table inet {table} {{\n"
             f"    chain postrouting {{\n"

@@ -91,7 +91,7 @@ def test_the_host_gateway_only_on_a_bridge_without_a_nic():
     lab = layout(want, NetworkSettings(external_host_gateway=True), {})
     assert lab.addresses == {f"{ext.bridge} 203.0.113.1/24": (ext.bridge, "203.0.113.1/24")}
     assert lab.masquerade == ((ip_network("203.0.113.0/24"), ext.bridge),)
-    assert f'ip saddr 203.0.113.0/24 oifname != {{ "{ext.bridge}" }} masquerade' in render_nat("x_nat", lab.masquerade)
+    assert f'iifname "{ext.bridge}" ip saddr 203.0.113.0/24 oifname != {{ "{ext.bridge}" }} masquerade' in render_nat("x_nat", lab.masquerade)
     site = layout(want, NetworkSettings(external_host_gateway=True, external_interface="eth1"), {})
     assert site.plugs == {"eth1": ext.bridge} and site.addresses == {} and site.masquerade == ()
     # As the network API makes it with external_interface set: flat on physnet `external`.
