@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-ALL_ROLES = ("identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute",
-             "dataplane")
+ALL_ROLES = ("identity", "image", "network", "volume", "placement", "api", "conductor", "scheduler",
+             "compute", "dataplane")
 
 
 def default_state_dir() -> str:
@@ -154,6 +154,23 @@ class NetworkSettings:
 
 
 @dataclass(frozen=True)
+class VolumeSettings:
+    backend: str = _doc("where volumes live: file (sparse raw files under the state dir, or dir) or "
+                        "lvm-thin (thin volumes in volume_group's thin pool)", "file")
+    dir: str = _doc("file backend: the directory of volume and snapshot files (default: <state_dir>/volumes)",
+                    "")
+    volume_group: str = _doc("lvm-thin backend: the LVM volume group to use (made by you beforehand)", "")
+    thin_pool: str = _doc("lvm-thin backend: the thin pool in volume_group (made at start when missing, "
+                          "on thin_pool_size of the group)", "nova-async-pool")
+    thin_pool_size: str = _doc("lvm-thin backend: the size of a thin pool made at start, as lvcreate takes "
+                               "it (90%FREE, 20G)", "90%FREE")
+    quota_volumes: int = _doc("default volumes per project (-1: unlimited)", 10)
+    quota_gigabytes: int = _doc("default GiB of volumes and snapshots per project", 1000)
+    quota_snapshots: int = _doc("default volume snapshots per project", 10)
+    quota_per_volume_gigabytes: int = _doc("default largest volume in GiB (-1: no limit)", -1)
+
+
+@dataclass(frozen=True)
 class QuotaSettings:
     instances: int = _doc("default servers per project (-1: unlimited)", 10)
     cores: int = _doc("default VCPUs per project, summed over its servers' flavors", 20)
@@ -193,6 +210,7 @@ class Settings:
     compute: ComputeSettings = field(default_factory=ComputeSettings)
     image: ImageSettings = field(default_factory=ImageSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
+    volume: VolumeSettings = field(default_factory=VolumeSettings)
     quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 

@@ -56,6 +56,7 @@ ROLE_CLASSES = {
     "identity": "nova_async.identity.role:IdentityRole",
     "image": "nova_async.image.role:ImageRole",
     "network": "nova_async.network.role:NetworkRole",
+    "volume": "nova_async.volume.role:VolumeRole",
     "placement": "nova_async.placement.role:PlacementRole",
     "api": "nova_async.api.role:ComputeApiRole",
     "conductor": "nova_async.conductor.role:ConductorRole",

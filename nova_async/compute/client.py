@@ -69,3 +69,19 @@ class ComputeClient:
                                     context=context, timeout=CONSOLE_TIMEOUT)
         assert isinstance(reply, m.Diagnostics)
         return reply
+
+    async def attach_volume(self, host: str, instance_uuid: str, volume_id: str, attachment_id: str, bdm_id: str,
+                            context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.AttachVolume(instance_uuid=instance_uuid, volume_id=volume_id,
+                                                        attachment_id=attachment_id, bdm_id=bdm_id),
+                            context=context)
+
+    async def detach_volume(self, host: str, instance_uuid: str, volume_id: str, attachment_id: str,
+                            context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.DetachVolume(instance_uuid=instance_uuid, volume_id=volume_id,
+                                                        attachment_id=attachment_id), context=context)
+
+    async def extend_volume(self, host: str, instance_uuid: str, volume_id: str, size_gb: int,
+                            context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.ExtendVolume(instance_uuid=instance_uuid, volume_id=volume_id,
+                                                        size_gb=size_gb), context=context)

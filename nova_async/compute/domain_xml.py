@@ -36,11 +36,13 @@ ET.register_namespace("nova-async", NS)
 DOMAIN_TYPES = ("test", "qemu", "kvm")
 DISK_FORMATS = ("raw", "qcow2")
 DISK_DEVICES = ("disk", "cdrom")
+DISK_KINDS = ("file", "block")   # a file on the host, or a block device (/dev/...)
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 # Linux interface names: at most 15 bytes, no slash, no whitespace; we allow a safe subset.
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _TARGET = re.compile(r"^(vd|sd|hd)[a-z]{1,2}$")
+_SERIAL = re.compile(r"^[0-9a-f-]{1,36}$")
 # Characters XML 1.0 cannot carry at all, even escaped.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _MAX_TEXT = 255
@@ -115,9 +117,17 @@ class Disk:
     # "cdrom": a read-only raw image on the IDE bus (the config drive), which every x86
     # guest kernel can read without virtio drivers; "disk": a virtio block device.
     device: str = "disk"
+    # A volume: its bits may be a block device, and its serial is the volume id, so that
+    # the guest sees /dev/disk/by-id/virtio-<first 20 characters of the id>.
+    kind: str = "file"
+    serial: str = ""
 
     def __post_init__(self) -> None:
         _path(self.path, "disk path")
+        if self.kind not in DISK_KINDS:
+            raise InvalidInput(f"disk kind {self.kind!r} is not one of {', '.join(DISK_KINDS)}")
+        if self.serial and not _SERIAL.match(self.serial):
+            raise InvalidInput(f"disk serial {self.serial!r} is not a volume id")
         if not _TARGET.match(self.target):
             raise InvalidInput(f"disk target {self.target!r} is not a device name like vda")
         if self.format not in DISK_FORMATS:
@@ -225,13 +235,25 @@ def _sysinfo(parent: ET.Element, spec: DomainSpec) -> None:
         _sub(system, "entry", value, name=name)
 
 
-def _disk(devices: ET.Element, disk: Disk) -> None:
-    el = _sub(devices, "disk", type="file", device=disk.device)
+def _disk(devices: ET.Element, disk: Disk) -> ET.Element:
+    el = _sub(devices, "disk", type=disk.kind, device=disk.device)
     _sub(el, "driver", name="qemu", type=disk.format)
-    _sub(el, "source", file=disk.path)
+    if disk.kind == "block":
+        _sub(el, "source", dev=disk.path)
+    else:
+        _sub(el, "source", file=disk.path)
     _sub(el, "target", dev=disk.target, bus="ide" if disk.device == "cdrom" else "virtio")
+    if disk.serial:
+        _sub(el, "serial", disk.serial)
     if disk.device == "cdrom":
         _sub(el, "readonly")
+    return el
+
+
+def disk_xml(disk: Disk) -> str:
+    """One <disk> element alone, as attachDeviceFlags and detachDeviceFlags take it."""
+    holder = ET.Element("devices")
+    return ET.tostring(_disk(holder, disk), encoding="unicode")
 
 
 def _interface(devices: ET.Element, vif: Interface) -> None:

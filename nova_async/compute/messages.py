@@ -182,3 +182,33 @@ class Diagnostics(Message, frozen=True, kw_only=True):
     cpus: list[CpuStats] = []
     nics: list[NicStats] = []
     disks: list[DiskStats] = []
+
+
+class AttachVolume(Message, frozen=True, kw_only=True):
+    """Attach the volume to the guest, live and in its persistent definition. The API has
+    reserved the attachment (`attachment_id`) and recorded the block device mapping
+    `bdm_id` with the device name it chose; compute connects, attaches and completes it, or
+    deletes the attachment and the mapping when it cannot."""
+
+    instance_uuid: str
+    volume_id: str
+    attachment_id: str
+    bdm_id: str
+
+
+class DetachVolume(Message, frozen=True, kw_only=True):
+    """Detach the volume from the guest (live and persistent), then delete its attachment
+    and block device mapping; the volume is available again."""
+
+    instance_uuid: str
+    volume_id: str
+    attachment_id: str
+
+
+class ExtendVolume(Message, frozen=True, kw_only=True):
+    """An attached volume grew (the volume role extended its bits): tell the running guest
+    its disk's new size (virDomainBlockResize), as Nova's volume-extended event does."""
+
+    instance_uuid: str
+    volume_id: str
+    size_gb: int

@@ -1,0 +1,41 @@
+-- An instance's block device mappings (Nova's block_device_mapping), in its cell database.
+
+-- name: insert
+INSERT INTO block_device_mappings (id, instance_uuid, source_type, destination_type, boot_index, device_name,
+                                   disk_bus, device_type, guest_format, image_id, snapshot_id, volume_id,
+                                   volume_size, volume_type, delete_on_termination, tag, attachment_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+RETURNING *;
+
+-- name: of_instance
+SELECT * FROM block_device_mappings WHERE instance_uuid = $1
+ ORDER BY boot_index NULLS LAST, created_at, id;
+
+-- name: of_instances
+SELECT * FROM block_device_mappings WHERE instance_uuid = ANY ($1::uuid[])
+ ORDER BY instance_uuid, boot_index NULLS LAST, created_at, id;
+
+-- name: volumes_of_instances
+SELECT instance_uuid, volume_id, delete_on_termination, device_name, tag, id
+  FROM block_device_mappings
+ WHERE instance_uuid = ANY ($1::uuid[]) AND destination_type = 'volume' AND volume_id IS NOT NULL
+ ORDER BY instance_uuid, created_at, id;
+
+-- name: get
+SELECT * FROM block_device_mappings WHERE id = $1;
+
+-- name: get_by_volume
+SELECT * FROM block_device_mappings WHERE instance_uuid = $1 AND volume_id = $2;
+
+-- name: set_volume
+UPDATE block_device_mappings SET volume_id = $2, attachment_id = $3, updated_at = now()
+ WHERE id = $1
+RETURNING *;
+
+-- name: set_connection
+UPDATE block_device_mappings SET connection_info = $2, updated_at = now()
+ WHERE id = $1
+RETURNING *;
+
+-- name: delete
+DELETE FROM block_device_mappings WHERE id = $1;
