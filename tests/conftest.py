@@ -25,10 +25,12 @@ E2E = Path(__file__).parent / "e2e"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything under tests/e2e starts `nova-async serve` or a guest: `-m "not e2e"` leaves
-    it out, whether or not its file remembered the marker."""
+    it out, whether or not its file remembered the marker. Tests marked `long` go first."""
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+    # The workers take tests in this order: the longest first, while the short ones fill in.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def scratch_root() -> str | None:

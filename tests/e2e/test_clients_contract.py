@@ -12,8 +12,9 @@ import pytest
 from tests.e2e.conftest import serve
 from tests.e2e.driver import BIN, os_env, run_ok
 
-pytestmark = pytest.mark.skipif(not (BIN / "openstack").exists() or not (BIN / "nova").exists(),
-                                reason="the OpenStack clients are installed by `make test`")
+pytestmark = [pytest.mark.long,
+              pytest.mark.skipif(not (BIN / "openstack").exists() or not (BIN / "nova").exists(),
+                                 reason="the OpenStack clients are installed by `make test`")]
 
 # `wait_for NAME STATUS`: what a script chaining OSC commands does (CLIENTS.md §5: stop,
 # start and a reboot without --wait return at once).

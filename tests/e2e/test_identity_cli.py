@@ -16,6 +16,7 @@ from tests.e2e.conftest import serve
 from tests.e2e.driver import BIN, os_env, run
 
 pytestmark = [
+    pytest.mark.long,
     pytest.mark.e2e,
     pytest.mark.skipif(not (BIN / "openstack").exists() and not shutil.which("openstack"),
                        reason="python-openstackclient is installed by `make test`"),

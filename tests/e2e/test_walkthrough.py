@@ -36,6 +36,10 @@ async def test_readme_curl_walkthrough_leaves_nothing_behind(database, work_dir)
         assert "nova-async-guest: user_data=hello from curl\nnova-async-guest: ready\n" in output, output
         assert re.search(r"vm1 ACTIVE \{\"net1\":\[\{\"version\":4,\"addr\":\"10\.0\.0\.\d+\"", output), output
         assert "delete: 204" in output and "after delete: 404" in output, output
+        # The volume was attached to the running guest, outlived it and was deleted.
+        assert re.search(r'"device":"/dev/vd[b-z]"', output) and '"volumeId":"' in output, output
+        assert "data1 is in-use\n" in output and "data1 is available again\n" in output, output
+        assert "volume delete: 202" in output, output
 
         async with aiohttp.ClientSession() as s:
             api = await Api.admin(s, served)
