@@ -79,7 +79,7 @@ def snapshot_summary(row: asyncpg.Record) -> dict[str, Any]:
     return view
 
 
-def volume_type(base: str) -> dict[str, Any]:
+def volume_type() -> dict[str, Any]:
     return {"id": DEFAULT_TYPE_ID, "name": DEFAULT_TYPE, "description": "Default Volume Type",
             "is_public": True, "os-volume-type-access:is_public": True, "extra_specs": {},
             "qos_specs_id": None}

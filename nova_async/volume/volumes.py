@@ -23,8 +23,6 @@ DEFAULT_TYPE = "__DEFAULT__"
 DEFAULT_TYPE_ID = "5f1f8bd2-6a6e-4f34-9a3b-2c2f0b8e2d10"   # stable: clients may keep it
 DELETABLE = ["available", "error", "error_deleting", "error_extending"]
 EXTENDABLE = ["available", "in-use"]
-STATES = ("creating", "available", "reserved", "attaching", "in-use", "detaching", "extending", "deleting",
-          "error", "error_deleting", "error_extending", "downloading", "maintenance")
 
 
 def not_found(volume_id: str) -> errors.NotFound:
@@ -95,6 +93,9 @@ async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any], *,
     vtype = req.get("volume_type") or DEFAULT_TYPE
     if vtype not in (DEFAULT_TYPE, DEFAULT_TYPE_ID):
         raise errors.NotFound(f"Volume type with name {vtype} could not be found.", code="volume_type_not_found")
+    if req.get("availability_zone") not in (None, "", "nova"):
+        raise errors.InvalidInput(f"Invalid input received: Availability zone '{req['availability_zone']}' is "
+                                  "invalid.")
     if req.get("multiattach"):
         raise errors.InvalidInput("Invalid input received: multiattach volumes are not supported here.")
     volume_id = str(uuid.uuid4())

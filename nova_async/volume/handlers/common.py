@@ -84,7 +84,7 @@ def _sort(request: web.Request) -> list[tuple[str, bool]]:
     return out
 
 
-def page(request: web.Request, rows: list[Any], kind: str) -> tuple[list[Any], str | None]:
+def page(request: web.Request, rows: list[Any]) -> tuple[list[Any], str | None]:
     """The rows sorted as asked, from after `marker`, at most `limit` of them, and the marker
     of the next page when there may be one (the row count of a project is bounded by its
     quota, so this sorts in memory)."""
@@ -108,7 +108,7 @@ def _sort_value(key: str) -> Callable[[Any], Any]:
     return lambda row: (row[key] is not None, str(row[key]) if key == "id" else row[key])
 
 
-def next_link(request: web.Request, kind: str, marker: str | None) -> list[dict[str, str]] | None:
+def next_link(request: web.Request, marker: str | None) -> list[dict[str, str]] | None:
     if marker is None:
         return None
     query = {k: v for k, v in request.query.items() if k != "marker"}

@@ -24,8 +24,8 @@ async def _listed(request: web.Request):
                                 name=request.query.get("name") or request.query.get("display_name"),
                                 status=request.query.get("status"), volume_id=request.query.get("volume_id"),
                                 metadata=metadata_filter(request))
-    rows, marker = page(request, rows, "snapshots")
-    return rows, next_link(request, "snapshots", marker)
+    rows, marker = page(request, rows)
+    return rows, next_link(request, marker)
 
 
 async def list_snapshots(request: web.Request) -> web.Response:

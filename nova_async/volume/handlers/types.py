@@ -7,13 +7,13 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import dump
 from nova_async.volume import views
-from nova_async.volume.handlers.common import base, caller
+from nova_async.volume.handlers.common import caller
 from nova_async.volume.volumes import DEFAULT_TYPE, DEFAULT_TYPE_ID
 
 
 async def list_types(request: web.Request) -> web.Response:
     caller(request)
-    return dump({"volume_types": [views.volume_type(base(request))]})
+    return dump({"volume_types": [views.volume_type()]})
 
 
 async def show_type(request: web.Request) -> web.Response:
@@ -21,4 +21,4 @@ async def show_type(request: web.Request) -> web.Response:
     wanted = request.match_info["type_id"]
     if wanted not in (DEFAULT_TYPE, DEFAULT_TYPE_ID, "default"):
         raise errors.NotFound(f"Volume type {wanted} could not be found.", code="volume_type_not_found")
-    return dump({"volume_type": views.volume_type(base(request))})
+    return dump({"volume_type": views.volume_type()})

@@ -30,8 +30,8 @@ async def _listed(request: web.Request):
     rows = await volumes.find(api(request), ctx, all_projects=all_projects(request, ctx), name=name,
                               status=request.query.get("status"), metadata=metadata_filter(request),
                               bootable=query_flag(request, "bootable"))
-    rows, marker = page(request, rows, "volumes")
-    return ctx, rows, next_link(request, "volumes", marker)
+    rows, marker = page(request, rows)
+    return ctx, rows, next_link(request, marker)
 
 
 async def list_volumes(request: web.Request) -> web.Response:

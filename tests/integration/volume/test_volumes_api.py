@@ -138,6 +138,7 @@ async def test_metadata_endpoints(h):
     {"volume": {"size": 1, "snapshot_id": "nope"}}, {"volume": {"size": 1, "source_volid": "nope"}},
     {"volume": {"size": 1, "multiattach": True}}, {"volume": {"size": 1, "metadata": {"k": 1}}},
     {"volume": {"size": 1, "name": "x" * 300}}, {"volume": {"size": 1, "bogus": 1}},
+    {"volume": {"size": 1, "availability_zone": "mars"}}, {"volume": {"size": 2000}},
 ])
 async def test_bad_create_is_a_4xx_in_cinders_format(h, body):
     resp = await h.http.post(f"{V3}/volumes", json=body, headers=h.alice) if body is not None else \
