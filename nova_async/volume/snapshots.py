@@ -38,20 +38,26 @@ async def find(api: VolumeApi, ctx: RequestContext, *, all_projects: bool, name:
 
 async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any]) -> asyncpg.Record:
     volume = await volumes.get(api, ctx, req["volume_id"])
-    force = req.get("force", False)
-    if volume["status"] != "available" and not (force and volume["status"] == "in-use"):
-        raise errors.InvalidInput(f"Invalid volume: Volume {volume['id']} status must be available"
-                                  f"{' or in-use' if force else ''}, but current status is: {volume['status']}.",
-                                  code="invalid_volume")
     snapshot_id = str(uuid.uuid4())
     async with api.pool.acquire() as conn, conn.transaction():
         await quotas.check(conn, api.settings.volume, volume["project_id"], snapshots=1,
                            gigabytes=volume["size"])
+        # Locked, as a delete locks it: a snapshot is never made of a volume whose delete
+        # has just checked that it has none.
+        volume = await conn.fetchrow(Q.lock_volume, volume["id"])
+        _check_snapshottable(volume, req.get("force", False))
         row = await conn.fetchrow(Q.insert_snapshot, snapshot_id, volume["id"], volume["project_id"], ctx.user_id,
                                   req.get("name"), req.get("description"), volume["size"],
                                   req.get("metadata") or {}, volume["backend"])
     api.work.spawn(f"snapshot-create:{snapshot_id}", lifecycle.build_snapshot(api, row))
     return row
+
+
+def _check_snapshottable(volume: asyncpg.Record, force: bool) -> None:
+    if volume["status"] != "available" and not (force and volume["status"] == "in-use"):
+        raise errors.InvalidInput(f"Invalid volume: Volume {volume['id']} status must be available"
+                                  f"{' or in-use' if force else ''}, but current status is: {volume['status']}.",
+                                  code="invalid_volume")
 
 
 async def update(api: VolumeApi, ctx: RequestContext, snapshot_id: str, changes: dict[str, Any]) -> asyncpg.Record:
