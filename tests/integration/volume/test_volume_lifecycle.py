@@ -90,6 +90,9 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
     await pool.execute(
         "INSERT INTO volumes (id, project_id, user_id, name, size, backend) VALUES ($1, 'proj-a', 'alice', 'new', 1, 'file')",
         new_id)
+    snap_id = uuid.uuid4()
+    await pool.execute("INSERT INTO volume_snapshots (id, volume_id, project_id, user_id, size, backend) "
+                       "VALUES ($1, $2, 'proj-a', 'alice', 1, 'file')", snap_id, uuid.UUID(kept["id"]))
     async with running(pool, ["volume"], tmp_path) as h:
         # recovery ran before the API served
         assert (await call(h, "GET", f"/volumes/{gone['id']}", h.alice))[0] == 404
@@ -99,6 +102,8 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
         assert Path(h.roles["volume"].api.store.connection(str(new_id)).path).exists()
         status, body = await call(h, "GET", f"/volumes/{kept['id']}", h.alice)
         assert body["volume"]["status"] == "available" and body["volume"]["size"] == 2
+        status, body = await call(h, "GET", f"/snapshots/{snap_id}", h.alice)
+        assert body["snapshot"]["status"] == "available"
         await settled(h)
 
 
