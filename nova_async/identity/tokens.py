@@ -21,9 +21,15 @@ from nova_async.config import Settings
 from nova_async.db.pool import Pool
 from nova_async.identity import store
 
+# Block storage is listed under its official type and under `volumev3`, the alias older
+# clients (python-cinderclient) look for; its URL names the token's project, as Cinder's
+# catalog entries do, and so a catalog without a project leaves it out, as Keystone leaves
+# out an endpoint whose URL needs a project it does not have.
 SERVICES = (("identity", "keystone", "/v3"), ("compute", "nova", "/compute/v2.1"),
             ("image", "glance", "/image"), ("network", "neutron", "/network"),
-            ("placement", "placement", "/placement"))
+            ("placement", "placement", "/placement"),
+            ("block-storage", "cinder", "/volume/v3/{project_id}"),
+            ("volumev3", "cinderv3", "/volume/v3/{project_id}"))
 UNAUTHORIZED = "The request you have made requires authentication."
 
 
@@ -31,13 +37,13 @@ def _stable_id(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:32]
 
 
-def catalog(settings: Settings) -> list[dict[str, Any]]:
+def catalog(settings: Settings, project_id: str = "") -> list[dict[str, Any]]:
     base, region = settings.base_url, settings.identity.region
     return [{"id": _stable_id(kind), "type": kind, "name": name,
              "endpoints": [{"id": _stable_id(kind, iface), "interface": iface, "region": region,
-                            "region_id": region, "url": base + path}
+                            "region_id": region, "url": base + path.format(project_id=project_id)}
                            for iface in ("public", "internal", "admin")]}
-            for kind, name, path in SERVICES]
+            for kind, name, path in SERVICES if project_id or "{project_id}" not in path]
 
 
 def _ts(epoch: float) -> str:
@@ -127,5 +133,5 @@ def render(settings: Settings, body: TokenBody, *, include_catalog: bool = True)
         "expires_at": _ts(body.expires_at),
     }
     if include_catalog:
-        token["catalog"] = catalog(settings)
+        token["catalog"] = catalog(settings, body.project_id)
     return {"token": token}

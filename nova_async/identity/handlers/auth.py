@@ -178,7 +178,7 @@ async def delete_token(request: web.Request) -> web.Response:
 
 
 async def show_catalog(request: web.Request) -> web.Response:
-    return w.dump({"catalog": tokens.catalog(request.app[DEPS].settings),
+    return w.dump({"catalog": tokens.catalog(request.app[DEPS].settings, w.context(request).project_id),
                    "links": {"self": f"{views.base(request)}/auth/catalog"}})
 
 

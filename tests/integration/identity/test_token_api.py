@@ -89,7 +89,7 @@ async def test_validate_answers_what_issue_answered(h):
     resp, body = await _call(h, "GET", "/v3/auth/tokens", token, token)
     assert resp.status == 200 and resp.headers["X-Subject-Token"] == token
     assert body == issued  # user, project, roles, methods, audit ids, times and the catalog
-    assert body["token"]["methods"] == ["password"] and len(body["token"]["catalog"]) == 5
+    assert body["token"]["methods"] == ["password"] and len(body["token"]["catalog"]) == 7
 
     resp, body = await _call(h, "GET", "/v3/auth/tokens?nocatalog", token, token)
     assert resp.status == 200 and "catalog" not in body["token"]

@@ -1,0 +1,85 @@
+"""Volumes, snapshots and the volume type as Cinder's v3 API shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from nova_async.common.context import RequestContext
+from nova_async.volume.volumes import DEFAULT_TYPE, DEFAULT_TYPE_ID
+
+# Cinder's service_uuid names the cinder-volume service holding a volume: here, one.
+SERVICE_UUID = "0b7f2c5e-3d1a-4c55-8a9e-9d4c1a2b7e60"
+
+
+def ts(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+
+
+def links(base: str, kind: str, project_id: str, item_id: str) -> list[dict[str, str]]:
+    return [{"rel": "self", "href": f"{base}/volume/v3/{project_id}/{kind}/{item_id}"},
+            {"rel": "bookmark", "href": f"{base}/volume/{project_id}/{kind}/{item_id}"}]
+
+
+def volume_summary(base: str, row: asyncpg.Record) -> dict[str, Any]:
+    return {"id": str(row["id"]), "name": row["name"], "links": links(base, "volumes", row["project_id"],
+                                                                      str(row["id"]))}
+
+
+def attachment(a: asyncpg.Record) -> dict[str, Any]:
+    return {"id": str(a["volume_id"]), "attachment_id": str(a["id"]), "volume_id": str(a["volume_id"]),
+            "server_id": str(a["instance_uuid"]), "host_name": a["attached_host"], "device": a["mountpoint"],
+            "attached_at": ts(a["attached_at"])}
+
+
+def volume(base: str, ctx: RequestContext, host: str, row: asyncpg.Record,
+           attached: list[asyncpg.Record]) -> dict[str, Any]:
+    view = {
+        "id": str(row["id"]), "name": row["name"], "description": row["description"], "status": row["status"],
+        "size": row["size"], "availability_zone": row["availability_zone"],
+        "created_at": ts(row["created_at"]), "updated_at": ts(row["updated_at"]),
+        "attachments": [attachment(a) for a in attached if a["status"] in ("attached", "detaching")],
+        "bootable": "true" if row["bootable"] else "false", "encrypted": False,
+        "multiattach": row["multiattach"], "volume_type": DEFAULT_TYPE, "volume_type_id": DEFAULT_TYPE_ID,
+        "snapshot_id": str(row["snapshot_id"]) if row["snapshot_id"] else None,
+        "source_volid": str(row["source_volid"]) if row["source_volid"] else None,
+        "metadata": dict(row["metadata"]), "user_id": row["user_id"],
+        "os-vol-tenant-attr:tenant_id": row["project_id"],
+        "links": links(base, "volumes", row["project_id"], str(row["id"])),
+        "consistencygroup_id": None, "replication_status": "disabled", "migration_status": None,
+        "group_id": None, "provider_id": None, "service_uuid": SERVICE_UUID, "shared_targets": False,
+        "cluster_name": None, "consumes_quota": True,
+    }
+    if row["image_id"] or row["image_metadata"]:
+        view["volume_image_metadata"] = dict(row["image_metadata"])
+    if ctx.is_admin:
+        view["os-vol-host-attr:host"] = host
+        view["os-vol-mig-status-attr:migstat"] = None
+        view["os-vol-mig-status-attr:name_id"] = None
+    return view
+
+
+def snapshot(row: asyncpg.Record) -> dict[str, Any]:
+    return {"id": str(row["id"]), "name": row["name"], "description": row["description"],
+            "volume_id": str(row["volume_id"]), "status": row["status"], "size": row["size"],
+            "created_at": ts(row["created_at"]), "updated_at": ts(row["updated_at"]),
+            "metadata": dict(row["metadata"]), "user_id": row["user_id"], "group_snapshot_id": None,
+            "consumes_quota": True, "progress": "100%" if row["status"] == "available" else "0%",
+            "os-extended-snapshot-attributes:project_id": row["project_id"],
+            "os-extended-snapshot-attributes:progress": "100%" if row["status"] == "available" else "0%"}
+
+
+def snapshot_summary(row: asyncpg.Record) -> dict[str, Any]:
+    view = snapshot(row)
+    for key in ("os-extended-snapshot-attributes:project_id", "os-extended-snapshot-attributes:progress",
+                "progress"):
+        view.pop(key)
+    return view
+
+
+def volume_type() -> dict[str, Any]:
+    return {"id": DEFAULT_TYPE_ID, "name": DEFAULT_TYPE, "description": "Default Volume Type",
+            "is_public": True, "os-volume-type-access:is_public": True, "extra_specs": {},
+            "qos_specs_id": None}

@@ -1,0 +1,162 @@
+"""The volumes of Cinder's v3 API as clients drive them: create, show, list with filters and
+pages, the SDK's name look-up, update, extend, delete; projects kept apart; bad input a 4xx
+in Cinder's fault format."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import running
+from tests.integration.volume.helpers import V3, call, make_volume, settled
+
+
+@pytest.fixture
+async def h(pool, tmp_path):
+    async with running(pool, ["volume"], tmp_path) as harness:
+        yield harness
+
+
+async def test_versions_and_microversions(h):
+    resp = await h.http.get("/volume/")
+    assert resp.status == 300
+    (v3,) = (await resp.json())["versions"]
+    assert v3["id"] == "v3.0" and v3["min_version"] == "3.0" and v3["version"] >= "3.44"
+    for path in ("/volume/v3", "/volume/v3/", "/volume/v3/proj-a", "/volume/v3/proj-a/"):
+        resp = await h.http.get(path)
+        assert resp.status == 200, path
+    resp = await h.http.get(f"{V3}/volumes", headers={**h.alice, "OpenStack-API-Version": "volume 3.44"})
+    assert resp.status == 200 and resp.headers["OpenStack-API-Version"] == "volume 3.44"
+    resp = await h.http.get(f"{V3}/volumes", headers={**h.alice, "OpenStack-API-Version": "volume 3.999"})
+    assert resp.status == 406 and "maximum is" in (await resp.json())["computeFault"]["message"]
+    resp = await h.http.get(f"{V3}/volumes", headers={**h.alice, "OpenStack-API-Version": "volume x"})
+    assert resp.status == 400 and "badRequest" in await resp.json()
+
+
+async def test_create_show_list_update_delete(h):
+    status, body = await call(h, "POST", "/proj-a/volumes", h.alice,
+                              {"volume": {"size": 1, "name": "data1", "description": "d", "metadata": {"k": "v"}}})
+    assert status == 202 and body["volume"]["status"] == "creating"
+    await settled(h)
+    vid = body["volume"]["id"]
+    status, body = await call(h, "GET", f"/proj-a/volumes/{vid}", h.alice)
+    vol = body["volume"]
+    assert vol["status"] == "available" and vol["size"] == 1 and vol["bootable"] == "false"
+    assert vol["os-vol-tenant-attr:tenant_id"] == "proj-a" and vol["volume_type"] == "__DEFAULT__"
+    assert vol["attachments"] == [] and vol["metadata"] == {"k": "v"} and vol["encrypted"] is False
+    assert "os-vol-host-attr:host" not in vol
+    status, body = await call(h, "GET", f"/volumes/{vid}", h.admin)
+    assert "os-vol-host-attr:host" in body["volume"]
+
+    status, body = await call(h, "PUT", f"/volumes/{vid}", h.alice, {"volume": {"name": "renamed"}})
+    assert status == 200 and body["volume"]["name"] == "renamed" and body["volume"]["description"] == "d"
+    status, body = await call(h, "GET", "/volumes", h.alice)
+    assert [v["name"] for v in body["volumes"]] == ["renamed"]
+
+    status, _ = await call(h, "DELETE", f"/volumes/{vid}", h.alice)
+    assert status == 202
+    await settled(h)
+    status, body = await call(h, "GET", f"/volumes/{vid}", h.alice)
+    assert status == 404 and "itemNotFound" in body
+
+
+async def test_name_lookup_filters_and_pages(h):
+    made = [await make_volume(h, h.alice, name=f"v{i}", size=i + 1, metadata={"n": str(i % 2)}) for i in range(4)]
+    # the SDK's find: GET by name is a 404, then a list filtered by name
+    status, body = await call(h, "GET", "/volumes/v2", h.alice)
+    assert status == 404
+    status, body = await call(h, "GET", "/volumes?name=v2", h.alice)
+    assert [v["id"] for v in body["volumes"]] == [made[2]["id"]]
+    status, body = await call(h, "GET", '/volumes/detail?metadata={"n": "1"}', h.alice)
+    assert sorted(v["name"] for v in body["volumes"]) == ["v1", "v3"]
+    status, body = await call(h, "GET", "/volumes/detail?status=available&sort=size:asc", h.alice)
+    assert [v["size"] for v in body["volumes"]] == [1, 2, 3, 4]
+    status, body = await call(h, "GET", "/volumes?sort_key=name&sort_dir=desc&limit=2", h.alice)
+    assert [v["name"] for v in body["volumes"]] == ["v3", "v2"] and body["volumes_links"]
+    marker = body["volumes"][-1]["id"]
+    status, body = await call(h, "GET", f"/volumes?sort_key=name&sort_dir=desc&limit=2&marker={marker}", h.alice)
+    assert [v["name"] for v in body["volumes"]] == ["v1", "v0"]
+    status, body = await call(h, "GET", "/volumes?sort=nonsense", h.alice)
+    assert status == 400 and "badRequest" in body
+
+
+async def test_projects_are_kept_apart(h):
+    vol = await make_volume(h, h.alice, name="alices")
+    status, body = await call(h, "GET", "/volumes/detail", h.bob)
+    assert body["volumes"] == []
+    for method in ("GET", "DELETE"):
+        status, body = await call(h, method, f"/volumes/{vol['id']}", h.bob)
+        assert status == 404, method
+    status, body = await call(h, "PUT", f"/volumes/{vol['id']}", h.bob, {"volume": {"name": "x"}})
+    assert status == 404
+    status, body = await call(h, "GET", "/proj-a/volumes", h.bob)  # another project in the path
+    assert status == 400 and body["badRequest"]["message"] == "Malformed request url"
+    status, body = await call(h, "GET", "/volumes/detail?all_tenants=1", h.bob)
+    assert body["volumes"] == []
+    status, body = await call(h, "GET", "/volumes/detail?all_tenants=1", h.admin)
+    assert [v["id"] for v in body["volumes"]] == [vol["id"]]
+
+
+async def test_extend_and_actions(h):
+    vol = await make_volume(h, h.alice, size=1)
+    status, _ = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice, {"os-extend": {"new_size": 3}})
+    assert status == 202
+    await settled(h)
+    status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
+    assert body["volume"]["size"] == 3 and body["volume"]["status"] == "available"
+    status, body = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice, {"os-extend": {"new_size": 2}})
+    assert status == 400 and "badRequest" in body
+    status, _ = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice, {"os-set_bootable": {"bootable": True}})
+    assert status == 200
+    status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
+    assert body["volume"]["bootable"] == "true"
+    status, body = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice,
+                              {"os-reset_status": {"status": "error"}})
+    assert status == 403 and "forbidden" in body
+    status, _ = await call(h, "POST", f"/volumes/{vol['id']}/action", h.admin, {"os-reset_status": {"status": "error"}})
+    assert status == 202
+    status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
+    assert body["volume"]["status"] == "error"
+    status, body = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice, {"os-frobnicate": {}})
+    assert status == 400 and "no such action" in body["badRequest"]["message"]
+
+
+async def test_metadata_endpoints(h):
+    vol = await make_volume(h, h.alice, metadata={"a": "1"})
+    status, body = await call(h, "POST", f"/volumes/{vol['id']}/metadata", h.alice, {"metadata": {"b": "2"}})
+    assert status == 200 and body["metadata"] == {"a": "1", "b": "2"}
+    status, body = await call(h, "PUT", f"/volumes/{vol['id']}/metadata", h.alice, {"metadata": {"c": "3"}})
+    assert body["metadata"] == {"c": "3"}
+    status, _ = await call(h, "DELETE", f"/volumes/{vol['id']}/metadata/c", h.alice)
+    assert status == 200
+    status, body = await call(h, "GET", f"/volumes/{vol['id']}/metadata", h.alice)
+    assert body["metadata"] == {}
+
+
+@pytest.mark.parametrize("body", [
+    None, [], {"volume": {}}, {"volume": {"size": 0}}, {"volume": {"size": -1}}, {"volume": {"size": "x"}},
+    {"volume": {"size": 2**40}}, {"volume": {"size": 1, "volume_type": "gold"}},
+    {"volume": {"size": 1, "snapshot_id": "nope"}}, {"volume": {"size": 1, "source_volid": "nope"}},
+    {"volume": {"size": 1, "multiattach": True}}, {"volume": {"size": 1, "metadata": {"k": 1}}},
+    {"volume": {"size": 1, "name": "x" * 300}}, {"volume": {"size": 1, "bogus": 1}},
+    {"volume": {"size": 1, "availability_zone": "mars"}}, {"volume": {"size": 2000}},
+])
+async def test_bad_create_is_a_4xx_in_cinders_format(h, body):
+    resp = await h.http.post(f"{V3}/volumes", json=body, headers=h.alice) if body is not None else \
+        await h.http.post(f"{V3}/volumes", data=b"{not json", headers=h.alice)
+    assert 400 <= resp.status < 500
+    fault = await resp.json()
+    (name,) = fault
+    assert fault[name]["code"] == resp.status and fault[name]["message"]
+
+
+async def test_types_and_limits(h):
+    status, body = await call(h, "GET", "/types", h.alice)
+    (vtype,) = body["volume_types"]
+    assert vtype["name"] == "__DEFAULT__"
+    status, body = await call(h, "GET", f"/types/{vtype['id']}", h.alice)
+    assert status == 200 and body["volume_type"]["id"] == vtype["id"]
+    await make_volume(h, h.alice, size=2)
+    status, body = await call(h, "GET", "/limits", h.alice)
+    absolute = body["limits"]["absolute"]
+    assert absolute["maxTotalVolumes"] == 10 and absolute["totalVolumesUsed"] == 1
+    assert absolute["totalGigabytesUsed"] == 2 and absolute["maxTotalVolumeGigabytes"] == 1000
