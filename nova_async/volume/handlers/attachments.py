@@ -30,14 +30,15 @@ create_schema = validator({
     "properties": {"attachment": {
         "type": "object", "required": ["volume_uuid", "instance_uuid"], "additionalProperties": False,
         "properties": {"volume_uuid": _uuid, "instance_uuid": _uuid, "connector": {"oneOf": [_connector, {"type": "null"}]},
-                       "mode": {"enum": ["rw", "ro"]}}}}})
+                       "mode": {"enum": ["rw", "ro", None]}}}}})
 update_schema = validator({
     "type": "object", "required": ["attachment"], "additionalProperties": False,
     "properties": {"attachment": {"type": "object", "required": ["connector"], "additionalProperties": False,
                                   "properties": {"connector": _connector}}}})
 action_schema = validator({
     "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
-    "properties": {"os-complete": {"type": ["null", "object"]}}})
+    # Cinder reads nothing in it: the SDK sends the attachment's id, the api-ref null.
+    "properties": {"os-complete": {}}})
 
 
 def _needs(request: web.Request, version: tuple[int, int]) -> None:
@@ -66,11 +67,11 @@ async def create_attachment(request: web.Request) -> web.Response:
     ctx = caller(request)
     _needs(request, ATTACHMENTS_VERSION)
     body = (await read_json(request, create_schema))["attachment"]
-    if "mode" in body and request[VERSION_KEY] < MODE_VERSION:
-        raise errors.InvalidInput("Invalid input received: 'mode' needs microversion 3.54 or later.")
+    # As Cinder, a mode given below 3.54 is not read.
+    mode = (body.get("mode") if request[VERSION_KEY] >= MODE_VERSION else None) or "rw"
     row, _ = await attachments.reserve(api(request), volume_id=body["volume_uuid"],
                                        instance_uuid=body["instance_uuid"], project_id=ctx.project_id,
-                                       is_admin=ctx.is_admin, mode=body.get("mode", "rw"))
+                                       is_admin=ctx.is_admin, mode=mode)
     connector = body.get("connector")
     if connector:
         try:

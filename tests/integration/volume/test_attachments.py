@@ -215,3 +215,21 @@ async def test_reserved_attachments_nothing_maps_are_cleaned_up(h, client):
     assert await volume_status(h, mapped_vol) == "reserved" and await volume_status(h, young_vol) == "reserved"
     assert await attachment_status(h, mapped.attachment_id) == "reserved"
     assert await attachments.clean_up_reserved(api, cells) == []
+
+
+async def test_a_multiattach_volume_stays_in_use_until_its_last_attachment_goes(h, client):
+    vid = await add_volume(h, multiattach=True)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    a = await client.reserve(vid, first, "proj-a")
+    await client.connect(a.attachment_id, CONNECTOR)
+    await client.complete(a.attachment_id)
+    b = await client.reserve(vid, second, "proj-a")
+    assert await volume_status(h, vid) == "in-use"
+    with pytest.raises(errors.Conflict):
+        await client.reserve(vid, first, "proj-a")     # once per instance
+    await client.connect(b.attachment_id, {"host": "compute-2"})
+    await client.complete(b.attachment_id)
+    await client.delete_attachment(a.attachment_id)
+    assert await volume_status(h, vid) == "in-use"
+    await client.delete_attachment(b.attachment_id)
+    assert await volume_status(h, vid) == "available"
