@@ -196,7 +196,7 @@ async def delete(api: VolumeApi, attachment_id: str, *, project_id: str | None =
     if aid is None:
         return None
     async with api.pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(Q.lock_attachment, aid)
+        row = await _lock(conn, aid)
         if row is None:
             return None
         if project_id is not None and row["volume_project"] != project_id:
@@ -216,9 +216,19 @@ async def delete(api: VolumeApi, attachment_id: str, *, project_id: str | None =
     return row
 
 
+async def _lock(conn: asyncpg.Connection, attachment_id: str) -> asyncpg.Record | None:
+    """The attachment (None when there is none), its volume's row locked, then its own. An
+    attachment never changes volume, so the volume read before the lock is still its own."""
+    volume_id = await conn.fetchval(Q.volume_of_attachment, attachment_id)
+    if volume_id is None:
+        return None
+    await conn.execute(Q.lock_volume, volume_id)
+    return await conn.fetchrow(Q.lock_attachment, attachment_id)
+
+
 async def _locked(conn: asyncpg.Connection, attachment_id: str) -> asyncpg.Record:
     aid = _uuid(attachment_id)
-    row = await conn.fetchrow(Q.lock_attachment, aid) if aid else None
+    row = await _lock(conn, aid) if aid else None
     if row is None:
         raise _attachment_not_found(attachment_id)
     return row
@@ -269,7 +279,7 @@ async def clean_up_reserved(api: VolumeApi, cells: Cells, older_than: float = RE
             continue
         # Deleted only if still reserved: a connect that came meanwhile keeps it.
         async with api.pool.acquire() as conn, conn.transaction():
-            current = await conn.fetchrow(Q.lock_attachment, row["id"])
+            current = await _lock(conn, row["id"])
             if current is None or current["status"] != "reserved":
                 continue
             await conn.execute(Q.delete_attachment, row["id"])

@@ -24,13 +24,17 @@ SELECT a.*, v.status AS volume_status, v.project_id AS volume_project
   FROM volume_attachments a JOIN volumes v ON v.id = a.volume_id
  WHERE a.id = $1;
 
+-- name: volume_of_attachment
+SELECT volume_id FROM volume_attachments WHERE id = $1;
+
 -- name: lock_attachment
--- The attachment and its volume, both locked (volume first, in the order every change here
--- and a volume delete take them).
+-- The attachment, locked, with its volume's status; the caller has locked the volume first
+-- (lock_volume): every change here and a volume delete lock volume before attachment, so
+-- none of them waits for another in a circle.
 SELECT a.*, v.status AS volume_status, v.project_id AS volume_project
   FROM volumes v JOIN volume_attachments a ON a.volume_id = v.id
  WHERE a.id = $1
-   FOR UPDATE OF v, a;
+   FOR UPDATE OF a;
 
 -- name: set_volume_status
 -- The volume from one of the states $2 to $3.

@@ -233,3 +233,27 @@ async def test_a_multiattach_volume_stays_in_use_until_its_last_attachment_goes(
     assert await volume_status(h, vid) == "in-use"
     await client.delete_attachment(b.attachment_id)
     assert await volume_status(h, vid) == "available"
+
+
+async def test_changes_of_one_attachment_at_once_end_in_a_409_or_404_never_an_error(h, client):
+    # Every change locks the volume, then the attachment: no two wait for each other in a
+    # circle (a deadlock would come back as a 500).
+    vids = [await add_volume(h) for _ in range(8)]
+    infos = [await client.reserve(v, str(uuid.uuid4()), "proj-a") for v in vids]
+    calls = []
+    for info in infos:
+        aid = info.attachment_id
+        calls += [client.connect(aid, CONNECTOR), client.complete(aid), client.begin_detach(aid),
+                  client.delete_attachment(aid), client.reserve(info.volume.id, str(uuid.uuid4()), "proj-a"),
+                  client.roll_detaching_back(aid), client.of_instance(str(uuid.uuid4()))]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    unexpected = [r for r in results if isinstance(r, BaseException)
+                  and not isinstance(r, (errors.Conflict, errors.NotFound))]
+    assert unexpected == []
+    for vid in vids:
+        left = await h.pool.fetch("SELECT status FROM volume_attachments WHERE volume_id = $1", vid)
+        status = await volume_status(h, vid)
+        # the volume's status agrees with what is left of its attachments
+        expected = {(): "available", ("reserved",): "reserved", ("attaching",): "attaching",
+                    ("attached",): "in-use", ("detaching",): "detaching"}[tuple(r["status"] for r in left)]
+        assert status == expected, (vid, status, left)
