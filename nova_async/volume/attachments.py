@@ -43,7 +43,6 @@ log = structlog.get_logger("volume")
 RESERVED_ORPHAN_AFTER = 300.0
 CLEAN_UP_EVERY = 180.0
 
-_RESERVABLE = "available"
 _DETACHABLE = ("in-use",)
 
 

@@ -16,6 +16,7 @@ from nova_async.volume import attachments
 from nova_async.volume.client import VolumeClient
 from tests.integration.volume.attach_support import add_instance, add_volume, volume_service, volume_status
 from tests.integration.volume.helpers import call, settled
+from tests.waiting import until
 
 CONNECTOR = {"host": "compute-1", "initiator": "iqn.test"}
 
@@ -257,3 +258,14 @@ async def test_changes_of_one_attachment_at_once_end_in_a_409_or_404_never_an_er
         expected = {(): "available", ("reserved",): "reserved", ("attaching",): "attaching",
                     ("attached",): "in-use", ("detaching",): "detaching"}[tuple(r["status"] for r in left)]
         assert status == expected, (vid, status, left)
+
+
+async def test_the_role_cleans_up_at_start(pool, tmp_path, monkeypatch):
+    # An API stopped between a reserve and writing its mapping; the volume service restarts.
+    async with volume_service(pool, tmp_path, monkeypatch) as h:
+        vid = await add_volume(h)
+        info = await VolumeClient(h.bus).reserve(vid, str(uuid.uuid4()), "proj-a")
+    await pool.execute("UPDATE volume_attachments SET updated_at = now() - interval '1 hour'")
+    async with volume_service(pool, tmp_path, monkeypatch) as h:
+        await until(lambda: volume_status(h, vid), lambda s: s == "available", what="the orphan cleaned up")
+        assert await attachment_status(h, info.attachment_id) is None
