@@ -16,8 +16,9 @@ filesystem without one, is read while the guest may still write — as Cinder's 
 snapshot of an in-use volume, which `force` asks for.
 
 Every operation makes its file under a temporary name and renames it, so a file that is in
-place is complete; an operation interrupted by a crash leaves a `.part` file that setup()
-removes, and is simply done again.
+place is complete: making one that is already in place does nothing (a repeated create must
+not wipe what a guest has written since), and an operation interrupted by a crash leaves a
+`.part` file that setup() removes, and is simply done again.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ class FileBackend:
     async def setup(self) -> None:
         def prepare() -> None:
             self.root.mkdir(parents=True, exist_ok=True)
-            # QEMU (libvirt-qemu) must reach the files; libvirt gives it the file itself.
+            # QEMU (libvirt-qemu) must search the directory; libvirt's dynamic ownership gives
+            # it the file itself while attached. The state dir above is the one compute's
+            # start-up already checks (unreachable_by_qemu) for its instance directories.
             self.root.chmod(0o755)
             for part in self.root.glob(f"*{PART}"):
                 part.unlink(missing_ok=True)
@@ -71,6 +74,8 @@ class FileBackend:
 
     async def create(self, volume_id: str, size_gb: int) -> None:
         target = self.volume_path(volume_id)
+        if await _exists(target):
+            return
 
         def make(part: Path) -> None:
             with open(part, "wb") as fh:
@@ -83,6 +88,8 @@ class FileBackend:
             raise errors.InvalidInput(f"The image's virtual size ({virtual} bytes) is larger than the volume "
                                       f"({size_gb} GiB).")
         target = self.volume_path(volume_id)
+        if await _exists(target):
+            return
         part = target.with_name(target.name + PART)
         await _qemu_img("convert", "-f", image_format or "raw", "-O", "raw", "-S", "4k", image_path, str(part))
         await asyncio.to_thread(_grow_and_place, part, target, size_gb)
@@ -144,7 +151,9 @@ class FileBackend:
         return {m.group(2) for p in self.root.iterdir() if (m := _NAMED.match(p.name)) and m.group(1) == kind}
 
     async def _copy(self, source: Path, target: Path, size_gb: int | None) -> None:
-        if not source.exists():
+        if await _exists(target):
+            return
+        if not await _exists(source):
             raise BackendError(f"{source} is missing")
         part = target.with_name(target.name + PART)
         done = await process.run("cp", "--reflink=auto", "--sparse=always", str(source), str(part), timeout=3600)
@@ -157,6 +166,10 @@ class FileBackend:
         part = target.with_name(target.name + PART)
         await asyncio.to_thread(make, part)
         await asyncio.to_thread(_grow_and_place, part, target, None)
+
+
+async def _exists(path: Path) -> bool:
+    return await asyncio.to_thread(path.exists)
 
 
 def _grow_and_place(part: Path, target: Path, size_gb: int | None) -> None:

@@ -86,3 +86,21 @@ async def test_setup_sweeps_interrupted_work_and_ids_are_checked(backend):
     assert list(backend.root.iterdir()) == []
     with pytest.raises(errors.InvalidInput):
         backend.volume_path("../../etc/passwd")
+
+
+async def test_making_what_is_in_place_keeps_what_the_guest_wrote(backend):
+    vid, sid = new_id(), new_id()
+    await backend.create(vid, 1)
+    with open(backend.volume_path(vid), "r+b") as fh:
+        fh.write(b"guest data")
+    await backend.snapshot(sid, vid)
+    with open(backend.volume_path(vid), "r+b") as fh:
+        fh.write(b"newer data")
+    await backend.create(vid, 1)        # a repeated create (the role redoing it after a restart)
+    await backend.snapshot(sid, vid)    # and a repeated snapshot
+    with open(backend.volume_path(vid), "rb") as fh:
+        assert fh.read(10) == b"newer data"
+    with open(backend.snapshot_path(sid), "rb") as fh:
+        assert fh.read(10) == b"guest data"
+    assert oct(backend.root.stat().st_mode & 0o777) == "0o755"
+    assert oct(backend.volume_path(vid).stat().st_mode & 0o777) == "0o644"
