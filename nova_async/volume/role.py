@@ -35,7 +35,10 @@ class VolumeRole(Role):
         super().__init__(deps)
         self.work = Work()
         self.api = VolumeApi(pool=self.pool, settings=self.settings, bus=self.bus, work=self.work)
-        self.started = asyncio.Event()
+        # run() and the app's on_startup both start the role (whichever comes first; the
+        # service schedules run() before it sets up HTTP): the lock makes that happen once.
+        self._starting = asyncio.Lock()
+        self._started = False
         self.handlers = {
             m.GetVolume: self._get_volume,
             m.CreateVolume: self._create_volume,
@@ -49,13 +52,14 @@ class VolumeRole(Role):
         return "/volume", app
 
     async def _start(self, _app: web.Application | None = None) -> None:
-        if self.started.is_set():
-            return
-        backend = backends.open_backend(self.settings)
-        await backend.setup()
-        self.api.backend = backend
-        await lifecycle.recover(self.api)
-        self.started.set()
+        async with self._starting:
+            if self._started:
+                return
+            backend = backends.open_backend(self.settings)
+            await backend.setup()
+            self.api.backend = backend
+            await lifecycle.recover(self.api)
+            self._started = True
 
     async def run(self) -> None:
         await self._start()  # when no HTTP app was built (a process without the API port)

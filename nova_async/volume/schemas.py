@@ -14,6 +14,9 @@ SIZE = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
                   {"type": "string", "pattern": "^[0-9]{1,10}$"}]}
 SIZE_OR_NULL = {"anyOf": [SIZE, {"type": "null"}]}
 ID = {"type": ["string", "null"], "maxLength": 255}
+# openstacksdk sends every field it knows, unset ones as null.
+METADATA_OR_NULL = {"anyOf": [METADATA, {"type": "null"}]}
+BOOL_OR_NULL = {"type": ["boolean", "null"]}
 
 create_volume = validator({
     "type": "object", "required": ["volume"], "additionalProperties": True,
@@ -21,10 +24,10 @@ create_volume = validator({
         "type": "object", "additionalProperties": False,
         "properties": {"size": SIZE_OR_NULL, "name": NAME, "description": DESCRIPTION,
                        "display_name": NAME, "display_description": DESCRIPTION,
-                       "metadata": METADATA, "snapshot_id": ID, "source_volid": ID, "imageRef": ID,
-                       "volume_type": ID, "availability_zone": ID, "multiattach": {"type": "boolean"},
+                       "metadata": METADATA_OR_NULL, "snapshot_id": ID, "source_volid": ID, "imageRef": ID,
+                       "volume_type": ID, "availability_zone": ID, "multiattach": BOOL_OR_NULL,
                        "consistencygroup_id": {"type": "null"}, "backup_id": {"type": "null"},
-                       "group_id": {"type": "null"}, "scheduler_hints": {"type": "object"}}}},
+                       "group_id": {"type": "null"}, "scheduler_hints": {"type": ["object", "null"]}}}},
 })
 
 update_volume = validator({
@@ -72,7 +75,7 @@ create_snapshot = validator({
         "type": "object", "required": ["volume_id"], "additionalProperties": False,
         "properties": {"volume_id": {"type": "string", "maxLength": 255}, "name": NAME,
                        "description": DESCRIPTION, "display_name": NAME, "display_description": DESCRIPTION,
-                       "metadata": METADATA, "force": BOOL_LIKE}}},
+                       "metadata": METADATA_OR_NULL, "force": {"anyOf": [BOOL_LIKE, {"type": "null"}]}}}},
 })
 
 update_snapshot = validator({

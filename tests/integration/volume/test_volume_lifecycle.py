@@ -3,6 +3,7 @@ volume and waits for it), and a restart finishing what a stop interrupted."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import uuid
@@ -99,3 +100,44 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
         status, body = await call(h, "GET", f"/volumes/{kept['id']}", h.alice)
         assert body["volume"]["status"] == "available" and body["volume"]["size"] == 2
         await settled(h)
+
+
+async def test_extend_in_use_tells_the_compute_host_and_notifications_say_so(pool, tmp_path):
+    async with running(pool, ["volume"], tmp_path) as h:
+        with h.bus.listen() as notes:
+            vol = await make_volume(h, h.alice, size=1)
+            instance = uuid.uuid4()
+            # what an attach leaves (the attachment API is another part's): one attachment, in-use
+            await pool.execute(
+                "INSERT INTO volume_attachments (id, volume_id, instance_uuid, project_id, status, attached_host, "
+                "mountpoint, attached_at) VALUES ($1, $2, $3, 'proj-a', 'attached', 'host-x', '/dev/vdb', now())",
+                uuid.uuid4(), uuid.UUID(vol["id"]), instance)
+            await pool.execute("UPDATE volumes SET status = 'in-use' WHERE id = $1", uuid.UUID(vol["id"]))
+            status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
+            (att,) = body["volume"]["attachments"]
+            assert att["server_id"] == str(instance) and att["host_name"] == "host-x" and att["device"] == "/dev/vdb"
+            status, body = await call(h, "DELETE", f"/volumes/{vol['id']}", h.alice)
+            assert status == 400 and "attached" in body["badRequest"]["message"]
+
+            told: list = []
+            heard, stop = asyncio.Event(), asyncio.Event()
+
+            async def compute(msg, ctx):
+                told.append(msg)
+                heard.set()
+
+            consumer = asyncio.create_task(h.bus.consume("compute.host-x", compute, until=stop))
+            status, _ = await call(h, "POST", f"/volumes/{vol['id']}/action", h.alice, {"os-extend": {"new_size": 2}})
+            assert status == 202
+            await settled(h)
+            await heard.wait()
+            stop.set()
+            await consumer
+            assert (told[0].instance_uuid, told[0].volume_id, told[0].size_gb) == (str(instance), vol["id"], 2)
+            status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
+            assert body["volume"]["status"] == "in-use" and body["volume"]["size"] == 2
+            seen = []
+            while not notes.empty():
+                seen.append(notes.get_nowait().event_type)
+        assert [e for e in seen if e.startswith("volume.")] == [
+            "volume.create.start", "volume.create.end", "volume.resize.start", "volume.resize.end"]
