@@ -1,55 +1,18 @@
-"""What the attachment tests share: the volume role running with a file backend, volumes
-made with SQL and the backend (so these tests do not depend on the volume API's create), and
+"""What the attachment tests share: the volume role running with the file backend, volumes
+made with SQL and the backend (a volume in any status, without the volume API's create), and
 a cell instance with or without a block device mapping."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from pathlib import Path
 
-from nova_async.volume import backends
-from nova_async.volume.backends.base import Connection
 from tests.harness import running
 
 
-class SparseFiles:
-    """Used only while the real file backend (backends/files.py, engineer B's) is not on
-    this branch: the part of a file backend attachments touch, sparse raw files."""
-
-    name = "file"
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def setup(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-
-    async def create(self, volume_id: str, size_gb: int) -> None:
-        with open(self.root / f"volume-{volume_id}", "wb") as fh:
-            fh.truncate(size_gb * 1024 ** 3)
-
-    async def delete(self, volume_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.root / f"volume-{volume_id}")
-
-    def connection(self, volume_id: str) -> Connection:
-        return Connection(path=str(self.root / f"volume-{volume_id}"), kind="file")
-
-    async def volume_ids(self) -> set[str]:
-        return {p.name.removeprefix("volume-") for p in self.root.glob("volume-*")}
-
-    async def snapshot_ids(self) -> set[str]:
-        return set()
-
-
 @contextlib.asynccontextmanager
-async def volume_service(pool, tmp_path: Path, monkeypatch):
-    try:
-        import nova_async.volume.backends.files  # noqa: F401
-    except ImportError:
-        monkeypatch.setattr(backends, "open_backend", lambda settings: SparseFiles(tmp_path / "volumes"))
+async def volume_service(pool, tmp_path: Path):
     async with running(pool, ["volume"], tmp_path, volume={"dir": str(tmp_path / "volumes")}) as h:
         yield h
 

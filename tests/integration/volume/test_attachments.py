@@ -22,8 +22,8 @@ CONNECTOR = {"host": "compute-1", "initiator": "iqn.test"}
 
 
 @pytest.fixture
-async def h(pool, tmp_path, monkeypatch):
-    async with volume_service(pool, tmp_path, monkeypatch) as harness:
+async def h(pool, tmp_path):
+    async with volume_service(pool, tmp_path) as harness:
         yield harness
 
 
@@ -260,12 +260,12 @@ async def test_changes_of_one_attachment_at_once_end_in_a_409_or_404_never_an_er
         assert status == expected, (vid, status, left)
 
 
-async def test_the_role_cleans_up_at_start(pool, tmp_path, monkeypatch):
+async def test_the_role_cleans_up_at_start(pool, tmp_path):
     # An API stopped between a reserve and writing its mapping; the volume service restarts.
-    async with volume_service(pool, tmp_path, monkeypatch) as h:
+    async with volume_service(pool, tmp_path) as h:
         vid = await add_volume(h)
         info = await VolumeClient(h.bus).reserve(vid, str(uuid.uuid4()), "proj-a")
     await pool.execute("UPDATE volume_attachments SET updated_at = now() - interval '1 hour'")
-    async with volume_service(pool, tmp_path, monkeypatch) as h:
+    async with volume_service(pool, tmp_path) as h:
         await until(lambda: volume_status(h, vid), lambda s: s == "available", what="the orphan cleaned up")
         assert await attachment_status(h, info.attachment_id) is None

@@ -16,8 +16,8 @@ CONNECTOR = {"host": "compute-1", "initiator": "iqn.test", "mountpoint": "/dev/v
 
 
 @pytest.fixture
-async def h(pool, tmp_path, monkeypatch):
-    async with volume_service(pool, tmp_path, monkeypatch) as harness:
+async def h(pool, tmp_path):
+    async with volume_service(pool, tmp_path) as harness:
         harness.alice.update(MV)
         harness.bob.update(MV)
         harness.admin.update(MV)

@@ -17,8 +17,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore::openstack.warnings._RemovedInS
 
 
 @pytest.fixture
-async def h(pool, tmp_path, monkeypatch):
-    async with volume_service(pool, tmp_path, monkeypatch) as harness:
+async def h(pool, tmp_path):
+    async with volume_service(pool, tmp_path) as harness:
         yield harness
 
 
