@@ -48,6 +48,19 @@ def _needs(request: web.Request, version: tuple[int, int]) -> None:
                               "is needed (OpenStack-API-Version: volume 3.44).", code="version_not_found")
 
 
+# What an attachment can be sorted by: page() knows the volumes' keys, some of which
+# (name, size, bootable…) an attachment does not have.
+SORT_KEYS = ("created_at", "updated_at", "id", "status")
+
+
+def _refuse_other_sort_keys(request: web.Request) -> None:
+    asked = [part.partition(":")[0].strip() for part in request.query.get("sort", "").split(",") if part.strip()]
+    asked += [request.query["sort_key"]] if "sort_key" in request.query else []
+    for key in asked:
+        if key not in SORT_KEYS:
+            raise errors.InvalidInput(f"Invalid input received: Invalid sort key {key!r}.")
+
+
 def _owner(ctx) -> str | None:
     """The project whose volumes' attachments the caller may see (None: every project's)."""
     return None if ctx.is_admin else ctx.project_id
@@ -88,6 +101,7 @@ async def create_attachment(request: web.Request) -> web.Response:
 async def _listed(request: web.Request) -> list[asyncpg.Record]:
     ctx = caller(request)
     _needs(request, ATTACHMENTS_VERSION)
+    _refuse_other_sort_keys(request)
     q = request.query
     rows = await attachments.find(api(request), project_id=None if all_projects(request, ctx) else ctx.project_id,
                                   volume_id=q.get("volume_id"), instance_uuid=q.get("instance_id"),

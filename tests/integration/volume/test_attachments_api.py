@@ -138,6 +138,13 @@ async def test_bad_input_is_a_4xx(h):
         ("GET", "/attachments?limit=-1", None, 400),
         ("GET", "/attachments?marker=nope", None, 404),
         ("GET", "/attachments?volume_id=not-a-uuid", None, 200),
+        ("GET", "/attachments?sort=name", None, 400),
+        ("GET", "/attachments?sort=size:asc", None, 400),
+        ("GET", "/attachments?sort=status:asc", None, 200),
+        ("GET", "/attachments?sort=status:sideways", None, 400),
+        ("GET", "/attachments?status=%00", None, 400),
+        ("GET", "/attachments?instance_id=%C3%28", None, 200),
+        ("GET", "/attachments?sort_key=bootable", None, 400),
     ]
     for method, path, payload, expected in cases:
         status, body = await call(h, method, path, h.alice, payload)
