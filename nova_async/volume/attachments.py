@@ -43,8 +43,6 @@ log = structlog.get_logger("volume")
 RESERVED_ORPHAN_AFTER = 300.0
 CLEAN_UP_EVERY = 180.0
 
-_DETACHABLE = ("in-use",)
-
 
 def _uuid(value: Any) -> str | None:
     try:
@@ -166,7 +164,7 @@ async def begin_detach(api: VolumeApi, attachment_id: str) -> None:
             return
         if row["status"] != "attached":
             raise _conflict(f"Attachment {attachment_id} is {row['status']}, not attached.")
-        if await conn.fetchrow(Q.set_volume_status, row["volume_id"], list(_DETACHABLE), "detaching") is None \
+        if await conn.fetchrow(Q.set_volume_status, row["volume_id"], ["in-use"], "detaching") is None \
                 and not row["multiattach"]:
             raise _conflict(f"Volume {row['volume_id']} status must be in-use to detach, but the current status "
                             f"is: {row['volume_status']}.")
@@ -187,10 +185,10 @@ async def roll_detaching_back(api: VolumeApi, attachment_id: str) -> None:
         await conn.execute(Q.set_attachment_status, row["id"], ["detaching"], "attached")
 
 
-async def delete(api: VolumeApi, attachment_id: str, *, project_id: str | None = None) -> asyncpg.Record | None:
+async def delete(api: VolumeApi, attachment_id: str) -> asyncpg.Record | None:
     """The attachment deleted, whatever its state (a failed attach deletes a reserved or
     attaching one); the volume available when no other attachment is left. Deleting one that
-    is gone is fine (None). `project_id`: only an attachment of that project's volume."""
+    is gone is fine (None)."""
     aid = _uuid(attachment_id)
     if aid is None:
         return None
@@ -198,8 +196,6 @@ async def delete(api: VolumeApi, attachment_id: str, *, project_id: str | None =
         row = await _lock(conn, aid)
         if row is None:
             return None
-        if project_id is not None and row["volume_project"] != project_id:
-            raise _attachment_not_found(attachment_id)
         await conn.execute(Q.delete_attachment, aid)
         await conn.execute(Q.settle_volume_after_delete, row["volume_id"])
     # A detach that began (begin_detach) said detach.start then; one deleted straight from
