@@ -17,7 +17,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.db.queries import queries
 from nova_async.role import Deps, Role
-from nova_async.volume import backends, lifecycle, routes, volumes
+from nova_async.volume import attachments, backends, lifecycle, routes, volumes
 from nova_async.volume import messages as m
 from nova_async.volume.client import TOPIC
 from nova_async.volume.state import VolumeApi
@@ -44,6 +44,7 @@ class VolumeRole(Role):
             m.CreateVolume: self._create_volume,
             m.DeleteVolume: self._delete_volume,
         }
+        self.handlers.update(attachments.bus_handlers(self))
 
     def http(self) -> tuple[str, web.Application]:
         app = routes.build_app(self.api)
@@ -63,7 +64,9 @@ class VolumeRole(Role):
     async def run(self) -> None:
         await self._start()  # when no HTTP app was built (a process without the API port)
         try:
-            await super().run()
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(attachments.keep_reserved_clean(self), name="volume:reserved-attachments")
+                await super().run()
         finally:
             await self.work.drain()
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
-from nova_async.volume.handlers import actions, limits, quotas, snapshots, types, versions, volumes
+from nova_async.volume.handlers import actions, attachments, limits, quotas, snapshots, types, versions, volumes
 from nova_async.volume.state import STATE, VolumeApi
 
 RESOURCES = [
@@ -45,6 +45,7 @@ RESOURCES = [
     ("GET", "/os-quota-sets/{target}/defaults", quotas.show_quota_defaults),
     ("PUT", "/os-quota-sets/{target}", quotas.update_quota_set),
     ("DELETE", "/os-quota-sets/{target}", quotas.delete_quota_set),
+    *attachments.ROUTES,
 ]
 
 
