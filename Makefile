@@ -101,6 +101,7 @@ bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
+	$(BIN)/python bench/volumes.py
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
 # $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all
