@@ -22,8 +22,9 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 # Only the tests need a broker on this machine (they start their own, in a temp dir); a split
 # deployment installs rabbitmq-server on the host that runs it. systemd: the unit is tested
 # under a real systemd in namespaces of its own (it need not be PID 1). ssh: the README's
-# guests block logs into a guest.
-TEST_DEBS := rabbitmq-server systemd openssh-client
+# guests block logs into a guest. lvm2 and thin-provisioning-tools: the lvm-thin volume
+# backend's tests (the default file backend needs neither).
+TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools
 
 .PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench clean help
 
@@ -100,6 +101,7 @@ bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/boot_rate.py
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
+	$(BIN)/python bench/volumes.py
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
 # $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all

@@ -42,7 +42,7 @@ _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 _NAMED = re.compile(r"^(volume|snapshot)-([0-9a-f-]{36})$")
 
 
-def _checked(item_id: str) -> str:
+def checked_id(item_id: str) -> str:
     item_id = str(item_id).lower()
     if not _ID.match(item_id):
         raise errors.InvalidInput(f"{item_id!r} is not a volume or snapshot id")
@@ -56,10 +56,10 @@ class FileBackend:
         self.root = Path(root)
 
     def volume_path(self, volume_id: str) -> Path:
-        return self.root / f"volume-{_checked(volume_id)}"
+        return self.root / f"volume-{checked_id(volume_id)}"
 
     def snapshot_path(self, snapshot_id: str) -> Path:
-        return self.root / f"snapshot-{_checked(snapshot_id)}"
+        return self.root / f"snapshot-{checked_id(snapshot_id)}"
 
     async def setup(self) -> None:
         def prepare() -> None:
@@ -83,7 +83,7 @@ class FileBackend:
         await self._made(target, make)
 
     async def create_from_image(self, volume_id: str, size_gb: int, image_path: str, image_format: str) -> None:
-        virtual = await self.image_virtual_size(image_path, image_format)
+        virtual = await image_virtual_size(image_path, image_format)
         if virtual > size_gb * GiB:
             raise errors.InvalidInput(f"The image's virtual size ({virtual} bytes) is larger than the volume "
                                       f"({size_gb} GiB).")
@@ -120,16 +120,7 @@ class FileBackend:
         await asyncio.to_thread(self.snapshot_path(snapshot_id).unlink, missing_ok=True)
 
     async def image_virtual_size(self, image_path: str, image_format: str) -> int:
-        args = ["info", "--output=json"]
-        if image_format:
-            args += ["-f", image_format]
-        done = await process.run("qemu-img", *args, image_path, timeout=120)
-        if done.returncode != 0:
-            raise BackendError(f"qemu-img info {image_path} failed: {done.output.strip()[-300:]}")
-        try:
-            return int(json.loads(done.output)["virtual-size"])
-        except (ValueError, KeyError, TypeError):
-            raise BackendError(f"qemu-img info {image_path} gave no virtual size") from None
+        return await image_virtual_size(image_path, image_format)
 
     def connection(self, volume_id: str) -> Connection:
         return Connection(path=str(self.volume_path(volume_id)), kind="file", format="raw",
@@ -166,6 +157,21 @@ class FileBackend:
         part = target.with_name(target.name + PART)
         await asyncio.to_thread(make, part)
         await asyncio.to_thread(_grow_and_place, part, target, None)
+
+
+async def image_virtual_size(image_path: str, image_format: str) -> int:
+    """The image's virtual size in bytes (qemu-img info); every backend refuses a volume
+    smaller than it."""
+    args = ["info", "--output=json"]
+    if image_format:
+        args += ["-f", image_format]
+    done = await process.run("qemu-img", *args, image_path, timeout=120)
+    if done.returncode != 0:
+        raise BackendError(f"qemu-img info {image_path} failed: {done.output.strip()[-300:]}")
+    try:
+        return int(json.loads(done.output)["virtual-size"])
+    except (ValueError, KeyError, TypeError):
+        raise BackendError(f"qemu-img info {image_path} gave no virtual size") from None
 
 
 async def _exists(path: Path) -> bool:
