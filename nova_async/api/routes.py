@@ -102,6 +102,8 @@ ROUTES = [
     ("POST", V + "/servers/{server_id}/os-volume_attachments", volume_attachments.create_volume_attachment),
     ("GET", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
      volume_attachments.show_volume_attachment),
+    ("PUT", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
+     volume_attachments.update_volume_attachment),
     ("DELETE", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
      volume_attachments.delete_volume_attachment),
     ("GET", V + "/os-security-groups", security_groups.list_security_groups),

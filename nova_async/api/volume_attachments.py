@@ -10,6 +10,9 @@ server's compute host is asked to connect and attach it (compute/volumes.py), an
 answers at once with the attachment. Whatever fails after the reservation deletes it again:
 no volume is left reserved by a request that was refused.
 
+An update (2.85) changes whether the volume goes with the server when it is deleted; a swap
+(another volume in the attachment's place) is not done here.
+
 A detach marks the volume `detaching` with the volume service and asks the host to take the
 disk out of the guest; the host deletes the attachment and the mapping once the guest has let
 go. The root volume of a server booted from a volume is not detached.
@@ -111,13 +114,13 @@ async def attach(state: ApiState, ctx: RequestContext, server_id: str, volume_id
         raise errors.InvalidInput(f"Invalid volume: {exc.message}") from None
     attachment_id = reserved.attachment_id
     try:
-        bdm = await _record(db, ctx, row, reserved.volume.id, reserved.volume.size, attachment_id,
+        bdm, host = await _record(db, ctx, row, reserved.volume.id, reserved.volume.size, attachment_id,
                             device=device, tag=tag, delete_on_termination=delete_on_termination)
     except BaseException:
         await state.volumes.delete_attachment(attachment_id, context=ctx)
         raise
     try:
-        await state.compute.attach_volume(row["host"], uuid, reserved.volume.id, attachment_id, str(bdm["id"]),
+        await state.compute.attach_volume(host, uuid, reserved.volume.id, attachment_id, str(bdm["id"]),
                                           context=ctx)
     except Exception:
         # Nobody will attach it: give the volume back rather than leave it reserved.
@@ -130,10 +133,11 @@ async def attach(state: ApiState, ctx: RequestContext, server_id: str, volume_id
 
 async def _record(db: Pool, ctx: RequestContext, row: asyncpg.Record, volume_id: str, size: int,
                   attachment_id: str, *, device: str | None, tag: str | None,
-                  delete_on_termination: bool) -> asyncpg.Record:
+                  delete_on_termination: bool) -> tuple[asyncpg.Record, str]:
     """The mapping and the instance action, in one transaction holding the instance's row:
     the device is chosen against every other mapping of the server, and the server's state
-    is checked again under the lock (a delete may have begun since)."""
+    is checked again under the lock (a delete may have begun since). Returns the mapping and
+    the host the server is on."""
     uuid = str(row["uuid"])
     async with db.acquire() as conn, conn.transaction():
         locked = await conn.fetchrow(IQ.get_for_update, uuid)
@@ -150,7 +154,7 @@ async def _record(db: Pool, ctx: RequestContext, row: asyncpg.Record, volume_id:
         except asyncpg.UniqueViolationError:
             raise errors.InvalidInput(f"Invalid volume: volume {volume_id} already attached") from None
         await instances.start_action(conn, uuid, ctx.request_id, "attach_volume", ctx.project_id, ctx.user_id)
-    return bdm
+    return bdm, locked["host"]
 
 
 def _device(flavor: dict[str, Any], taken: set[str], requested: str | None) -> str:
@@ -174,6 +178,30 @@ def _device(flavor: dict[str, Any], taken: set[str], requested: str | None) -> s
         if name not in taken:
             return f"/dev/{name}"
     raise errors.Conflict("The server has no free device name left for another volume.")
+
+
+async def update(state: ApiState, ctx: RequestContext, server_id: str, volume_id: str,
+                 changes: dict[str, Any]) -> None:
+    """`PUT` on an attachment: from 2.85, its delete_on_termination (anything else the body
+    names must be what the attachment already has). Naming another volume asks for a swap,
+    which only an admin may (Nova's policy) and this cloud does not do."""
+    db, row = await lookup.visible_instance(state, ctx, server_id)
+    bdm = await _mapping(db, str(row["uuid"]), volume_id)
+    if bdm is None:
+        raise _not_attached(server_id, volume_id)
+    if parse_uuid(changes["volumeId"]) != str(bdm["volume_id"]):
+        if not ctx.is_admin:
+            raise errors.Forbidden("Policy doesn't allow os_compute_api:os-volumes-attachments:swap to be "
+                                   "performed.")
+        raise errors.Conflict("Swapping the volume of an attachment is not supported.")
+    current = _of(bdm)
+    for field, value in (("device", current.device), ("tag", current.tag), ("serverId", current.server_id),
+                         ("id", current.volume_id)):
+        if field in changes and changes[field] != value:
+            raise errors.InvalidInput(f"Invalid input: the attachment's {field} cannot be updated.")
+    _check_changeable(ctx, row, "update_volume_attachment")
+    if "delete_on_termination" in changes:
+        await db.execute(BQ.set_delete_on_termination, bdm["id"], changes["delete_on_termination"])
 
 
 async def detach(state: ApiState, ctx: RequestContext, server_id: str, volume_id: str) -> None:

@@ -117,7 +117,9 @@ async def update_server(request: web.Request) -> web.Response:
     pool, row = await server_store.changeable(state, ctx, server_id)
     body = (await w.read_json(request, _update_schema(version)))["server"]
     row = await server_store.update(state, pool, server_id, row["uuid"], body)
-    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})
+    volumes = await volume_attachments.volumes_attached(state, [row])
+    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx,
+                                                 volumes=volumes.get(str(row["uuid"])))})
 
 
 async def delete_server(request: web.Request) -> web.Response:

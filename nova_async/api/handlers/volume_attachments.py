@@ -1,5 +1,5 @@
-"""`/servers/{server_id}/os-volume_attachments`: list, show, attach (POST) and detach
-(DELETE) a server's volumes; the work is in api/volume_attachments.py."""
+"""`/servers/{server_id}/os-volume_attachments`: list, show, attach (POST), update (PUT)
+and detach (DELETE) a server's volumes; the work is in api/volume_attachments.py."""
 
 from __future__ import annotations
 
@@ -33,6 +33,21 @@ def _attach_schema(version: Version):
 
 
 _SCHEMAS = {v: _attach_schema(Version(*v)) for v in ((2, 1), (2, 49), (2, 79))}
+
+
+def _update_schema(version: Version):
+    """Before 2.85 only a swap (a volumeId); from 2.85 delete_on_termination too, and the
+    fields the attachment shows, which must stay what they are."""
+    props: dict[str, Any] = {"volumeId": _VOLUME_ID}
+    if version >= (2, 85):
+        props.update({"device": _DEVICE, "tag": _TAG, "delete_on_termination": {"type": "boolean"},
+                      "serverId": {"type": "string"}, "id": {"type": "string"}})
+    return w.validator({"type": "object", "required": ["volumeAttachment"], "additionalProperties": False,
+                        "properties": {"volumeAttachment": {"type": "object", "required": ["volumeId"],
+                                                            "additionalProperties": False, "properties": props}}})
+
+
+_UPDATE_SCHEMAS = {v: _update_schema(Version(*v)) for v in ((2, 1), (2, 85))}
 
 
 def _schema_for(version: Version):
@@ -78,6 +93,14 @@ async def create_volume_attachment(request: web.Request) -> web.Response:
                               device=body.get("device"), tag=body.get("tag"),
                               delete_on_termination=body.get("delete_on_termination", False))
     return w.dump({"volumeAttachment": _view(created, version, created=True)})
+
+
+async def update_volume_attachment(request: web.Request) -> web.Response:
+    version = microversion.of(request)
+    body = await w.read_json(request, _UPDATE_SCHEMAS[(2, 85) if version >= (2, 85) else (2, 1)])
+    await va.update(request.app[STATE], w.context(request), request.match_info["server_id"],
+                    request.match_info["volume_id"], body["volumeAttachment"])
+    return web.Response(status=202)
 
 
 async def delete_volume_attachment(request: web.Request) -> web.Response:

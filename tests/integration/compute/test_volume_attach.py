@@ -135,6 +135,10 @@ async def test_attach_list_show_detach(cloud):
     assert shown["os-extended-volumes:volumes_attached"] == [{"id": volume_id, "delete_on_termination": False}]
     shown = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.alice, **V1}), 200))["server"]
     assert shown["os-extended-volumes:volumes_attached"] == [{"id": volume_id}]
+    renamed = await ok(await h.http.put(f"{V}/servers/{server_id}", headers={**h.alice, **MV},
+                                        json={"server": {"name": "renamed"}}), 200)
+    assert renamed["server"]["os-extended-volumes:volumes_attached"] == [
+        {"id": volume_id, "delete_on_termination": False}]
     other_id, _ = await boot(h, "vm2")
     detail = await ok(await h.http.get(f"{V}/servers/detail", headers={**h.alice, **MV}), 200)
     assert {s["id"]: s["os-extended-volumes:volumes_attached"] for s in detail["servers"]} == {
@@ -245,6 +249,32 @@ async def test_what_cannot_be_attached_or_detached(cloud):
                 "conflictingRequest")
     assert h.volumes.volumes[spare]["status"] == "available"
     assert h.volumes.volumes[volume_id]["status"] == "in-use"
+
+
+async def test_update_changes_delete_on_termination_only(cloud):
+    h = cloud
+    server_id, _ = await boot(h)
+    volume_id = h.volumes.add("proj-a")
+    await ok(await attach(h, server_id, volume_id), 200)
+    await volume_status(h, volume_id, "in-use")
+    url = attachments_url(server_id, volume_id)
+    V85 = {"OpenStack-API-Version": "compute 2.85"}
+
+    def put(body, headers=V85, who=None):
+        return h.http.put(url, headers={**(who or h.alice), **headers}, json={"volumeAttachment": body})
+
+    resp = await put({"volumeId": volume_id, "delete_on_termination": True, "device": "/dev/vdb"})
+    assert resp.status == 202, await resp.text()
+    shown = await ok(await h.http.get(url, headers={**h.alice, **MV}), 200)
+    assert shown["volumeAttachment"]["delete_on_termination"] is True
+    await fault(await put({"volumeId": volume_id, "device": "/dev/vdc"}), 400, "badRequest")
+    await fault(await put({"volumeId": volume_id, "delete_on_termination": False}, headers=V79), 400,
+                "badRequest")
+    other = h.volumes.add("proj-a")
+    await fault(await put({"volumeId": other}), 403, "forbidden")                 # a swap: admins only
+    await fault(await put({"volumeId": other}, who=h.admin), 409, "conflictingRequest")  # and not done here
+    await fault(await h.http.put(attachments_url(server_id, other), headers={**h.alice, **V85},
+                                 json={"volumeAttachment": {"volumeId": other}}), 404, "itemNotFound")
 
 
 async def test_a_failed_attach_gives_the_volume_back(cloud):
