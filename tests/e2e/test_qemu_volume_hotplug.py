@@ -1,6 +1,6 @@
 """On real QEMU (qemu:///system): a volume's disk attached to a running guest appears in QEMU
 (its block layer has the file) and in the domain's live and persistent definitions, serial =
-the volume id; detached, it leaves all three. The guest is the demo kernel and initramfs: a
+the volume id; grown, the guest's disk grows with it; detached, it leaves all three. The guest is the demo kernel and initramfs: a
 virtio disk's hot-unplug needs a guest kernel that answers the ACPI eject request, which is
 what Hypervisor.detach_disk waits for (libvirt's device-removed event)."""
 
@@ -63,6 +63,11 @@ async def test_a_volume_is_hot_plugged_into_a_running_guest_and_out_again():
             assert str(path) in qemu_block_files(dom)
             assert (await hv.disk_targets(name, live=True)).get("vdb") == volume_id
             assert (await hv.disk_targets(name, live=False)).get("vdb") == volume_id
+
+            # the volume grew (its service extended the file): the running guest is told
+            os.truncate(path, 96 * 1024 * 1024)
+            await hv.block_resize(name, "vdb", 96 * 1024 * 1024)
+            assert dom.blockInfo("vdb")[0] == 96 * 1024 * 1024
 
             # The guest may still be booting and miss the first eject request (its ACPI
             # hotplug driver is not up yet): detach_disk asks again, as Nova does.
