@@ -251,6 +251,25 @@ async def test_what_cannot_be_attached_or_detached(cloud):
     assert h.volumes.volumes[volume_id]["status"] == "in-use"
 
 
+async def test_the_root_volume_is_not_detached(cloud):
+    h = cloud
+    server_id, _ = await boot(h)
+    root = h.volumes.add("proj-a")
+    # as a boot from volume leaves it (block_device_mapping_v2, boot_index 0)
+    await h.cell1.execute(
+        "INSERT INTO block_device_mappings (id, instance_uuid, source_type, destination_type, boot_index,"
+        " device_name, volume_id, attachment_id) VALUES ($1, $2, 'volume', 'volume', 0, '/dev/vda', $3, $4)",
+        str(uuidlib.uuid4()), server_id, root, str(uuidlib.uuid4()))
+    message = await fault(await h.http.delete(attachments_url(server_id, root), headers=h.alice), 400,
+                          "badRequest")
+    assert message == "Cannot detach a root device volume"
+    shown = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.alice, **MV}), 200))["server"]
+    assert shown["os-extended-volumes:volumes_attached"] == [{"id": root, "delete_on_termination": False}]
+    # the next volume goes after it and the local disks
+    second = h.volumes.add("proj-a")
+    assert (await ok(await attach(h, server_id, second), 200))["volumeAttachment"]["device"] == "/dev/vdb"
+
+
 async def test_update_changes_delete_on_termination_only(cloud):
     h = cloud
     server_id, _ = await boot(h)
