@@ -198,8 +198,7 @@ async def update(state: ApiState, ctx: RequestContext, server_id: str, volume_id
     for field, value in (("device", current.device), ("tag", current.tag), ("serverId", current.server_id),
                          ("id", current.volume_id)):
         if field in changes and changes[field] != value:
-            raise errors.InvalidInput(f"Invalid input: the attachment's {field} cannot be updated.")
-    _check_changeable(ctx, row, "update_volume_attachment")
+            raise errors.InvalidInput(f"The {field} property is not mutable")
     if "delete_on_termination" in changes:
         await db.execute(BQ.set_delete_on_termination, bdm["id"], changes["delete_on_termination"])
 
@@ -254,4 +253,4 @@ async def _mapping(db: Pool, instance_uuid: str, volume_id: str) -> asyncpg.Reco
 
 
 def _not_attached(server_id: str, volume_id: str) -> errors.NotFound:
-    return errors.NotFound(f"Volume {volume_id} is not attached to instance {server_id}.")
+    return errors.NotFound(f"Instance {server_id} is not attached to volume {volume_id}")
