@@ -394,21 +394,25 @@ class Hypervisor:
         flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG | (libvirt.VIR_DOMAIN_AFFECT_LIVE if live else 0)
         await self._libvirt("attach the device", dom.attachDeviceFlags, device_xml, flags)
 
-    async def detach_disk(self, name: str, device_xml: str, target: str) -> None:
+    async def detach_disk(self, name: str, device_xml: str, target: str, *,
+                          attempts: int = LIVE_DETACH_ATTEMPTS, timeout: float = LIVE_DETACH_TIMEOUT) -> None:
         """Take disk `target` out of the guest: from its persistent definition first (a guest
         that reboots meanwhile does not get it back), then from the running guest, asking
-        again up to LIVE_DETACH_ATTEMPTS times and waiting for libvirt's device-removed event
-        each time. Returns once the disk is in neither; NovaAsyncError if the guest keeps it."""
+        again up to `attempts` times and waiting `timeout` seconds for libvirt's
+        device-removed event each time. Returns once the disk is in neither. A guest that
+        keeps it gets it back in its persistent definition too (it is still attached: a
+        later stop and start must not lose it), and NovaAsyncError says so."""
         dom = await self._domain(name)
         if self.simulated:
             live = bool(await self._call(dom.isActive))
             await self._redefine_simulated(dom, live, lambda devices: _drop_disk(devices, target))
             return
-        if target in await self.disk_targets(name, live=False):
+        persistent = target in await self.disk_targets(name, live=False)
+        if persistent:
             await self._libvirt("detach the disk from the domain's definition", dom.detachDeviceFlags,
                                 device_xml, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
-        for attempt in range(1, LIVE_DETACH_ATTEMPTS + 1):
-            if not await self._call(dom.isActive) or target not in await self.disk_targets(name, live=True):
+        for attempt in range(1, attempts + 1):
+            if await self._released(dom, name, target):
                 return
             removed = asyncio.Event()
             self._removals.setdefault(name, set()).add(removed)  # before asking: the event may come at once
@@ -419,10 +423,10 @@ class Hypervisor:
                     # "already in the process of unplug", or gone meanwhile: the XML says.
                     log.info("live detach request refused", domain=name, target=target, attempt=attempt,
                              error=exc.get_error_message())
-                if target not in await self.disk_targets(name, live=True):
+                if await self._released(dom, name, target):
                     return
                 try:
-                    await asyncio.wait_for(removed.wait(), LIVE_DETACH_TIMEOUT)
+                    await asyncio.wait_for(removed.wait(), timeout)
                 except TimeoutError:
                     log.info("the guest has not released the disk yet", domain=name, target=target,
                              attempt=attempt)
@@ -431,9 +435,16 @@ class Hypervisor:
                 waiters.discard(removed)
                 if not waiters:
                     self._removals.pop(name, None)
-        if await self._call(dom.isActive) and target in await self.disk_targets(name, live=True):
-            raise errors.NovaAsyncError(f"The guest did not release disk {target} after "
-                                        f"{LIVE_DETACH_ATTEMPTS} detach requests.")
+        if await self._released(dom, name, target):
+            return
+        if persistent:
+            await self._libvirt("give the disk back to the domain's definition", dom.attachDeviceFlags,
+                                device_xml, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        raise errors.NovaAsyncError(f"The guest did not release disk {target} after {attempts} detach requests.")
+
+    async def _released(self, dom: libvirt.virDomain, name: str, target: str) -> bool:
+        """The running guest no longer has disk `target` (or it does not run)."""
+        return not await self._call(dom.isActive) or target not in await self.disk_targets(name, live=True)
 
     async def block_resize(self, name: str, target: str, size_bytes: int) -> None:
         """Tell the running guest that disk `target` is now `size_bytes` long (a volume grew).
