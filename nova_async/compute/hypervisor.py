@@ -383,11 +383,11 @@ class Hypervisor:
         flags = 0 if live else libvirt.VIR_DOMAIN_XML_INACTIVE
         return disks_in(await self._libvirt("read the domain's XML", dom.XMLDesc, flags))
 
-    async def attach_device(self, name: str, device_xml: str) -> None:
+    async def attach_device(self, name: str, device_xml: str, *, persistent_only: bool = False) -> None:
         """Add a device to the guest's persistent definition and, when it is running (or
-        paused), to the running guest."""
+        paused) and not `persistent_only`, to the running guest."""
         dom = await self._domain(name)
-        live = bool(await self._call(dom.isActive))
+        live = not persistent_only and bool(await self._call(dom.isActive))
         if self.simulated:
             await self._redefine_simulated(dom, live, lambda devices: devices.append(ET.fromstring(device_xml)))
             return

@@ -210,14 +210,14 @@ async def _recover_instance(host: Host, instance_uuid: str, bdms: list[asyncpg.R
     records = {r.attachment_id: r for r in await host.volumes.of_instance(instance_uuid)}
     name = domain_name(instance_uuid)
     try:
-        serials = set((await host.hypervisor.disk_targets(name, live=True)).values())
-        serials |= set((await host.hypervisor.disk_targets(name, live=False)).values())
+        live = set((await host.hypervisor.disk_targets(name, live=True)).values())
+        persistent = set((await host.hypervisor.disk_targets(name, live=False)).values())
     except GuestGone:
-        serials = set()
+        live = persistent = set()
     for bdm in bdms:
         volume_id, attachment_id = str(bdm["volume_id"]), str(bdm["attachment_id"])
         record = records.get(attachment_id)
-        has_disk = volume_id in serials
+        has_disk = volume_id in live | persistent
         bound = log.bind(instance_uuid=instance_uuid, volume_id=volume_id)
         if record is None:
             bound.info("recovery: the attachment is gone; its mapping goes too", guest_has_disk=has_disk)
@@ -227,6 +227,11 @@ async def _recover_instance(host: Host, instance_uuid: str, bdms: list[asyncpg.R
         elif _detaching(record):
             if has_disk:
                 bound.info("recovery: detach cut off with the disk still in the guest; volume back in use")
+                if volume_id not in persistent and bdm["connection_info"]:
+                    # Cut off between the persistent and the live half: the guest still has
+                    # it, so its definition must too.
+                    disk = disk_of(bdm["connection_info"], bdm["device_name"])
+                    await host.hypervisor.attach_device(name, disk_xml(disk), persistent_only=True)
                 await host.volumes.roll_detaching_back(attachment_id)
             else:
                 bound.info("recovery: detach cut off after the guest let go; finishing it")

@@ -9,6 +9,7 @@ the volume role promises), so these tests do not depend on how the volume role i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid as uuidlib
 import xml.etree.ElementTree as ET
@@ -349,7 +350,9 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
              "attaching-without-disk": ("attaching", "attaching", False),
              "reserved": ("reserved", "reserved", False),
              "detaching-gone": ("attached", "detaching", False),
-             "detaching-still-there": ("attached", "detaching", True)}
+             "detaching-still-there": ("attached", "detaching", True),
+             # cut off between the persistent half and the live one
+             "detaching-half-done": ("detaching", "detaching", True)}
     conn = libvirt.open("test:///default")
     async with running(pool, COMPUTE_ROLES, tmp_path, compute={"host": HOST}) as h:
         volume_ids = {case: h.roles["volume"].add("proj") for case in cases}  # the host registers meanwhile
@@ -360,7 +363,7 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
     saved = json.loads(state_file.read_text())
     disks, attachment_ids = [], {}
     for n, (case, (status, volume_status_, has_disk)) in enumerate(cases.items()):
-        volume_id, attachment_id, device = volume_ids[case], str(uuidlib.uuid4()), f"/dev/vd{'bcdef'[n]}"
+        volume_id, attachment_id, device = volume_ids[case], str(uuidlib.uuid4()), f"/dev/vd{'bcdefg'[n]}"
         path = saved["volumes"][volume_id]["path"]
         info = {"driver_volume_type": "file", "serial": volume_id,
                 "data": {"device_path": path, "disk_kind": "file", "format": "raw", "volume_id": volume_id,
@@ -377,9 +380,12 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
             disks.append(Disk(path=path, target=device[5:], format="raw", serial=volume_id))
         attachment_ids[case] = attachment_id
     state_file.write_text(json.dumps(saved))
-    dom = conn.defineXML(domain_xml(DomainSpec(instance_uuid=uuid, display_name="vm", memory_mb=64, vcpus=1,
-                                               domain_type="test", node=node, disks=tuple(disks))))
+    spec = DomainSpec(instance_uuid=uuid, display_name="vm", memory_mb=64, vcpus=1, domain_type="test", node=node,
+                      disks=tuple(disks))
+    dom = conn.defineXML(domain_xml(spec))
     dom.create()
+    half = volume_ids["detaching-half-done"]
+    conn.defineXML(domain_xml(dataclasses.replace(spec, disks=tuple(d for d in disks if d.serial != half))))
     try:
         async with running(pool, COMPUTE_ROLES, tmp_path, compute={"host": HOST}) as h:
             fake = h.roles["volume"]
@@ -387,10 +393,13 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
                        for case in cases}
             mapped = {str(r["volume_id"]) for r in await cell1.fetch(
                 "SELECT volume_id FROM block_device_mappings WHERE instance_uuid = $1", uuid)}
+            persistent = ET.fromstring(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
+            serials = {d.findtext("serial") for d in persistent.iterfind("devices/disk")}
         assert outcome == {"attaching-with-disk": ("in-use", True), "attaching-without-disk": ("available", False),
                            "reserved": ("available", False), "detaching-gone": ("available", False),
-                           "detaching-still-there": ("in-use", True)}
-        assert mapped == {volume_ids["attaching-with-disk"], volume_ids["detaching-still-there"]}
+                           "detaching-still-there": ("in-use", True), "detaching-half-done": ("in-use", True)}
+        assert mapped == {volume_ids["attaching-with-disk"], volume_ids["detaching-still-there"], half}
+        assert half in serials  # the guest still has it: so does its definition again
     finally:
         if dom.isActive():
             dom.destroy()
