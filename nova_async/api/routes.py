@@ -23,6 +23,7 @@ from nova_async.api.handlers import (
     server_meta,
     servers,
     versions,
+    volume_attachments,
 )
 from nova_async.api.remote_consoles import SERIAL_PATH, VNC_PATH
 from nova_async.api.state import STATE, ApiState
@@ -97,6 +98,14 @@ ROUTES = [
     ("POST", V + "/servers/{server_id}/remote-consoles", remote_consoles.create_remote_console),
     ("GET", V + "/servers/{server_id}/diagnostics", diagnostics.show_diagnostics),
     ("GET", V + "/servers/{server_id}/os-security-groups", security_groups.list_server_security_groups),
+    ("GET", V + "/servers/{server_id}/os-volume_attachments", volume_attachments.list_volume_attachments),
+    ("POST", V + "/servers/{server_id}/os-volume_attachments", volume_attachments.create_volume_attachment),
+    ("GET", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
+     volume_attachments.show_volume_attachment),
+    ("PUT", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
+     volume_attachments.update_volume_attachment),
+    ("DELETE", V + "/servers/{server_id}/os-volume_attachments/{volume_id}",
+     volume_attachments.delete_volume_attachment),
     ("GET", V + "/os-security-groups", security_groups.list_security_groups),
     ("POST", V + "/os-security-groups", security_groups.create_security_group),
     ("GET", V + "/os-security-groups/{group_id}", security_groups.show_security_group),

@@ -85,9 +85,10 @@ def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
 
 
 def detail(row, base: str, version: Version, ctx: RequestContext,
-           security_groups: list[str] | None = None) -> dict[str, Any]:
+           security_groups: list[str] | None = None, volumes: list[Any] | None = None) -> dict[str, Any]:
     """A server as show and detail render it; `security_groups` are the names of the groups
-    on its ports (shown only when it has any, as Nova; update and rebuild show none)."""
+    on its ports (shown only when it has any, as Nova; update and rebuild show none);
+    `volumes` its attached volumes' mappings (volume_id, delete_on_termination)."""
     uuid = str(row["uuid"])
     image = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
              if row["image_ref"] else "")
@@ -104,7 +105,11 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
         "OS-SRV-USG:launched_at": iso_micro(row["launched_at"]),
         "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),
         "OS-EXT-STS:task_state": row["task_state"], "OS-EXT-STS:vm_state": row["vm_state"],
-        "OS-EXT-STS:power_state": row["power_state"], "os-extended-volumes:volumes_attached": [],
+        "OS-EXT-STS:power_state": row["power_state"],
+        "os-extended-volumes:volumes_attached": [
+            {"id": str(v["volume_id"]), **({"delete_on_termination": v["delete_on_termination"]}
+                                           if version >= (2, 3) else {})}
+            for v in volumes or ()],
     }
     if security_groups:
         out["security_groups"] = [{"name": name} for name in security_groups]

@@ -13,6 +13,7 @@ import asyncio
 import functools
 import time
 import urllib.parse
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +34,12 @@ libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 _GONE = (libvirt.VIR_ERR_NO_DOMAIN,)
 _NOT_RUNNING = (libvirt.VIR_ERR_OPERATION_INVALID,)
 OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED event is expected
+# A live detach asks the guest to let go of the disk (a PCI hot-unplug it must acknowledge);
+# as Nova's libvirt driver, the request is sent again a few times, each time waiting for
+# libvirt's device-removed event. (libvirt's test driver has no guest to wait for: there
+# the disk is gone at once, see _redefine_simulated.)
+LIVE_DETACH_ATTEMPTS = 8
+LIVE_DETACH_TIMEOUT = 20.0   # seconds per attempt
 # The lifecycle events that can change what Nova shows (defined/undefined cannot).
 _POWER_EVENTS = frozenset({
     libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_SUSPENDED, libvirt.VIR_DOMAIN_EVENT_RESUMED,
@@ -85,6 +92,10 @@ class Hypervisor:
         # Guests start() booted whose STARTED event is still to come, with when that stops
         # being likely: the event tells the caller, which set the state itself, nothing new.
         self._own_starts: dict[str, float] = {}
+        # A live detach waits on one of these per domain name; libvirt's device-removed (or
+        # removal-failed) event sets them, and the detach then reads the live XML again.
+        self._removals: dict[str, set[asyncio.Event]] = {}
+        self._device_watches: list[int] = []
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -122,14 +133,27 @@ class Hypervisor:
         self._watch = await self._libvirt("watch lifecycle events", self.conn.domainEventRegisterAny,
                                           None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, relay, None)
 
+        def removed(_conn: Any, dom: libvirt.virDomain, *_rest: Any) -> None:
+            try:
+                for waiter in self._removals.get(dom.name(), ()):
+                    waiter.set()
+            except Exception:  # an exception must not reach libvirt's dispatcher
+                log.exception("handling a libvirt device event failed")
+
+        for event in (libvirt.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, libvirt.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVAL_FAILED):
+            self._device_watches.append(await self._libvirt(
+                "watch device events", self.conn.domainEventRegisterAny, None, event, removed, None))
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         watch, self._watch = self._watch, None
-        if conn is not None and watch is not None:
+        watches = ([watch] if watch is not None else []) + self._device_watches
+        self._device_watches = []
+        for watch in watches if conn is not None else ():
             try:
                 await self._call(conn.domainEventDeregisterAny, watch)
             except libvirt.libvirtError as exc:
-                log.warning("stopping lifecycle events failed", uri=self.uri, error=str(exc))
+                log.warning("stopping libvirt events failed", uri=self.uri, error=str(exc))
         if conn is not None:
             try:
                 await self._call(conn.close)
@@ -344,6 +368,109 @@ class Hypervisor:
                 found.add(instance_uuid)
         return found
 
+    # Volumes (volumes.py): disks added to and taken from a defined guest, running or not.
+
+    @property
+    def simulated(self) -> bool:
+        """libvirt's test driver: it has no device hotplug (libvirt 9.0 answers "not
+        supported"), so its guests' disks change by redefinition (_redefine_simulated)."""
+        return urllib.parse.urlsplit(self.uri).scheme.startswith("test")
+
+    async def disk_targets(self, name: str, *, live: bool) -> dict[str, str]:
+        """The guest's disks, target → serial ("" without one): as it runs now (`live`; for
+        a guest that is off, its definition), or as its persistent definition has them."""
+        dom = await self._domain(name)
+        flags = 0 if live else libvirt.VIR_DOMAIN_XML_INACTIVE
+        return disks_in(await self._libvirt("read the domain's XML", dom.XMLDesc, flags))
+
+    async def attach_device(self, name: str, device_xml: str, *, persistent_only: bool = False) -> None:
+        """Add a device to the guest's persistent definition and, when it is running (or
+        paused) and not `persistent_only`, to the running guest."""
+        dom = await self._domain(name)
+        live = not persistent_only and bool(await self._call(dom.isActive))
+        if self.simulated:
+            await self._redefine_simulated(dom, live, lambda devices: devices.append(ET.fromstring(device_xml)))
+            return
+        flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG | (libvirt.VIR_DOMAIN_AFFECT_LIVE if live else 0)
+        await self._libvirt("attach the device", dom.attachDeviceFlags, device_xml, flags)
+
+    async def detach_disk(self, name: str, device_xml: str, target: str, *,
+                          attempts: int = LIVE_DETACH_ATTEMPTS, timeout: float = LIVE_DETACH_TIMEOUT) -> None:
+        """Take disk `target` out of the guest: from its persistent definition first (a guest
+        that reboots meanwhile does not get it back), then from the running guest, asking
+        again up to `attempts` times and waiting `timeout` seconds for libvirt's
+        device-removed event each time. Returns once the disk is in neither. A guest that
+        keeps it gets it back in its persistent definition too (it is still attached: a
+        later stop and start must not lose it), and NovaAsyncError says so."""
+        dom = await self._domain(name)
+        if self.simulated:
+            live = bool(await self._call(dom.isActive))
+            await self._redefine_simulated(dom, live, lambda devices: _drop_disk(devices, target))
+            return
+        persistent = target in await self.disk_targets(name, live=False)
+        if persistent:
+            await self._libvirt("detach the disk from the domain's definition", dom.detachDeviceFlags,
+                                device_xml, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        for attempt in range(1, attempts + 1):
+            if await self._released(dom, name, target):
+                return
+            removed = asyncio.Event()
+            self._removals.setdefault(name, set()).add(removed)  # before asking: the event may come at once
+            try:
+                try:
+                    await self._call(dom.detachDeviceFlags, device_xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                except libvirt.libvirtError as exc:
+                    # "already in the process of unplug", or gone meanwhile: the XML says.
+                    log.info("live detach request refused", domain=name, target=target, attempt=attempt,
+                             error=exc.get_error_message())
+                if await self._released(dom, name, target):
+                    return
+                try:
+                    await asyncio.wait_for(removed.wait(), timeout)
+                except TimeoutError:
+                    log.info("the guest has not released the disk yet", domain=name, target=target,
+                             attempt=attempt)
+            finally:
+                waiters = self._removals.get(name, set())
+                waiters.discard(removed)
+                if not waiters:
+                    self._removals.pop(name, None)
+        if await self._released(dom, name, target):
+            return
+        if persistent:
+            await self._libvirt("give the disk back to the domain's definition", dom.attachDeviceFlags,
+                                device_xml, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        raise errors.NovaAsyncError(f"The guest did not release disk {target} after {attempts} detach requests.")
+
+    async def _released(self, dom: libvirt.virDomain, name: str, target: str) -> bool:
+        """The running guest no longer has disk `target` (or it does not run)."""
+        return not await self._call(dom.isActive) or target not in await self.disk_targets(name, live=True)
+
+    async def block_resize(self, name: str, target: str, size_bytes: int) -> None:
+        """Tell the running guest that disk `target` is now `size_bytes` long (a volume grew).
+        A guest that is off reads the size when it boots; the test driver has no disks."""
+        dom = await self._domain(name)
+        if self.simulated or not await self._call(dom.isActive):
+            return
+        await self._libvirt("resize the disk", dom.blockResize, target, size_bytes,
+                            libvirt.VIR_DOMAIN_BLOCK_RESIZE_BYTES)
+
+    async def _redefine_simulated(self, dom: libvirt.virDomain, live: bool,
+                                  change: Callable[[ET.Element], None]) -> None:
+        """A test-driver guest's disks changed the only way that driver allows: its
+        definition rewritten, and a running guest (it has no state to lose) restarted so
+        that it runs with it, as a real guest would after a hotplug."""
+        root = ET.fromstring(await self._libvirt("read the domain's XML", dom.XMLDesc,
+                                                 libvirt.VIR_DOMAIN_XML_INACTIVE))
+        change(root.find("devices"))
+        await self._libvirt("define the domain", self.conn.defineXML, ET.tostring(root, encoding="unicode"))
+        if live:
+            paused = (await self._call(dom.state))[0] == libvirt.VIR_DOMAIN_PAUSED
+            await self._libvirt("power off the domain", dom.destroy)
+            await self._libvirt("start the domain", dom.create)
+            if paused:
+                await self._libvirt("pause the domain", dom.suspend)
+
     async def _domain(self, name: str) -> libvirt.virDomain:
         try:
             return await self._call(self.conn.lookupByName, name)
@@ -369,3 +496,20 @@ class Hypervisor:
         (its live XML, its statistics) in one trip. GuestGone when there is no such domain."""
         dom = await self._domain(name)
         return await self._libvirt(doing, read, dom)
+
+
+def disks_in(domain_xml: str) -> dict[str, str]:
+    """target → serial ("" without one) of every <disk> in a domain's XML."""
+    found = {}
+    for disk in ET.fromstring(domain_xml).iterfind("devices/disk"):
+        target = disk.find("target")
+        if target is not None and target.get("dev"):
+            found[target.get("dev")] = disk.findtext("serial") or ""
+    return found
+
+
+def _drop_disk(devices: ET.Element, target: str) -> None:
+    for disk in devices.findall("disk"):
+        found = disk.find("target")
+        if found is not None and found.get("dev") == target:
+            devices.remove(disk)

@@ -39,7 +39,7 @@ import structlog
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.compute import events, lifecycle, recovery, registration, resize, snapshot
+from nova_async.compute import events, lifecycle, recovery, registration, resize, snapshot, volumes
 from nova_async.compute.build import build_and_run, rebuild
 from nova_async.compute.client import topic
 from nova_async.compute.console import console_output
@@ -51,7 +51,10 @@ from nova_async.compute.domain_xml import canonical_uuid
 from nova_async.compute.host import GuestTimeouts, Host
 from nova_async.compute.hypervisor import Hypervisor, runs_in_process
 from nova_async.compute.messages import (
+    AttachVolume,
     BuildAndRunInstance,
+    DetachVolume,
+    ExtendVolume,
     GetConsoleOutput,
     PowerAction,
     RebuildInstance,
@@ -115,6 +118,9 @@ class ComputeRole(Role):
             RebuildInstance: lambda host, m, rid: rebuild(host, m.instance_uuid, rid),
             ResizeStep: resize.run_step,
             SnapshotInstance: lambda host, m, rid: snapshot.snapshot(host, m.instance_uuid, m.image_id, rid),
+            AttachVolume: volumes.attach,
+            DetachVolume: volumes.detach,
+            ExtendVolume: volumes.extend,
             SyncPowerState: lambda host, m, _: lifecycle.sync(host, m.instance_uuid),
             GetConsoleOutput: lambda host, m, _: console_output(host, m),
             GetConsoleEndpoint: lambda host, m, _: console_endpoint(host, m),
@@ -230,6 +236,7 @@ class ComputeRole(Role):
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
         await snapshot.abandon_interrupted(host)
+        await volumes.recover(host)
         work = (await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
                 + await recovery.interrupted_resizes(host))
         if not work:

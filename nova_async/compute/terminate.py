@@ -1,4 +1,6 @@
-"""Taking an instance off this host: the guest, its disks, its ports and its allocations.
+"""Taking an instance off this host: the guest, its disks, its ports and its allocations;
+and, once the guest is gone, its volumes (volumes.release: detached, or deleted when they
+were to go with it).
 
 `teardown` is the one clean-up both paths use: a failed build (which then leaves the
 instance in ERROR) and a terminate (which then marks the row deleted). Every step
@@ -15,6 +17,7 @@ from nova_async.common import errors
 from nova_async.compute.disks import remove_instance_dir
 from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
+from nova_async.compute.volumes import release
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
@@ -73,6 +76,8 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
             problems = await teardown(host, instance_uuid)
             if problems:
                 raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
+            # Only now: a volume is not let go while a guest could still write to it.
+            await release(host, instance_uuid)
             await instances.mark_deleted(host.pool, host.api_pool, instance_uuid)
     except Exception as exc:
         log.error("terminate failed", error=describe(exc))

@@ -39,3 +39,16 @@ RETURNING *;
 
 -- name: delete
 DELETE FROM block_device_mappings WHERE id = $1;
+
+-- name: volumes_on_host
+-- The attached (or being attached/detached) volumes of the instances a host runs that no
+-- other work holds (compute/volumes.py recover): builds and tasks recover on their own.
+SELECT b.* FROM block_device_mappings b JOIN instances i ON i.uuid = b.instance_uuid
+ WHERE i.host = $1 AND i.deleted_at IS NULL AND i.vm_state <> 'building' AND i.task_state IS NULL
+   AND b.destination_type = 'volume' AND b.attachment_id IS NOT NULL
+ ORDER BY b.instance_uuid, b.created_at, b.id;
+
+-- name: set_delete_on_termination
+UPDATE block_device_mappings SET delete_on_termination = $2, updated_at = now()
+ WHERE id = $1
+RETURNING *;

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from nova_async.api import (lookup, microversion, schemas, security_groups, server_create, server_delete,
-                            server_store, server_views)
+                            server_store, server_views, volume_attachments)
 from nova_async.api.links import links
 from nova_async.api.state import STATE
 from nova_async.common import errors
@@ -68,7 +68,9 @@ async def list_servers_detail(request: web.Request) -> web.Response:
     state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
     rows = await server_store.listing(state, _filter(request), detail=True)
     groups = await security_groups.of_servers(state, ctx, rows)
-    return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx, groups.get(str(r["uuid"])))
+    volumes = await volume_attachments.volumes_attached(state, rows)
+    return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx, groups.get(str(r["uuid"])),
+                                                   volumes.get(str(r["uuid"])))
                                for r in rows]})
 
 
@@ -87,8 +89,9 @@ async def show_server(request: web.Request) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
     row = await server_store.show(state, ctx, request.match_info["server_id"])
     groups = await security_groups.of_servers(state, ctx, [row])
+    volumes = await volume_attachments.volumes_attached(state, [row])
     return w.dump({"server": server_views.detail(row, state.base_url, microversion.of(request), ctx,
-                                                 groups.get(str(row["uuid"])))})
+                                                 groups.get(str(row["uuid"])), volumes.get(str(row["uuid"])))})
 
 
 def _update_schema(version) -> Any:
@@ -114,7 +117,9 @@ async def update_server(request: web.Request) -> web.Response:
     pool, row = await server_store.changeable(state, ctx, server_id)
     body = (await w.read_json(request, _update_schema(version)))["server"]
     row = await server_store.update(state, pool, server_id, row["uuid"], body)
-    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx)})
+    volumes = await volume_attachments.volumes_attached(state, [row])
+    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx,
+                                                 volumes=volumes.get(str(row["uuid"])))})
 
 
 async def delete_server(request: web.Request) -> web.Response:
