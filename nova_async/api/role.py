@@ -13,6 +13,7 @@ from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
+from nova_async.volume.client import VolumeClient
 
 
 class ComputeApiRole(Role):
@@ -29,5 +30,6 @@ class ComputeApiRole(Role):
         bus = self.bus
         state = ApiState(settings=self.settings, pool=self.pool, cells=self.cells, images=ImageClient(bus),
                          networks=NetworkClient(bus), conductor=ConductorClient(bus),
-                         compute=ComputeClient(bus), placement=PlacementClient(bus))
+                         compute=ComputeClient(bus), placement=PlacementClient(bus),
+                         volumes=VolumeClient(bus))
         return "/compute", routes.build_app(state)

@@ -15,6 +15,7 @@ from nova_async.db.pool import Pool
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
+from nova_async.volume.client import VolumeClient
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class ApiState:
     conductor: ConductorClient
     compute: ComputeClient
     placement: PlacementClient
+    volumes: VolumeClient
 
     @property
     def base_url(self) -> str:

@@ -24,6 +24,7 @@ from nova_async.db.pool import Pool
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
+from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("compute")
 
@@ -65,6 +66,7 @@ class Host:
     placement: PlacementClient = field(init=False)
     conductor: ConductorClient = field(init=False)
     bridges: Bridges = field(init=False)
+    volumes: VolumeClient = field(init=False)
 
     def __post_init__(self) -> None:
         self.network = NetworkClient(self.bus)
@@ -72,6 +74,7 @@ class Host:
         self.placement = PlacementClient(self.bus)
         self.conductor = ConductorClient(self.bus)
         self.bridges = Bridges()
+        self.volumes = VolumeClient(self.bus)
         self.dataplane_client = DataplaneClient(self.bus)
 
     @property
