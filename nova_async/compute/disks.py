@@ -258,10 +258,12 @@ def _backup_now(path: Path) -> None:
     os.replace(tmp, target)
 
 
-async def backup_for_resize(instances_root: Path, instance_uuid: str) -> None:
+async def backup_for_resize(instances_root: Path, instance_uuid: str, *, root: bool = True) -> None:
+    """`root` False: volume-backed, no root disk here (its directory still is)."""
     path = instance_dir(instances_root, instance_uuid)
-    if not path.exists():  # a volume-backed instance has no root disk here, but has its directory
-        raise errors.NovaAsyncError(f"the instance's directory {path} is missing")
+    must = path / "disk" if root else path
+    if not must.exists():
+        raise errors.NovaAsyncError(f"the instance's {'root disk' if root else 'directory'} {must} is missing")
     await asyncio.to_thread(_backup_now, path)
 
 

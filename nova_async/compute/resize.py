@@ -142,7 +142,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             name = domain_name(uuid)
             if await host.hypervisor.is_running(name):
                 await host.hypervisor.power_off(name, timeout=host.timeouts.shutdown)
-            await disks.backup_for_resize(host.instances_root, uuid)
+            await disks.backup_for_resize(host.instances_root, uuid, root=bool(row["image_ref"]))
             new = Flavor.from_row(migration["new_flavor"])
             await disks.resize_disks(host.instances_root, uuid, root_gb=new.root_gb,
                                      ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap)

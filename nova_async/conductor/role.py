@@ -33,11 +33,13 @@ from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import RequestSpec
+from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("conductor")
 Q = queries("instances")
 CQ = queries("conductor")
 GQ = queries("server_groups")
+BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
@@ -58,6 +60,7 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
+        self.volumes = VolumeClient(self.bus)
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
@@ -181,7 +184,16 @@ class ConductorRole(Role):
             await self._finish_delete(cell.pool, uuid)
             return
         metrics.build_finished("error")
+        await self._give_back_volumes(cell.pool, uuid)
         await self.cells.move(uuid, cell, self.cells.cell0)
+
+    async def _give_back_volumes(self, db, uuid: str) -> None:
+        """The volumes the API reserved for an instance that got no host (or was deleted
+        before it got one) are available again: its block device mappings do not go to cell0
+        with it, and the volumes it would have made were never made."""
+        for bdm in await db.fetch(BQ.of_instance, uuid):
+            if bdm["attachment_id"] is not None:
+                await self.volumes.delete_attachment(str(bdm["attachment_id"]))
 
     async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
@@ -242,6 +254,7 @@ class ConductorRole(Role):
         return None
 
     async def _finish_delete(self, db, uuid: str) -> None:
+        await self._give_back_volumes(db, uuid)
         await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
 
