@@ -59,9 +59,12 @@ def parse(server: dict[str, Any], version) -> list[BlockDevice]:
     if devices and not boot and not server.get("imageRef"):
         raise errors.InvalidInput(_BOOT_SEQUENCE)  # nothing to boot from
     for d in devices:
-        if d.destination_type == "local" and not (d.source_type == "image" and d.boot_index == 0):
+        # blank → local is the client's way of asking for swap or ephemeral disks (--swap,
+        # --ephemeral): kept as asked, while the flavor alone sizes the local disks here.
+        if d.destination_type == "local" and not (d.source_type == "image" and d.boot_index == 0) \
+                and d.source_type != "blank":
             raise errors.InvalidInput(f"Block Device Mapping is Invalid: a {d.source_type} source with "
-                                      "destination local is not supported; only the boot image is.")
+                                      "destination local is only supported as the boot image.")
     return devices
 
 
@@ -181,7 +184,7 @@ def rows(devices: list[BlockDevice], instance_uuid: str, reserved: dict[int, Att
     out = []
     for i, d in enumerate(devices):
         if d.destination_type == "local":
-            device = "/dev/vda"
+            device = "/dev/vda" if d.boot_index == 0 else None
         elif d.is_root_volume:
             device = "/dev/vda"
         else:

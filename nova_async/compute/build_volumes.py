@@ -21,6 +21,7 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.common.states import VmState
 from nova_async.compute.domain_xml import Disk
 from nova_async.compute.host import Host
 from nova_async.compute.volume_disks import disk_of
@@ -47,7 +48,9 @@ def connector(host: Host) -> dict[str, Any]:
 
 
 async def connect(host: Host, row: asyncpg.Record) -> Connected:
-    """Every volume mapping of the instance with a volume, an attachment and a connection."""
+    """Every volume mapping of the instance with a volume, an attachment and a connection.
+    A rebuild finds them connected and uses them as they are; a build completes each once its
+    guest runs (CompleteAttachment is idempotent: a resumed build completes them again)."""
     instance_uuid = str(row["uuid"])
     disks, to_complete, root = [], [], None
     for bdm in await host.pool.fetch(BQ.of_instance, instance_uuid):
@@ -60,6 +63,9 @@ async def connect(host: Host, row: asyncpg.Record) -> Connected:
             info = await host.volumes.connect(str(bdm["attachment_id"]), connector(host),
                                               bdm["device_name"] or "")
             bdm = await host.pool.fetchrow(BQ.set_connection, bdm["id"], info.as_cinder())
+            to_complete.append(str(bdm["attachment_id"]))
+        elif row["vm_state"] == VmState.BUILDING:
+            # a build resumed after a crash: connected then, perhaps not completed
             to_complete.append(str(bdm["attachment_id"]))
         disks.append(disk_of(bdm["connection_info"], bdm["device_name"]))
     return Connected(disks=disks, root=root, to_complete=to_complete)

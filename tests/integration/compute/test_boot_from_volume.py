@@ -376,3 +376,18 @@ async def test_delete_keeps_volumes_not_marked_for_deletion(cloud):
     await wait_status(h, sid, "GONE")
     assert h.volumes.volumes[vol]["status"] == "available"
     assert made not in h.volumes.volumes
+
+
+async def test_what_openstack_server_create_sends_with_swap(cloud):
+    """`openstack server create --image … --swap 512`: image → local, and blank → local swap."""
+    h = cloud
+    sid = await boot(h, bfv_body(h, [
+        {"uuid": h.image, "boot_index": 0, "source_type": "image", "destination_type": "local",
+         "delete_on_termination": True},
+        {"boot_index": -1, "source_type": "blank", "destination_type": "local", "guest_format": "swap",
+         "volume_size": 512, "delete_on_termination": True}], imageRef=h.image))
+    server = await wait_status(h, sid, "ACTIVE")
+    assert server["image"]["id"] == h.image
+    rows = await bdm_rows(h, sid)
+    assert [(r["source_type"], r["destination_type"], r["device_name"]) for r in rows] == [
+        ("image", "local", "/dev/vda"), ("blank", "local", None)]
