@@ -364,14 +364,18 @@ async def test_no_valid_host_gives_the_volume_back(cloud):
 @pytest.mark.skipif(importlib.util.find_spec("nova_async.compute.volumes") is None,
                     reason="terminate lets go of volumes in compute/volumes.py (branch i22-c)")
 async def test_delete_keeps_volumes_not_marked_for_deletion(cloud):
+    """(volumes_attached and terminate are branch i22-c's: this runs once both are merged)"""
     h = cloud
     vol = h.volumes.add(h.alice_project)
     sid = await boot(h, bfv_body(h, [
         {"boot_index": 0, "uuid": vol, "source_type": "volume", "destination_type": "volume"},
         {"boot_index": -1, "source_type": "blank", "destination_type": "volume", "volume_size": 1,
          "delete_on_termination": True}]))
-    await wait_status(h, sid, "ACTIVE")
+    server = await wait_status(h, sid, "ACTIVE")
     [made] = h.volumes.created
+    assert sorted(server["os-extended-volumes:volumes_attached"], key=lambda v: v["id"]) == sorted(
+        [{"id": vol, "delete_on_termination": False}, {"id": made, "delete_on_termination": True}],
+        key=lambda v: v["id"])
     await ok(await h.http.delete(f"{V}/servers/{sid}", headers=h.alice), 204)
     await wait_status(h, sid, "GONE")
     assert h.volumes.volumes[vol]["status"] == "available"
