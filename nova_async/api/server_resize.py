@@ -160,6 +160,10 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
         raise _refusal(row, "createImage", uuid)
+    if not row["image_ref"]:
+        # Nova snapshots the volumes and makes an image that names them; the volume service
+        # takes no snapshot for compute yet, and this host has no root disk to copy.
+        raise errors.InvalidInput("Creating an image of a volume-backed server is not supported yet.")
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])

@@ -241,6 +241,10 @@ async def test_rebuild_with_another_image_is_refused(cloud):
                              json={"rebuild": {"imageRef": other["id"]}})
     body = await ok(resp, 400)
     assert "different image for a volume-backed server" in body["badRequest"]["message"]
+    # no image of it either (yet): a clear 400, not an image that fails later
+    resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
+                             json={"createImage": {"name": "snap"}})
+    assert "volume-backed" in (await ok(resp, 400))["badRequest"]["message"]
 
 
 async def test_boot_from_snapshot_and_blank_with_extra_volumes(cloud):
