@@ -26,6 +26,9 @@ from nova_async.volume.messages import AttachmentInfo
 _BOOT_SEQUENCE = ("Boot sequence for the instance and image/block device mapping combination "
                   "is not valid.")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_INT_MAX = 2**31 - 1
+# vdb … vdz, less the flavor's ephemeral and swap disks: every volume gets a one-letter name.
+MAX_DEVICES = 22
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,11 @@ class BlockDevice:
 
 def parse(server: dict[str, Any], version) -> list[BlockDevice]:
     """The request's mappings, each checked on its own and the boot order as a whole."""
-    devices = [_one(raw, version) for raw in server.get("block_device_mapping_v2") or []]
+    raw_devices = server.get("block_device_mapping_v2") or []
+    if len(raw_devices) > MAX_DEVICES:
+        raise errors.InvalidInput(f"Block Device Mapping is Invalid: at most {MAX_DEVICES} block devices "
+                                  "may be given.")
+    devices = [_one(raw, version) for raw in raw_devices]
     boot = sorted(d.boot_index for d in devices if d.boot_index is not None and d.boot_index >= 0)
     if boot != list(range(len(boot))):
         raise errors.InvalidInput(_BOOT_SEQUENCE)  # one 0, then 1, 2, … each once, as Nova
@@ -113,9 +120,12 @@ def _integer(value: Any, name: str) -> int | None:
     if value is None or value == "None":
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         raise errors.InvalidInput(f"Block Device Mapping is Invalid: {name} {value!r} is not an integer.") from None
+    if not -_INT_MAX <= number <= _INT_MAX:  # the columns are PostgreSQL integers
+        raise errors.InvalidInput(f"Block Device Mapping is Invalid: {name} {value!r} is out of range.")
+    return number
 
 
 def root_volume(devices: list[BlockDevice]) -> BlockDevice | None:

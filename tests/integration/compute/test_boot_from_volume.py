@@ -298,6 +298,12 @@ async def test_image_server_with_a_blank_volume_keeps_its_local_root(cloud):
     ([{"boot_index": 0, "source_type": "blank", "destination_type": "volume", "volume_size": 1,
        "tag": "x"}], {"mv": "2.41"}, "tag"),
     ([], {}, "Missing imageRef"),
+    ([{"boot_index": 0, "source_type": "blank", "destination_type": "volume", "volume_size": 2**31}], {},
+     "out of range"),
+    ([{"boot_index": 0, "source_type": "blank", "destination_type": "volume", "volume_size": 1}]
+     + [{"source_type": "blank", "destination_type": "volume", "volume_size": 1}] * 22, {}, "at most 22"),
+    ([{"boot_index": 0, "uuid": str(uuid.uuid4()), "source_type": "volume", "destination_type": "local"}], {},
+     "only supported as the boot image"),
 ])
 async def test_bad_mappings_are_400(cloud, bdms, extra, message):
     h = cloud
@@ -399,3 +405,20 @@ async def test_what_openstack_server_create_sends_with_swap(cloud):
     rows = await bdm_rows(h, sid)
     assert [(r["source_type"], r["destination_type"], r["device_name"]) for r in rows] == [
         ("image", "local", "/dev/vda"), ("blank", "local", None)]
+
+
+async def test_multi_create_gives_each_instance_its_own_volume(cloud):
+    h = cloud
+    resp = await h.http.post(V + "/servers", headers={**h.alice, **BFV_MV}, json=bfv_body(h, [
+        {"boot_index": 0, "uuid": h.image, "source_type": "image", "destination_type": "volume",
+         "volume_size": 1}], min_count=2, return_reservation_id=True))
+    reservation = (await ok(resp, 202))["reservation_id"]
+    listed = await ok(await h.http.get(f"{V}/servers?reservation_id={reservation}", headers=h.alice), 200)
+    ids = [s["id"] for s in listed["servers"]]
+    assert len(ids) == 2
+    volumes = set()
+    for sid in ids:
+        await wait_status(h, sid, "ACTIVE")
+        [bdm] = await bdm_rows(h, sid)
+        volumes.add(str(bdm["volume_id"]))
+    assert len(volumes) == 2 and all(h.volumes.volumes[v]["status"] == "in-use" for v in volumes)
