@@ -189,11 +189,17 @@ class ConductorRole(Role):
 
     async def _give_back_volumes(self, db, uuid: str) -> None:
         """The volumes the API reserved for an instance that got no host (or was deleted
-        before it got one) are available again: its block device mappings do not go to cell0
-        with it, and the volumes it would have made were never made."""
+        before it got one) are available again, and its mappings go: it never had the volumes,
+        and a delete of a server without a host (API or cell0) lets go of nothing. A volume a
+        host made for it before handing the build back (a reschedule that then found no host)
+        goes when it was to go with the instance, as at a delete."""
         for bdm in await db.fetch(BQ.of_instance, uuid):
             if bdm["attachment_id"] is not None:
                 await self.volumes.delete_attachment(str(bdm["attachment_id"]))
+            # one made by a build that was then rescheduled, to go with the instance
+            if bdm["volume_id"] is not None and bdm["source_type"] != "volume" and bdm["delete_on_termination"]:
+                await self.volumes.delete(str(bdm["volume_id"]))
+            await db.execute(BQ.delete, bdm["id"])
 
     async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
@@ -248,6 +254,7 @@ class ConductorRole(Role):
         message = (f"Build of instance {uuid} failed on {msg.failed_host}: {msg.reason}. "
                    f"No alternate host could take it (tried: {', '.join(tried)}).")
         log.warning("reschedule found no host", instance_uuid=uuid, reason=message)
+        await self._give_back_volumes(db, uuid)
         await instances.set_error(db, uuid, message, code=500)
         metrics.build_finished("error")
         await instances.finish_action(db, uuid, ctx.request_id)

@@ -39,3 +39,11 @@ RETURNING *;
 
 -- name: delete
 DELETE FROM block_device_mappings WHERE id = $1;
+
+-- name: export_of_instance
+-- An instance's mappings as JSON, moved with it into another cell (db/cells.py move).
+SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') FROM block_device_mappings b WHERE instance_uuid = $1;
+
+-- name: import_rows
+INSERT INTO block_device_mappings
+SELECT (jsonb_populate_record(NULL::block_device_mappings, b)).* FROM jsonb_array_elements($1::jsonb) AS b;
