@@ -277,6 +277,13 @@ async def test_image_server_with_a_blank_volume_keeps_its_local_root(cloud):
     rows = await bdm_rows(h, sid)
     assert [(r["source_type"], r["destination_type"]) for r in rows] == [("image", "local"), ("blank", "volume")]
     assert h.volumes.volumes[str(rows[1]["volume_id"])]["path"] in await domain_disks(h, sid)
+    # a rebuild makes the local disk anew and keeps the volume
+    await ok(await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
+                               json={"rebuild": {"imageRef": h.image}}), 202)
+    await until(lambda: show_server(h, sid), lambda s: s["OS-EXT-STS:task_state"] is None
+                and s["status"] == "ACTIVE", what="rebuilt")
+    xml = await domain_disks(h, sid)
+    assert h.volumes.volumes[str(rows[1]["volume_id"])]["path"] in xml and "/disk'" in xml
 
 
 @pytest.mark.parametrize("bdms, extra, message", [
