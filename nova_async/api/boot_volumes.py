@@ -23,7 +23,7 @@ from nova_async.common.web import parse_uuid
 from nova_async.volume.client import VolumeClient
 from nova_async.volume.messages import AttachmentInfo
 
-_BOOT_SEQUENCE = ("Boot sequence for the instance and image/block device mapping combination "
+BOOT_SEQUENCE = ("Boot sequence for the instance and image/block device mapping combination "
                   "is not valid.")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _INT_MAX = 2**31 - 1
@@ -61,10 +61,12 @@ def parse(server: dict[str, Any], version) -> list[BlockDevice]:
                                   "may be given.")
     devices = [_one(raw, version) for raw in raw_devices]
     boot = sorted(d.boot_index for d in devices if d.boot_index is not None and d.boot_index >= 0)
+    if server.get("imageRef") and 0 not in boot:
+        boot.insert(0, 0)  # the image is the first boot device, as Nova maps it
     if boot != list(range(len(boot))):
-        raise errors.InvalidInput(_BOOT_SEQUENCE)  # one 0, then 1, 2, … each once, as Nova
+        raise errors.InvalidInput(BOOT_SEQUENCE)  # one 0, then 1, 2, … each once, as Nova
     if devices and not boot and not server.get("imageRef"):
-        raise errors.InvalidInput(_BOOT_SEQUENCE)  # nothing to boot from
+        raise errors.InvalidInput(BOOT_SEQUENCE)  # nothing to boot from
     for d in devices:
         # blank → local is the client's way of asking for swap or ephemeral disks (--swap,
         # --ephemeral): kept as asked, while the flavor alone sizes the local disks here.

@@ -1,9 +1,11 @@
 """Accepting a boot request, in the order create() reads: parse the body, resolve the
-flavor, image, networks, key and hints it names, then under the project's quota lock decide
-how many instances fit and write them (cell database) with their mappings (API database),
-and cast to the conductor. Nothing is written unless everything checks out, and what a
-failed write may leave behind is taken out (`write_rows` says how, and what backs it up);
-the 202 goes back before any scheduling."""
+flavor, image, networks, key, hints and volumes it names, reserve the existing volumes it
+boots from or attaches (boot_volumes.py), then under the project's quota lock decide how many
+instances fit and write them with their block device mappings (cell database) and their
+mappings (API database), and cast to the conductor. Nothing is written unless everything
+checks out, and what a failed write may leave behind is taken out (`write_rows` says how,
+and what backs it up; the volumes' reservations are given back); the 202 goes back before
+any scheduling."""
 
 from __future__ import annotations
 
@@ -136,7 +138,7 @@ def _image_ref(server: dict[str, Any], devices: list[boot_volumes.BlockDevice]) 
     root = boot_volumes.root_volume(devices)
     if root is not None:
         if ref and not (root.source_type == "image" and parse_uuid(ref.rsplit("/", 1)[-1]) == root.uuid):
-            raise errors.InvalidInput(boot_volumes._BOOT_SEQUENCE)  # two things to boot from
+            raise errors.InvalidInput(boot_volumes.BOOT_SEQUENCE)  # two things to boot from
         return ""
     image = boot_volumes.boot_image(devices)
     if image is not None:
@@ -218,7 +220,7 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
     flavor = Flavor.of_flavor(flavor_row)
     spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor.id, vcpus=flavor.vcpus,
                        memory_mb=flavor.memory_mb, root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
-                       swap_mb=flavor.swap, image_id=request.image_ref and image.id, availability_zone=zone,
+                       swap_mb=flavor.swap, image_id="" if request.volume_backed else image.id, availability_zone=zone,
                        extra_specs=flavor.extra_specs,
                        image_properties=dict(image.properties) if image is not None else {},
                        scheduler_hints=placement_hints, security_groups=groups, is_bfv=request.volume_backed)
@@ -292,8 +294,7 @@ class InstanceRows:
            spec: RequestSpec, counted: bool, reserved: dict[int, Any]) -> InstanceRows:
         names = [request.name] if len(uuids) == 1 else [f"{request.name}-{i + 1}" for i in range(len(uuids))]
         return cls(uuids=uuids, names=names, project_id=ctx.project_id, user_id=ctx.user_id,
-                   reservation_id=request.reservation_id, flavor=found.flavor, image_id=request.image_ref and spec.image_id,
-                   spec=spec,
+                   reservation_id=request.reservation_id, flavor=found.flavor, image_id=spec.image_id, spec=spec,
                    networks=request.networks, key_name=request.key_name, user_data=request.user_data,
                    metadata=request.metadata, availability_zone=request.availability_zone,
                    config_drive=request.config_drive, access_ip_v4=request.access_ip_v4,
