@@ -1,9 +1,11 @@
 """Accepting a boot request, in the order create() reads: parse the body, resolve the
-flavor, image, networks, key and hints it names, then under the project's quota lock decide
-how many instances fit and write them (cell database) with their mappings (API database),
-and cast to the conductor. Nothing is written unless everything checks out, and what a
-failed write may leave behind is taken out (`write_rows` says how, and what backs it up);
-the 202 goes back before any scheduling."""
+flavor, image, networks, key, hints and volumes it names, reserve the existing volumes it
+boots from or attaches (boot_volumes.py), then under the project's quota lock decide how many
+instances fit and write them with their block device mappings (cell database) and their
+mappings (API database), and cast to the conductor. Nothing is written unless everything
+checks out, and what a failed write may leave behind is taken out (`write_rows` says how,
+and what backs it up; the volumes' reservations are given back); the 202 goes back before
+any scheduling."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
-from nova_async.api import flavor_store, quotas, schemas
+from nova_async.api import boot_volumes, flavor_store, quotas, schemas
 # the domain halves of os-keypairs and os-server-groups (their HTTP is in handlers/)
 from nova_async.api import keypair_store as keypairs
 from nova_async.api import server_group_store as server_groups
@@ -36,6 +38,7 @@ GiB = 1024**3
 NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
 Q = queries("servers")
 CQ = queries("cells")
+BQ = queries("block_devices")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,15 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     request = parse(body, version)
     found = await resolve(state, ctx, request)
     cell = state.cells.default  # where new instances are written; the conductor moves them if need be
-    uuids = await reserve_and_write(state, ctx, request, found, cell)
+    # Existing volumes are reserved for the instance before it is written (there is only one
+    # instance then: check_volumes refuses more), and given back if it never is.
+    preset = str(uuid.uuid4()) if any(d.source_type == "volume" for d in request.block_devices) else None
+    reserved = await boot_volumes.reserve(state.volumes, ctx, request.block_devices, preset) if preset else {}
+    try:
+        uuids = await reserve_and_write(state, ctx, request, found, cell, preset, reserved)
+    except BaseException:
+        await boot_volumes.release(state.volumes, ctx, reserved)
+        raise
     await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
     return Accepted(uuids=uuids, reservation_id=request.reservation_id, admin_pass=request.admin_pass)
 
@@ -78,6 +89,11 @@ class BootRequest:
     hints: dict[str, Any]           # os:scheduler_hints
     security_groups: list[str]      # names or ids, as the body gives them
     reservation_id: str             # names the request's instances together
+    block_devices: list[boot_volumes.BlockDevice]   # block_device_mapping_v2 as given
+
+    @property
+    def volume_backed(self) -> bool:
+        return boot_volumes.root_volume(self.block_devices) is not None
 
 
 def parse(body: dict[str, Any], version) -> BootRequest:
@@ -89,7 +105,8 @@ def parse(body: dict[str, Any], version) -> BootRequest:
     if max_count > 1000:
         raise errors.InvalidInput("max_count may be at most 1000.")
     user_data = _user_data(server)
-    image_ref = _image_ref(server)
+    block_devices = boot_volumes.parse(server, version)
+    image_ref = _image_ref(server, block_devices)
     networks = _requested_networks(server, version)
     return BootRequest(
         name=server["name"], min_count=min_count, max_count=max_count, user_data=user_data,
@@ -104,7 +121,7 @@ def parse(body: dict[str, Any], version) -> BootRequest:
         hints=body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {},
         reservation_id=f"r-{secrets.token_hex(4)}",
         security_groups=list(dict.fromkeys(g["name"] for g in server.get("security_groups") or []))
-        or ["default"])
+        or ["default"], block_devices=block_devices)
 
 
 def _count(value: Any, name: str) -> int:
@@ -114,17 +131,22 @@ def _count(value: Any, name: str) -> int:
     return number
 
 
-def _image_ref(server: dict[str, Any]) -> str:
+def _image_ref(server: dict[str, Any], devices: list[boot_volumes.BlockDevice]) -> str:
+    """The image the instance runs from its host's disk; "" for a volume-backed server (its
+    image, if any, is copied into its root volume: Nova keeps no image_ref for it)."""
     ref = server.get("imageRef") or ""
-    for bdm in server.get("block_device_mapping_v2") or []:
-        if str(bdm.get("boot_index")) == "0" and bdm.get("source_type") == "image":
-            if ref and bdm.get("uuid") != ref:
-                raise errors.InvalidInput("imageRef and the boot block device mapping name different images.")
-            if bdm.get("destination_type") == "volume":
-                raise errors.InvalidInput("Booting from a volume is not supported: there is no volume service.")
-            ref = ref or bdm.get("uuid", "")
+    root = boot_volumes.root_volume(devices)
+    if root is not None:
+        if ref and not (root.source_type == "image" and parse_uuid(ref.rsplit("/", 1)[-1]) == root.uuid):
+            raise errors.InvalidInput(boot_volumes.BOOT_SEQUENCE)  # two things to boot from
+        return ""
+    image = boot_volumes.boot_image(devices)
+    if image is not None:
+        if ref and parse_uuid(ref.rsplit("/", 1)[-1]) != image.uuid:
+            raise errors.InvalidInput("imageRef and the boot block device mapping name different images.")
+        ref = ref or image.uuid or ""
     if not ref:
-        raise errors.InvalidInput("imageRef is required: booting from a volume is not supported.")
+        raise errors.InvalidInput("Missing imageRef attribute")
     return ref
 
 
@@ -161,7 +183,7 @@ def _user_data(server: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Resolved:
     flavor: Flavor
-    image: ImageInfo
+    image: ImageInfo | None         # None: volume-backed
     key_data: str | None
     spec: RequestSpec               # without its server group: joined under the quota lock
 
@@ -172,15 +194,20 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
     # The flavor, the image and the networks are looked up at once (three services, three
     # round trips that do not wait for each other); what is wrong is told in that order.
     # (The security groups are resolved to ids now, as Nova does, and go in the request spec.)
-    flavor_row, image, networks, groups = await asyncio.gather(
-        _flavor(state, request.flavor_ref), find_image(state, ctx, request.image_ref),
+    flavor_row, image, networks, groups, volumes = await asyncio.gather(
+        _flavor(state, request.flavor_ref), _image_of(state, ctx, request),
         _check_networks(state, ctx, request.networks), _security_groups(state, ctx, request),
+        boot_volumes.check_volumes(state.volumes, ctx, request.block_devices, request.max_count),
         return_exceptions=True)
     for outcome in (flavor_row, image):
         if isinstance(outcome, BaseException):
             raise outcome
-    check_image(image, flavor_row)
-    for outcome in (networks, groups):
+    if request.volume_backed:
+        if image is not None:
+            _check_volume_image(image, boot_volumes.root_volume(request.block_devices))
+    else:
+        check_image(image, flavor_row)
+    for outcome in (networks, groups, volumes):
         if isinstance(outcome, BaseException):
             raise outcome
 
@@ -193,19 +220,22 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
     flavor = Flavor.of_flavor(flavor_row)
     spec = RequestSpec(project_id=ctx.project_id, user_id=ctx.user_id, flavor_id=flavor.id, vcpus=flavor.vcpus,
                        memory_mb=flavor.memory_mb, root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
-                       swap_mb=flavor.swap, image_id=image.id, availability_zone=zone,
-                       extra_specs=flavor.extra_specs, image_properties=dict(image.properties),
-                       scheduler_hints=placement_hints, security_groups=groups)
+                       swap_mb=flavor.swap, image_id="" if request.volume_backed else image.id, availability_zone=zone,
+                       extra_specs=flavor.extra_specs,
+                       image_properties=dict(image.properties) if image is not None else {},
+                       scheduler_hints=placement_hints, security_groups=groups, is_bfv=request.volume_backed)
     return Resolved(flavor=flavor, image=image, key_data=key_data, spec=spec)
 
 
 # -- 3. under the project's quota lock: how many fit, the server group, the rows
 
 async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootRequest, found: Resolved,
-                            cell: Cell) -> list[str]:
+                            cell: Cell, preset: str | None = None,
+                            reserved: dict[int, Any] | None = None) -> list[str]:
     """Decide how many instances fit (down to min_count), join their server group and write
     them, all under the project's counting lock; their uuids. With nothing limited there is
-    nothing to count, and no lock to wait for."""
+    nothing to count, and no lock to wait for. `preset`: the one instance's uuid, already
+    named by the attachments `reserved` on its volumes."""
     each = {"instances": 1, "cores": found.flavor.vcpus, "ram": found.flavor.memory_mb}
     uuids: list[str] = []
     try:
@@ -214,13 +244,13 @@ async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootR
             used = await quotas.usage(state.cells, ctx.project_id) if counted else quotas.total()
             quotas.check_metadata(limit, request.metadata)
             count = quotas.how_many_fit(limit, used, each, request.min_count, request.max_count)
-            uuids = [str(uuid.uuid4()) for _ in range(count)]
+            uuids = [preset] if preset else [str(uuid.uuid4()) for _ in range(count)]
             spec = found.spec
             group = await server_groups.join(conn, ctx, request.hints, uuids, limit)
             if group is not None:
                 _check_policy_clash(group.policy, spec.scheduler_hints)
                 spec = msgspec.structs.replace(spec, group=group)
-            rows = InstanceRows.of(request, found, ctx, uuids, spec, counted)
+            rows = InstanceRows.of(request, found, ctx, uuids, spec, counted, reserved or {})
             await write_rows(state, conn, cell, rows, limit, each)
     except errors.DatabaseUnavailable:
         # Whether the rows, or even the commit, made it is unknown: the rows no mapping names
@@ -257,18 +287,21 @@ class InstanceRows:
     description: str | None
     request_id: str                 # of the instances' `create` actions
     counted: bool                   # whether the project's usage is recounted (something is limited)
+    block_devices: list[tuple[Any, ...]]   # every instance's block_devices.insert arguments
 
     @classmethod
     def of(cls, request: BootRequest, found: Resolved, ctx: RequestContext, uuids: list[str],
-           spec: RequestSpec, counted: bool) -> InstanceRows:
+           spec: RequestSpec, counted: bool, reserved: dict[int, Any]) -> InstanceRows:
         names = [request.name] if len(uuids) == 1 else [f"{request.name}-{i + 1}" for i in range(len(uuids))]
         return cls(uuids=uuids, names=names, project_id=ctx.project_id, user_id=ctx.user_id,
-                   reservation_id=request.reservation_id, flavor=found.flavor, image_id=found.image.id, spec=spec,
+                   reservation_id=request.reservation_id, flavor=found.flavor, image_id=spec.image_id, spec=spec,
                    networks=request.networks, key_name=request.key_name, user_data=request.user_data,
                    metadata=request.metadata, availability_zone=request.availability_zone,
                    config_drive=request.config_drive, access_ip_v4=request.access_ip_v4,
                    access_ip_v6=request.access_ip_v6, key_data=found.key_data, tags=request.tags,
-                   description=request.description, request_id=ctx.request_id, counted=counted)
+                   description=request.description, request_id=ctx.request_id, counted=counted,
+                   block_devices=[row for u in uuids for row in boot_volumes.rows(
+                       request.block_devices, u, reserved, found.flavor.ephemeral_gb, found.flavor.swap)])
 
     def arguments(self) -> tuple[Any, ...]:
         return (self.uuids, self.names, [_hostname(n) for n in self.names], list(range(len(self.uuids))),
@@ -300,7 +333,7 @@ async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows
     inserted: Any = None  # the insert's recount row; None while its outcome is unknown
     try:
         inserted, mapped = await asyncio.gather(
-            cell.pool.fetchrow(Q.insert_many, *rows.arguments()),
+            _insert(cell, rows),
             state.cells.map_instances(conn, cell, rows.uuids, rows.project_id, rows.user_id),
             return_exceptions=True)
         for outcome in (inserted, mapped):
@@ -316,7 +349,37 @@ async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows
         raise
 
 
+async def _insert(cell: Cell, rows: InstanceRows) -> Any:
+    """The instances and their block device mappings, in one transaction of the cell."""
+    if not rows.block_devices:
+        return await cell.pool.fetchrow(Q.insert_many, *rows.arguments())
+    async with cell.pool.acquire() as conn, conn.transaction():
+        inserted = await conn.fetchrow(Q.insert_many, *rows.arguments())
+        await conn.executemany(BQ.insert, rows.block_devices)
+        return inserted
+
+
 # -- the checks
+
+async def _image_of(state: ApiState, ctx: RequestContext, request: BootRequest) -> ImageInfo | None:
+    """The image the server boots: from its disk (imageRef), or copied into its new root
+    volume; None when it boots from an existing volume, snapshot or blank volume."""
+    if request.image_ref:
+        return await find_image(state, ctx, request.image_ref)
+    root = boot_volumes.root_volume(request.block_devices)
+    if root is not None and root.source_type == "image" and root.uuid:
+        return await find_image(state, ctx, root.uuid)
+    return None
+
+
+def _check_volume_image(image: ImageInfo, root: boot_volumes.BlockDevice | None) -> None:
+    """The new root volume must hold the image (Nova's check of min_disk and size)."""
+    size = (root.volume_size or 0) if root else 0
+    if image.min_disk > size or (image.size or 0) > size * GiB:
+        raise errors.InvalidInput(f"Volume is smaller than the minimum size specified in image metadata. "
+                                  f"Volume size is {size * GiB} bytes, minimum size is "
+                                  f"{max(image.min_disk * GiB, image.size or 0)} bytes.")
+
 
 async def _host_hints(state: ApiState, ctx: RequestContext, hints: dict[str, Any]) -> dict[str, list[str]]:
     """`same_host` / `different_host`: instance ids (one or a list) that must exist and be the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from nova_async.api import keypair_store, lookup, quotas
-from nova_async.api.server_create import usable_image
+from nova_async.api.server_create import find_image, usable_image
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -24,6 +24,7 @@ from nova_async.db.queries import queries
 
 IQ = queries("instances")
 AQ = queries("actions")
+BQ = queries("block_devices")
 
 # Where each power action may start from (Nova's check_instance_state); any action also
 # needs task_state NULL.
@@ -78,7 +79,10 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
     db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
-    image = await usable_image(state, ctx, value["imageRef"], row["flavor"])
+    if row["image_ref"]:
+        image_ref = (await usable_image(state, ctx, value["imageRef"], row["flavor"])).id
+    else:
+        image_ref = await _volume_backed_rebuild(state, ctx, db, row, value["imageRef"])
     key_data = await keypair_store.key_for_boot(state.pool, ctx.user_id, value.get("key_name"))
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
@@ -86,7 +90,7 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
     fields = ("name", "metadata", "user_data", "key_name", "description", "accessIPv4", "accessIPv6")
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(
-            AQ.begin_rebuild, uuid, image.id, value.get("name"), value.get("metadata"), value.get("user_data"),
+            AQ.begin_rebuild, uuid, image_ref, value.get("name"), value.get("metadata"), value.get("user_data"),
             value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
             value.get("accessIPv6"), *(f in value for f in fields))
         if claimed is None:
@@ -99,6 +103,22 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
     return await lookup.shown(state, db, uuid)
+
+
+async def _volume_backed_rebuild(state: ApiState, ctx: RequestContext, db: Any, row: Any, ref: str) -> str:
+    """A volume-backed server is rebuilt around the same root volume, so only with the image
+    that volume was made from (Nova's rule before 2.93, which would re-image the volume;
+    we do not, at any microversion). Its image_ref stays "" (the instance keeps no image)."""
+    image = await find_image(state, ctx, ref)
+    root = next((b for b in await db.fetch(BQ.of_instance, row["uuid"])
+                 if b["boot_index"] == 0 and b["destination_type"] == "volume" and b["volume_id"]), None)
+    volume_image = ""
+    if root is not None:
+        volume = await state.volumes.get(str(root["volume_id"]), row["project_id"], is_admin=True)
+        volume_image = volume.image_id or volume.image_metadata.get("image_id", "")
+    if image.id != volume_image:
+        raise errors.InvalidInput("Unable to rebuild with a different image for a volume-backed server.")
+    return ""
 
 
 async def set_lock(state: ApiState, ctx: RequestContext, uuid: str, *, locking: bool,

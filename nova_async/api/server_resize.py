@@ -67,7 +67,7 @@ def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
     return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
 
 
-async def _new_flavor(state: ApiState, ref: Any, old: Flavor) -> Flavor:
+async def _new_flavor(state: ApiState, ref: Any, old: Flavor, volume_backed: bool = False) -> Flavor:
     flavor_id = str(ref).rsplit("/", 1)[-1]
     try:
         row = await flavor_store.get(state.pool, flavor_id)
@@ -78,7 +78,8 @@ async def _new_flavor(state: ApiState, ref: Any, old: Flavor) -> Flavor:
     new = Flavor.of_flavor(row)
     if new.id == old.id:
         raise errors.InvalidInput("When resizing, instances must change flavor!")
-    if new.root_gb < old.root_gb:
+    # A volume-backed server's root is its volume, whatever the flavor's disk says (Nova).
+    if new.root_gb < old.root_gb and not volume_backed:
         raise errors.InvalidInput(f"Resize error: Unable to resize disk down: flavor {new.name} has "
                                   f"a {new.root_gb} GiB root disk, the server {old.root_gb} GiB.")
     if new.ephemeral_gb < old.ephemeral_gb:
@@ -101,7 +102,7 @@ async def _check_quota(state: ApiState, project_id: str, old: Flavor, new: Flavo
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
     db, row = await _server(state, ctx, uuid)
     old = Flavor.from_row(row["flavor"])
-    new = await _new_flavor(state, value["flavorRef"], old)
+    new = await _new_flavor(state, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
@@ -159,6 +160,10 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
         raise _refusal(row, "createImage", uuid)
+    if not row["image_ref"]:
+        # Nova snapshots the volumes and makes an image that names them; the volume service
+        # takes no snapshot for compute yet, and this host has no root disk to copy.
+        raise errors.InvalidInput("Creating an image of a volume-backed server is not supported yet.")
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])

@@ -48,7 +48,7 @@ import structlog
 
 from nova_async.common import errors, metrics
 from nova_async.common.states import PowerState, TaskState, VmState
-from nova_async.compute import disks
+from nova_async.compute import build_volumes, disks
 from nova_async.compute.config_drive import DriveContent, Nic
 from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
 from nova_async.compute.host import Host, describe
@@ -189,7 +189,7 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
         if isinstance(outcome, BaseException):
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
-    disk_list, boot, properties = blk.result()  # type: ignore[misc]
+    disk_list, boot, properties, to_complete = blk.result()  # type: ignore[misc]
     async with event("compute_spawn"):
         console_log = ""
         if host.real_guests:
@@ -210,6 +210,7 @@ async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
         xml = domain_xml(spec)
         await host.hypervisor.remove(domain_name(instance_uuid))  # left by an interrupted attempt
         await host.hypervisor.start(xml)
+        await build_volumes.complete(host, to_complete)
 
 
 async def _activate(host: Host, instance_uuid: str, then: str | None, ends: str | None) -> None:
@@ -238,17 +239,25 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
                          event: contextlib.AbstractAsyncContextManager[None]
-                         ) -> tuple[list[disks.Disk], BootFiles, dict[str, str]]:
+                         ) -> tuple[list[disks.Disk], BootFiles, dict[str, str], list[str]]:
+    """The guest's disks (root first), how it boots, its image's properties and the volume
+    attachments to complete once it runs. An instance without an image boots from its root
+    volume (boot_index 0, vda); the properties of the image that volume was made from (its
+    volume_image_metadata) name the kernel, ramdisk and command line, as in Nova."""
     instance_uuid = str(row["uuid"])
     async with event:
-        if not row["image_ref"]:
-            raise errors.InvalidInput("Booting from a volume is not supported yet: "
-                                      "the instance has no image.")
-        base, properties = await _base_image(host, row)
+        volumes = await build_volumes.connect(host, row)
+        if row["image_ref"]:
+            base, properties = await _base_image(host, row)
+        elif volumes.root is not None:
+            base, properties = None, dict(volumes.root.image_metadata)
+        else:
+            raise errors.InvalidInput("The instance has neither an image nor a root volume to boot from.")
         boot = await boot_files(host, properties, row["project_id"]) if host.real_guests else BootFiles()
-        disk_list = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
-                                        ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap)
-        return disk_list, boot, properties
+        local = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
+                                    ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap)
+        root, others = (volumes.disks[:1], volumes.disks[1:]) if base is None else ([], volumes.disks)
+        return root + local + others, boot, properties, volumes.to_complete
 
 
 def needs_config_drive(requested: str | None, properties: dict[str, str], forced: bool) -> bool:
@@ -361,6 +370,9 @@ async def _reschedule(host: Host, instance_uuid: str, request_id: str, exc: Exce
     instance can no longer be handed back (a delete took it over) or the clean-up failed."""
     reason = describe(exc)
     problems = await teardown(host, instance_uuid, keep_allocations=True)
+    if not problems:  # the guest is gone: its volumes can be let go of here
+        row = await host.pool.fetchrow(IQ.get, instance_uuid)
+        problems = await build_volumes.hand_over(host, instance_uuid, row["project_id"]) if row else []
     if problems:
         log.error("build failed and this host could not clean up; not rescheduling", reason=reason,
                   problems=problems)
@@ -384,6 +396,8 @@ async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception)
     if current is not None and current["task_state"] == TaskState.DELETING:
         await terminate(host, instance_uuid, request_id)
         return
+    if not problems:  # the guest is gone: its volumes are let go of (made ones deleted, as Nova)
+        problems = await build_volumes.release_failed(host, instance_uuid)
     if current is not None:
         details = "".join(traceback.format_exception(exc))
         if problems:

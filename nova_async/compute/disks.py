@@ -136,20 +136,24 @@ async def remove_instance_dir(instances_root: Path, instance_uuid: str) -> bool:
     return True
 
 
-async def prepare(instances_root: Path, instance_uuid: str, base: Path, *, root_gb: int,
+async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *, root_gb: int,
                   ephemeral_gb: int, swap_mb: int) -> list[Disk]:
-    """Make the instance's disks from scratch (anything already there is discarded)."""
-    if root_gb and base.stat().st_size > root_gb * GiB:
+    """Make the instance's disks from scratch (anything already there is discarded). No
+    `base`: a volume-backed instance, whose root (vda) is its volume; only the flavor's
+    ephemeral and swap disks are local."""
+    if base is not None and root_gb and base.stat().st_size > root_gb * GiB:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image: the image is "
                                   f"{base.stat().st_size} bytes, the flavor's disk {root_gb} GiB.")
     path = instance_dir(instances_root, instance_uuid)
     if path.exists():
         await asyncio.to_thread(shutil.rmtree, path)
     path.mkdir(parents=True)
-    root = path / "disk"
-    size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
-    await _new_qcow2(instances_root, root, ["-F", "raw", "-b", str(base)], size)
-    disks = [Disk(path=str(root), target="vda")]
+    disks = []
+    if base is not None:
+        root = path / "disk"
+        size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
+        await _new_qcow2(instances_root, root, ["-F", "raw", "-b", str(base)], size)
+        disks.append(Disk(path=str(root), target="vda"))
     if ephemeral_gb:
         eph = path / "disk.eph0"
         await _new_qcow2(instances_root, eph, [], [f"{ephemeral_gb}G"])
@@ -224,14 +228,17 @@ _RESIZABLE = ("disk", "disk.eph0", "disk.swap")
 _MANIFEST = "manifest"
 
 
-def instance_disks(instances_root: Path, instance_uuid: str, *, config_drive: bool) -> list[Disk]:
-    """The disks the instance has now, in the order and with the targets a build gives them."""
+def instance_disks(instances_root: Path, instance_uuid: str, *, config_drive: bool,
+                   root: bool = True) -> list[Disk]:
+    """The disks the instance has now, in the order and with the targets a build gives them;
+    `root` False: volume-backed, its vda is its root volume (volume_disks)."""
     path = instance_dir(instances_root, instance_uuid)
-    found = [Disk(path=str(path / "disk"), target="vda")]
+    found = [Disk(path=str(path / "disk"), target="vda")] if root else []
     if (path / "disk.eph0").exists():
         found.append(Disk(path=str(path / "disk.eph0"), target="vdb"))
     if (path / "disk.swap").exists():
-        found.append(Disk(path=str(path / "disk.swap"), target=f"vd{'c' if len(found) > 1 else 'b'}"))
+        found.append(Disk(path=str(path / "disk.swap"),
+                          target=f"vd{'c' if (path / 'disk.eph0').exists() else 'b'}"))
     if config_drive and (path / CONFIG_DRIVE).exists():
         found.append(Disk(path=str(path / CONFIG_DRIVE), target="hdc", format="raw", device="cdrom"))
     return found
@@ -251,10 +258,12 @@ def _backup_now(path: Path) -> None:
     os.replace(tmp, target)
 
 
-async def backup_for_resize(instances_root: Path, instance_uuid: str) -> None:
+async def backup_for_resize(instances_root: Path, instance_uuid: str, *, root: bool = True) -> None:
+    """`root` False: volume-backed, no root disk here (its directory still is)."""
     path = instance_dir(instances_root, instance_uuid)
-    if not (path / "disk").exists():
-        raise errors.NovaAsyncError(f"the instance's root disk {path / 'disk'} is missing")
+    must = path / "disk" if root else path
+    if not must.exists():
+        raise errors.NovaAsyncError(f"the instance's {'root disk' if root else 'directory'} {must} is missing")
     await asyncio.to_thread(_backup_now, path)
 
 
@@ -265,7 +274,7 @@ async def resize_disks(instances_root: Path, instance_uuid: str, *, root_gb: int
     it twice does the same as once."""
     path = instance_dir(instances_root, instance_uuid)
     root = path / "disk"
-    if root_gb and await _virtual_size(root) < root_gb * GiB:
+    if root_gb and root.exists() and await _virtual_size(root) < root_gb * GiB:
         await qemu_img("resize", "-q", str(root), f"{root_gb}G")
     eph = path / "disk.eph0"
     if ephemeral_gb:

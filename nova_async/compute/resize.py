@@ -35,12 +35,13 @@ import structlog
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.states import PowerState, TaskState, VmState
-from nova_async.compute import disks
+from nova_async.compute import build_volumes, disks
 from nova_async.compute.build import BootFiles, Flavor, boot_files, tap_name
 from nova_async.compute.client import ComputeClient
-from nova_async.compute.domain_xml import DomainSpec, Interface, domain_name, domain_xml
+from nova_async.compute.domain_xml import Disk, DomainSpec, Interface, domain_name, domain_xml
 from nova_async.compute.host import Host, describe
 from nova_async.compute.messages import ResizeStep, ResizeStepName
+from nova_async.compute.volume_disks import volume_disks
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
@@ -84,10 +85,13 @@ async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor) -> str:
     uuid = str(row["uuid"])
     boot, console_log = BootFiles(), ""
     vifs = row["network_info"] or []
+    volumes = await volume_disks(host.pool, uuid)  # root volume first: vda of a volume-backed guest
     if host.real_guests:
         if row["image_ref"]:
             image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
             boot = await boot_files(host, image.properties, row["project_id"])
+        else:
+            boot = await boot_files(host, await build_volumes.root_properties(host, row), row["project_id"])
         console_log = str(disks.console_log(host.instances_root, uuid))
         for bridge in dict.fromkeys(v.get("bridge") for v in vifs if v.get("bridge")):
             await host.bridges.ensure(bridge)
@@ -95,12 +99,21 @@ async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor) -> str:
     spec = DomainSpec(
         instance_uuid=uuid, display_name=row["display_name"], project_id=row["project_id"],
         flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus, domain_type=host.domain_type,
-        disks=tuple(disks.instance_disks(host.instances_root, uuid, config_drive=host.real_guests)),
+        disks=_with_volumes(disks.instance_disks(host.instances_root, uuid, config_drive=host.real_guests,
+                                                 root=bool(row["image_ref"])), volumes, bool(row["image_ref"])),
         interfaces=tuple(Interface(mac=v["mac_address"], tap=v.get("tap") or tap_name(v["port_id"]),
                                    bridge=v.get("bridge") or "", mtu=v.get("mtu") or 1500) for v in vifs),
         kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log,
         node=host.node_uuid)
     return domain_xml(spec)
+
+
+def _with_volumes(local: list[Disk], volumes: list[Disk], image_backed: bool) -> tuple[Disk, ...]:
+    """The guest's disks as a build orders them: its root (local disk, or root volume), the
+    flavor's local disks, then the other volumes."""
+    if image_backed:
+        return tuple(local + volumes)
+    return tuple(volumes[:1] + local + volumes[1:])
 
 
 async def _place_guest(host: Host, row: asyncpg.Record, flavor: Flavor, *, running: bool) -> None:
@@ -129,7 +142,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             name = domain_name(uuid)
             if await host.hypervisor.is_running(name):
                 await host.hypervisor.power_off(name, timeout=host.timeouts.shutdown)
-            await disks.backup_for_resize(host.instances_root, uuid)
+            await disks.backup_for_resize(host.instances_root, uuid, root=bool(row["image_ref"]))
             new = Flavor.from_row(migration["new_flavor"])
             await disks.resize_disks(host.instances_root, uuid, root_gb=new.root_gb,
                                      ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap)

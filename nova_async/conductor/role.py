@@ -33,11 +33,13 @@ from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import RequestSpec
+from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("conductor")
 Q = queries("instances")
 CQ = queries("conductor")
 GQ = queries("server_groups")
+BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
@@ -58,6 +60,7 @@ class ConductorRole(Role):
         self.scheduler = SchedulerClient(self.bus)
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
+        self.volumes = VolumeClient(self.bus)
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
@@ -181,7 +184,22 @@ class ConductorRole(Role):
             await self._finish_delete(cell.pool, uuid)
             return
         metrics.build_finished("error")
+        await self._give_back_volumes(cell.pool, uuid)
         await self.cells.move(uuid, cell, self.cells.cell0)
+
+    async def _give_back_volumes(self, db, uuid: str) -> None:
+        """The volumes the API reserved for an instance that got no host (or was deleted
+        before it got one) are available again, and its mappings go: it never had the volumes,
+        and a delete of a server without a host (API or cell0) lets go of nothing. A volume a
+        host made for it before handing the build back (a reschedule that then found no host)
+        goes when it was to go with the instance, as at a delete."""
+        for bdm in await db.fetch(BQ.of_instance, uuid):
+            if bdm["attachment_id"] is not None:
+                await self.volumes.delete_attachment(str(bdm["attachment_id"]))
+            # one made by a build that was then rescheduled, to go with the instance
+            if bdm["volume_id"] is not None and bdm["source_type"] != "volume" and bdm["delete_on_termination"]:
+                await self.volumes.delete(str(bdm["volume_id"]))
+            await db.execute(BQ.delete, bdm["id"])
 
     async def reschedule_instance(self, msg: RescheduleInstance, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
@@ -236,12 +254,14 @@ class ConductorRole(Role):
         message = (f"Build of instance {uuid} failed on {msg.failed_host}: {msg.reason}. "
                    f"No alternate host could take it (tried: {', '.join(tried)}).")
         log.warning("reschedule found no host", instance_uuid=uuid, reason=message)
+        await self._give_back_volumes(db, uuid)
         await instances.set_error(db, uuid, message, code=500)
         metrics.build_finished("error")
         await instances.finish_action(db, uuid, ctx.request_id)
         return None
 
     async def _finish_delete(self, db, uuid: str) -> None:
+        await self._give_back_volumes(db, uuid)
         await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
 

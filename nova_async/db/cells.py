@@ -36,6 +36,7 @@ from nova_async.db.queries import queries
 
 log = structlog.get_logger("db.cells")
 Q = queries("cells")
+BQ = queries("block_devices")
 
 CELL0_UUID = "00000000-0000-0000-0000-000000000000"  # Nova's fixed uuid for cell0
 DEFAULT_CELL = "cell1"
@@ -173,8 +174,9 @@ class Cells:
     # -- moving an instance that has not been built
 
     async def move(self, instance_uuid: str, source: Cell, target: Cell) -> None:
-        """Copy the instance (with its faults, actions and events) into `target`, point its
-        mapping there, then delete it from `source`. Safe to repeat after a crash."""
+        """Copy the instance (with its faults, actions, events and block device mappings) into
+        `target`, point its mapping there, then delete it from `source`. Safe to repeat after a
+        crash."""
         if source is target:
             return
         # The source row stays locked to the end: a change made meanwhile (a delete) waits, then
@@ -183,10 +185,13 @@ class Cells:
             if await src.fetchval(Q.lock_instance, instance_uuid) is None:
                 return
             exported = await src.fetchrow(Q.export_instance, instance_uuid)
+            mappings = await src.fetchval(BQ.export_of_instance, instance_uuid)
             async with target.pool.acquire() as conn, conn.transaction():
                 await conn.execute(Q.drop_instance, instance_uuid)
                 await conn.execute(Q.import_instance, exported["instance"], exported["faults"],
                                    exported["actions"], exported["events"])
+                if mappings:
+                    await conn.execute(BQ.import_rows, mappings)
             await self.api.execute(Q.remap_instance, instance_uuid, target.uuid)
             await src.execute(Q.drop_instance, instance_uuid)
         log.info("instance moved between cells", instance_uuid=instance_uuid, source=source.name,

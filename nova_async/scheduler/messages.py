@@ -80,6 +80,9 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     # ids of the security groups its new ports join (the boot's, resolved by name when accepted);
     # None: the project's default group
     security_groups: list[str] | None = None
+    # Boots from a volume (Nova's is_bfv): its root disk is the volume, not this host's disk,
+    # so no DISK_GB is claimed for it (the flavor's ephemeral and swap still are).
+    is_bfv: bool = False
 
     @classmethod
     def from_stored(cls, spec: dict[str, Any], flavor: Flavor | dict[str, Any]) -> RequestSpec:
@@ -97,7 +100,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
 
     def resources(self) -> dict[str, int]:
         wanted = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,
-                  "DISK_GB": self.root_gb + self.ephemeral_gb + (self.swap_mb + 1023) // 1024}
+                  "DISK_GB": (0 if self.is_bfv else self.root_gb) + self.ephemeral_gb + (self.swap_mb + 1023) // 1024}
         return {rc: amount for rc, amount in wanted.items() if amount > 0}
 
 

@@ -15,6 +15,14 @@ SELECT * FROM block_device_mappings WHERE instance_uuid = $1
 SELECT * FROM block_device_mappings WHERE instance_uuid = ANY ($1::uuid[])
  ORDER BY instance_uuid, boot_index NULLS LAST, created_at, id;
 
+-- name: export_of_instance
+-- An instance's mappings as JSON, moved with it into another cell (db/cells.py move).
+SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') FROM block_device_mappings b WHERE instance_uuid = $1;
+
+-- name: import_rows
+INSERT INTO block_device_mappings
+SELECT (jsonb_populate_record(NULL::block_device_mappings, b)).* FROM jsonb_array_elements($1::jsonb) AS b;
+
 -- name: volumes_of_instances
 SELECT instance_uuid, volume_id, delete_on_termination, device_name, tag, id
   FROM block_device_mappings

@@ -41,7 +41,7 @@ class HostileRequest:
     __repr__ = __str__  # hypothesis prints drawn values with repr: short, whatever the body
 
 
-ROLES = ["identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute"]
+ROLES = ["identity", "image", "network", "placement", "api", "conductor", "scheduler", "compute", "volume"]
 C = "/compute/v2.1"
 MV = {"OpenStack-API-Version": "compute 2.96"}
 PV = {"OpenStack-API-Version": "placement 1.39"}
