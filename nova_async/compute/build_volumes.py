@@ -15,7 +15,6 @@ host's connection), as Nova replaces attachments on a reschedule."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 import structlog
@@ -24,7 +23,7 @@ from nova_async.common import errors
 from nova_async.common.states import VmState
 from nova_async.compute.domain_xml import Disk
 from nova_async.compute.host import Host
-from nova_async.compute.volume_disks import disk_of
+from nova_async.compute.volume_disks import connector, disk_of
 from nova_async.db.queries import queries
 from nova_async.volume.messages import CreateVolume, VolumeInfo
 
@@ -41,12 +40,6 @@ class Connected:
     to_complete: list[str]               # attachments connected now, completed once the guest runs
 
 
-def connector(host: Host) -> dict[str, Any]:
-    """What this host tells the volume service about itself (os-brick's connector, in short)."""
-    return {"host": host.name, "platform": "x86_64", "os_type": "linux", "multipath": False,
-            "initiator": f"iqn.2026-01.nova-async:{host.name}"}
-
-
 async def connect(host: Host, row: asyncpg.Record) -> Connected:
     """Every volume mapping of the instance with a volume, an attachment and a connection.
     A rebuild finds them connected and uses them as they are; a build completes each once its
@@ -60,7 +53,7 @@ async def connect(host: Host, row: asyncpg.Record) -> Connected:
         if bdm["boot_index"] == 0:
             root = await host.volumes.get(str(bdm["volume_id"]), row["project_id"], is_admin=True)
         if bdm["connection_info"] is None:
-            info = await host.volumes.connect(str(bdm["attachment_id"]), connector(host),
+            info = await host.volumes.connect(str(bdm["attachment_id"]), connector(host.name),
                                               bdm["device_name"] or "")
             bdm = await host.pool.fetchrow(BQ.set_connection, bdm["id"], info.as_cinder())
             to_complete.append(str(bdm["attachment_id"]))

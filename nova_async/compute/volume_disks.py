@@ -16,6 +16,13 @@ from nova_async.db.queries import queries
 BQ = queries("block_devices")
 
 
+def connector(host_name: str) -> dict[str, Any]:
+    """What a compute host tells the volume service about itself when it connects a volume
+    (os-brick's connector, in short): the answer is a file or block device on this machine."""
+    return {"host": host_name, "platform": "x86_64", "os_type": "linux", "multipath": False,
+            "initiator": f"iqn.2004-10.org.openstack.nova-async:{host_name}"}
+
+
 def target_of(device_name: str | None) -> str:
     """The domain's target for a device name: "/dev/vdb" → "vdb"."""
     return (device_name or "").rsplit("/", 1)[-1]

@@ -22,7 +22,6 @@ finish or undo from what the volume service and the domain say: no volume is lef
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import asyncpg
 import structlog
@@ -31,7 +30,7 @@ from nova_async.compute.domain_xml import disk_xml, domain_name
 from nova_async.compute.host import Host, describe
 from nova_async.compute.hypervisor import GuestGone
 from nova_async.compute.messages import AttachVolume, DetachVolume, ExtendVolume
-from nova_async.compute.volume_disks import disk_of, target_of
+from nova_async.compute.volume_disks import connector, disk_of, target_of
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
@@ -40,13 +39,6 @@ from nova_async.volume.messages import AttachmentRecord
 log = structlog.get_logger("compute.volumes")
 BQ = queries("block_devices")
 GIB = 1024 ** 3
-
-
-def connector(host: Host) -> dict[str, Any]:
-    """What this host can attach, as os-brick would describe it to Cinder: the volume
-    service answers with a file or block device on this machine."""
-    return {"host": host.name, "platform": "x86_64", "os_type": "linux", "multipath": False,
-            "initiator": f"iqn.2004-10.org.openstack.nova-async:{host.name}"}
 
 
 async def attach(host: Host, msg: AttachVolume, request_id: str) -> None:
@@ -76,7 +68,7 @@ async def attach(host: Host, msg: AttachVolume, request_id: str) -> None:
 
 async def _attach(host: Host, msg: AttachVolume, bdm: asyncpg.Record) -> None:
     name = domain_name(msg.instance_uuid)
-    connection = await host.volumes.connect(msg.attachment_id, connector(host), bdm["device_name"] or "")
+    connection = await host.volumes.connect(msg.attachment_id, connector(host.name), bdm["device_name"] or "")
     info = connection.as_cinder()
     # Kept before the guest has it: recovery then knows how to take it out again.
     await host.pool.execute(BQ.set_connection, msg.bdm_id, info)
