@@ -13,7 +13,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import dump, read_json, validator
 from nova_async.volume import attachments
-from nova_async.volume.handlers.common import all_projects, api, caller, page
+from nova_async.volume.handlers.common import ATTACHMENT_SORT_KEYS, all_projects, api, caller, page
 from nova_async.volume.handlers.versions import VERSION_KEY
 from nova_async.volume.views import ts
 
@@ -46,19 +46,6 @@ def _needs(request: web.Request, version: tuple[int, int]) -> None:
     if request[VERSION_KEY] < version:
         raise errors.NotFound(f"The resource could not be found: microversion {version[0]}.{version[1]} or later "
                               "is needed (OpenStack-API-Version: volume 3.44).", code="version_not_found")
-
-
-# What an attachment can be sorted by: page() knows the volumes' keys, some of which
-# (name, size, bootable…) an attachment does not have.
-SORT_KEYS = ("created_at", "updated_at", "id", "status")
-
-
-def _refuse_other_sort_keys(request: web.Request) -> None:
-    asked = [part.partition(":")[0].strip() for part in request.query.get("sort", "").split(",") if part.strip()]
-    asked += [request.query["sort_key"]] if "sort_key" in request.query else []
-    for key in asked:
-        if key not in SORT_KEYS:
-            raise errors.InvalidInput(f"Invalid input received: Invalid sort key {key!r}.")
 
 
 def _owner(ctx) -> str | None:
@@ -101,12 +88,11 @@ async def create_attachment(request: web.Request) -> web.Response:
 async def _listed(request: web.Request) -> list[asyncpg.Record]:
     ctx = caller(request)
     _needs(request, ATTACHMENTS_VERSION)
-    _refuse_other_sort_keys(request)
     q = request.query
     rows = await attachments.find(api(request), project_id=None if all_projects(request, ctx) else ctx.project_id,
                                   volume_id=q.get("volume_id"), instance_uuid=q.get("instance_id"),
                                   status=q.get("status") or q.get("attach_status"))
-    rows, _ = page(request, rows, "attachments")
+    rows, _ = page(request, rows, ATTACHMENT_SORT_KEYS)
     return rows
 
 

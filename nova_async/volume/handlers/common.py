@@ -15,7 +15,10 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import context, query_flag, query_int
 from nova_async.volume.state import STATE, VolumeApi
 
-SORT_KEYS = ("created_at", "updated_at", "id", "name", "size", "status", "availability_zone", "bootable")
+# What each listing can be sorted by: the keys its rows have.
+VOLUME_SORT_KEYS = ("created_at", "updated_at", "id", "name", "size", "status", "availability_zone", "bootable")
+SNAPSHOT_SORT_KEYS = ("created_at", "updated_at", "id", "name", "size", "status", "volume_id")
+ATTACHMENT_SORT_KEYS = ("created_at", "updated_at", "id", "status")
 MAX_LIMIT = 1000
 
 
@@ -56,7 +59,7 @@ def metadata_filter(request: web.Request) -> dict[str, str] | None:
     return value
 
 
-def _sort(request: web.Request) -> list[tuple[str, bool]]:
+def _sort(request: web.Request, sort_keys: tuple[str, ...]) -> list[tuple[str, bool]]:
     """[(key, descending)], from `sort=k1:asc,k2` or `sort_key`/`sort_dir`; Cinder's default
     is newest first."""
     keys: list[tuple[str, str]] = []
@@ -73,7 +76,7 @@ def _sort(request: web.Request) -> list[tuple[str, bool]]:
     out = []
     for key, direction in keys:
         key = {"display_name": "name"}.get(key, key)
-        if key not in SORT_KEYS:
+        if key not in sort_keys:
             raise errors.InvalidInput(f"Invalid input received: Invalid sort key {key!r}.")
         if direction not in ("asc", "desc"):
             raise errors.InvalidInput(f"Invalid input received: Unknown sort direction {direction!r}, must be "
@@ -84,11 +87,11 @@ def _sort(request: web.Request) -> list[tuple[str, bool]]:
     return out
 
 
-def page(request: web.Request, rows: list[Any]) -> tuple[list[Any], str | None]:
+def page(request: web.Request, rows: list[Any], sort_keys: tuple[str, ...]) -> tuple[list[Any], str | None]:
     """The rows sorted as asked, from after `marker`, at most `limit` of them, and the marker
     of the next page when there may be one (the row count of a project is bounded by its
     quota, so this sorts in memory)."""
-    order = _sort(request)
+    order = _sort(request, sort_keys)
     for key, desc in reversed(order):
         rows = sorted(rows, key=_sort_value(key), reverse=desc)
     marker = request.query.get("marker")

@@ -6,7 +6,8 @@ from aiohttp import web
 
 from nova_async.common.web import dump, read_json
 from nova_async.volume import schemas, snapshots, views
-from nova_async.volume.handlers.common import all_projects, api, caller, metadata_filter, next_link, page
+from nova_async.volume.handlers.common import (SNAPSHOT_SORT_KEYS, all_projects, api, caller, metadata_filter,
+                                               next_link, page)
 
 
 async def create_snapshot(request: web.Request) -> web.Response:
@@ -24,7 +25,7 @@ async def _listed(request: web.Request):
                                 name=request.query.get("name") or request.query.get("display_name"),
                                 status=request.query.get("status"), volume_id=request.query.get("volume_id"),
                                 metadata=metadata_filter(request))
-    rows, marker = page(request, rows)
+    rows, marker = page(request, rows, SNAPSHOT_SORT_KEYS)
     return rows, next_link(request, marker)
 
 

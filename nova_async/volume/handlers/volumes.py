@@ -7,8 +7,8 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import check, dump, query_flag, read_body, read_json
 from nova_async.volume import schemas, views, volumes
-from nova_async.volume.handlers.common import (all_projects, api, base, caller, metadata_filter, next_link,
-                                               page)
+from nova_async.volume.handlers.common import (VOLUME_SORT_KEYS, all_projects, api, base, caller,
+                                               metadata_filter, next_link, page)
 
 
 async def create_volume(request: web.Request) -> web.Response:
@@ -30,7 +30,7 @@ async def _listed(request: web.Request):
     rows = await volumes.find(api(request), ctx, all_projects=all_projects(request, ctx), name=name,
                               status=request.query.get("status"), metadata=metadata_filter(request),
                               bootable=query_flag(request, "bootable"))
-    rows, marker = page(request, rows)
+    rows, marker = page(request, rows, VOLUME_SORT_KEYS)
     return ctx, rows, next_link(request, marker)
 
 

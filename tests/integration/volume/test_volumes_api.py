@@ -77,6 +77,12 @@ async def test_name_lookup_filters_and_pages(h):
     assert [v["name"] for v in body["volumes"]] == ["v1", "v0"]
     status, body = await call(h, "GET", "/volumes?sort=nonsense", h.alice)
     assert status == 400 and "badRequest" in body
+    # A key volumes have and snapshots do not is a 400 for snapshots (it was a 500).
+    for path in ("/snapshots?sort=bootable", "/snapshots/detail?sort_key=availability_zone"):
+        status, body = await call(h, "GET", path, h.alice)
+        assert status == 400 and "badRequest" in body, (path, body)
+    status, body = await call(h, "GET", "/snapshots?sort=volume_id:asc", h.alice)
+    assert status == 200, body
 
 
 async def test_projects_are_kept_apart(h):
