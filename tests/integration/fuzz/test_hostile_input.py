@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.integration.fuzz.cloud import Cloud
 from tests.integration.fuzz.strategies import requests
 
-APIS = {"api", "image", "network", "placement", "identity", "root"}
+APIS = {"api", "image", "network", "placement", "identity", "volume", "root"}
 _STRATEGIES: weakref.WeakKeyDictionary[Cloud, dict[str, st.SearchStrategy]] = weakref.WeakKeyDictionary()
 
 
