@@ -13,7 +13,7 @@ from nova_async.compute.domain_xml import domain_name
 from tests.harness import running
 from tests.waiting import until
 from tests.integration import test_server_lifecycle
-from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, settled, wait_status
+from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, seed, settled, wait_status
 
 cloud = test_server_lifecycle.cloud
 GiB = 1024 ** 3
@@ -201,17 +201,7 @@ async def test_resize_is_confirmed_after_the_window(pool, tmp_path):
 
 
 async def _setup(h) -> None:
-    h.flavor = await flavor(h, "m1.small", 1024, 1, 1)
-    image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-        "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
-    await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
-                              headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
-    h.image = image["id"]
-    net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
-                                     json={"network": {"name": "net1"}}), 201)
-    h.net = net["network"]["id"]
-    await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
-        "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
+    await seed(h)
 
 
 SIM1 = {"simulate_hosts": 1, "sim_vcpus": 4, "sim_memory_mb": 4096, "sim_disk_gb": 50}

@@ -23,24 +23,31 @@ async def ok(resp, status: int):
 
 
 @contextlib.asynccontextmanager
-async def sim_cloud(pool, tmp_path):
-    """Two simulated hosts (4 VCPU, 4096 MB each), a flavor, an image and a network."""
-    async with running(pool, ROLES, tmp_path, compute={"simulate_hosts": 2, "sim_vcpus": 4,
-                                                       "sim_memory_mb": 4096, "sim_disk_gb": 50}) as h:
-        flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
-            "name": "m1.small", "ram": 1024, "vcpus": 1, "disk": 1}}), 200)
-        h.flavor = flavor["flavor"]["id"]
-        image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-            "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
-        await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
-                                  headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
-        h.image = image["id"]
-        net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
-                                         json={"network": {"name": "net1"}}), 201)
-        h.net = net["network"]["id"]
-        await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
-            "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
+async def sim_cloud(pool, tmp_path, roles=ROLES, **sections):
+    """Simulated hosts (two of 4 VCPU, 4096 MB each unless `sections` say otherwise: they are
+    the harness's settings sections), a flavor, an image and a network (`seed`)."""
+    sections.setdefault("compute", {"simulate_hosts": 2, "sim_vcpus": 4, "sim_memory_mb": 4096, "sim_disk_gb": 50})
+    async with running(pool, roles, tmp_path, **sections) as h:
+        await seed(h)
         yield h
+
+
+async def seed(h, ram: int = 1024) -> None:
+    """What a boot needs: flavor m1.small (h.flavor), a small raw image (h.image), and a network
+    with a subnet (h.net), all alice's but the flavor."""
+    flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "m1.small", "ram": ram, "vcpus": 1, "disk": 1}}), 200)
+    h.flavor = flavor["flavor"]["id"]
+    image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
+        "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
+    await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
+                              headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
+    h.image = image["id"]
+    net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
+                                     json={"network": {"name": "net1"}}), 201)
+    h.net = net["network"]["id"]
+    await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
+        "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
 
 
 

@@ -8,35 +8,21 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.harness import running
-from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, wait_status
+from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, sim_cloud, wait_status
 from tests.integration.volume.helpers import call, make_volume, settled
 from tests.waiting import until
 
 SERVERS = 20
 
 
-async def cloud(pool, tmp_path):
-    return running(pool, ROLES + ["volume"], tmp_path,
-                   compute={"simulate_hosts": 4, "sim_vcpus": 16, "sim_memory_mb": 16384, "sim_disk_gb": 200},
-                   quota={"instances": SERVERS, "cores": SERVERS}, volume={"quota_volumes": SERVERS,
-                                                                          "quota_gigabytes": SERVERS})
+def cloud(pool, tmp_path):
+    return sim_cloud(pool, tmp_path, ROLES + ["volume"],
+                     compute={"simulate_hosts": 4, "sim_vcpus": 16, "sim_memory_mb": 16384, "sim_disk_gb": 200},
+                     quota={"instances": SERVERS, "cores": SERVERS},
+                     volume={"quota_volumes": SERVERS, "quota_gigabytes": SERVERS})
 
 
-async def prepare(h) -> list[str]:
-    flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
-        "name": "m1.tiny", "ram": 128, "vcpus": 1, "disk": 1}}), 200)
-    h.flavor = flavor["flavor"]["id"]
-    image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-        "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
-    await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
-                              headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
-    h.image = image["id"]
-    net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
-                                     json={"network": {"name": "net1"}}), 201)
-    h.net = net["network"]["id"]
-    await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
-        "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
+async def boot_all(h) -> list[str]:
     created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(
         h, name="racer", min_count=SERVERS, max_count=SERVERS, return_reservation_id=True)), 202)
     listed = await ok(await h.http.get(f"{V}/servers?reservation_id={created['reservation_id']}",
@@ -55,8 +41,8 @@ def attach(h, server_id: str, volume_id: str):
 
 
 async def test_twenty_servers_attach_one_volume_at_once_and_one_wins(pool, tmp_path):
-    async with await cloud(pool, tmp_path) as h:
-        servers = await prepare(h)
+    async with cloud(pool, tmp_path) as h:
+        servers = await boot_all(h)
         volume = await make_volume(h, h.alice, name="contested")
         answers = await asyncio.gather(*(attach(h, s, volume["id"]) for s in servers))
         codes = sorted(r.status for r in answers)
@@ -77,8 +63,8 @@ async def test_twenty_servers_attach_one_volume_at_once_and_one_wins(pool, tmp_p
 
 
 async def test_an_attach_racing_the_volumes_delete_one_of_them_wins(pool, tmp_path):
-    async with await cloud(pool, tmp_path) as h:
-        servers = await prepare(h)
+    async with cloud(pool, tmp_path) as h:
+        servers = await boot_all(h)
         volumes = [await make_volume(h, h.alice, name=f"v{i}") for i in range(len(servers))]
 
         async def delete(volume_id: str) -> int:
