@@ -22,6 +22,8 @@ domain with it and restarting it; where the driver has hotplug, attachDeviceFlag
 detachDeviceFlags are used. No real QEMU domain: a virtio disk's hot-unplug waits for the
 guest's kernel to answer the ACPI eject, so it measures a guest's boot and hotplug driver,
 not the control plane (tests/e2e/test_qemu_volume_hotplug.py covers QEMU for correctness).
+Tried here on one demo guest: its first hot-unplug was not answered within 120 s under the
+shared box's load (C's e2e test saw 28 s), so such a column would time the guest's boot.
 
 Upstream Cinder is pip-installable, but a comparable run needs cinder-api,
 cinder-scheduler and cinder-volume with their own database and message queue, a Keystone,

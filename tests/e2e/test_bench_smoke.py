@@ -10,7 +10,8 @@ failed boots, upstream placement finding the same candidates).
 
 Each case brings its own peer: boot_rate and bus start their own RabbitMQ, guest_boot a real
 TCG guest (the demo guest is built first if this machine has none), placement_vs_upstream
-upstream Placement in a virtualenv this run makes (shared by its two cases, then removed).
+upstream Placement in a virtualenv this run makes (shared by its two cases, then removed),
+volumes a test:///default connection of its own.
 """
 
 from __future__ import annotations
@@ -123,6 +124,14 @@ async def test_schedule_rate_in_batches():
            rf"POST->ACTIVE\s+p50\s+{NUM} ms\s+p95\s+{NUM} ms .*",
            rf"service CPU per server\s+{NUM} ms .*",
            rf"peak RSS\s+{NUM} MiB")
+
+
+async def test_volumes_against_bare_libvirt():
+    out = await run_bench("volumes.py", "--concurrency", "2", "--rounds", "1", "--hosts", "1")
+    # errors 0: every round trip ended where it should (the one verdict that is not a timing)
+    expect(out, rf"concurrency=2 rounds=1 size=1G samples: ours 2 \(errors 0\), floor 2; poll every {NUM} ms",
+           *(rf"{phase}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}x"
+             for phase in ("create", "attach", "detach", "delete", "total")))
 
 
 @pytest.fixture(scope="session")
