@@ -106,7 +106,7 @@ async def _listed(request: web.Request) -> list[asyncpg.Record]:
     rows = await attachments.find(api(request), project_id=None if all_projects(request, ctx) else ctx.project_id,
                                   volume_id=q.get("volume_id"), instance_uuid=q.get("instance_id"),
                                   status=q.get("status") or q.get("attach_status"))
-    rows, _ = page(request, rows, "attachments")
+    rows, _ = page(request, rows)
     return rows
 
 
