@@ -83,6 +83,7 @@ class ConductorRole(Role):
 
     async def _resume(self) -> None:
         await self._resume_unscheduled()
+        await self._finish_unhosted_deletes()
         await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
 
     async def _tidy_cells(self) -> None:
@@ -186,6 +187,12 @@ class ConductorRole(Role):
         metrics.build_finished("error")
         await self._give_back_volumes(cell.pool, uuid)
         await self.cells.move(uuid, cell, self.cells.cell0)
+        # A delete that came after the ERROR and before the move marked the row the move
+        # carried, and then finished nothing where the row no longer was: finish it here.
+        cell0 = self.cells.cell0.pool
+        moved = await cell0.fetchrow(Q.get, uuid)
+        if moved is not None and moved["task_state"] == TaskState.DELETING:
+            await self._finish_delete(cell0, uuid)
 
     async def _give_back_volumes(self, db, uuid: str) -> None:
         """The volumes the API reserved for an instance that got no host (or was deleted
@@ -264,6 +271,13 @@ class ConductorRole(Role):
         await self._give_back_volumes(db, uuid)
         await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)
+
+    async def _finish_unhosted_deletes(self) -> None:
+        """Deletes of servers without a host that a previous run (of the API or of this role)
+        marked and did not finish: nothing but a claim and reserved volumes can be held."""
+        for cell in self.cells.all():
+            for row in await cell.pool.fetch(CQ.unhosted_deletes):
+                await self._finish_delete(cell.pool, str(row["uuid"]))
 
     async def _resume_unscheduled(self) -> None:
         """Boot requests accepted by a previous run but never scheduled: schedule them now."""

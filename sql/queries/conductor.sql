@@ -9,6 +9,12 @@ SELECT i.reservation_id, i.project_id, i.user_id, a.request_id,
  WHERE i.deleted_at IS NULL AND i.vm_state = 'building' AND i.host IS NULL
  GROUP BY i.reservation_id, i.project_id, i.user_id, a.request_id;
 
+-- name: unhosted_deletes
+-- Deletes of instances no host holds (never scheduled, or scheduling failed) that were marked
+-- `deleting` and not finished: the API or this role stopped in between.
+SELECT uuid FROM instances
+ WHERE deleted_at IS NULL AND host IS NULL AND task_state = 'deleting' AND vm_state <> 'building';
+
 -- name: rows_to_schedule
 -- The rows of a boot request ($1) in this cell, in launch order.
 SELECT * FROM instances WHERE uuid = ANY ($1::uuid[]) AND deleted_at IS NULL ORDER BY launch_index;

@@ -98,6 +98,40 @@ async def test_a_placed_server_lives_in_cell1_and_an_unplaceable_one_in_cell0(cl
                                              failed_id)
 
 
+async def test_a_delete_between_the_error_and_the_move_to_cell0_is_finished(cloud, monkeypatch):
+    """The API marks the ERROR row `deleting` in cell1, the move carries the mark to cell0,
+    and the API's finish then finds nothing in cell1: the conductor finishes it in cell0."""
+    h = cloud
+    real_move = h.cells.move
+
+    async def delete_lands_first(uuid, source, target):
+        await source.pool.execute("UPDATE instances SET task_state = 'deleting' WHERE uuid = $1", uuid)
+        await real_move(uuid, source, target)
+
+    monkeypatch.setattr(h.cells, "move", delete_lands_first)
+    big = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "too-big", "ram": 8192, "vcpus": 1, "disk": 1}}), 200)
+    failed = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(
+        h, name="nope", flavorRef=big["flavor"]["id"])), 202)
+    await wait_status(h, failed["server"]["id"], "GONE")
+
+
+async def test_a_restart_finishes_deletes_of_servers_without_a_host(cloud):
+    """A delete the API marked and did not finish (it stopped in between) is finished when
+    the conductor resumes its work."""
+    h = cloud
+    big = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "too-big", "ram": 8192, "vcpus": 1, "disk": 1}}), 200)
+    failed = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(
+        h, name="nope", flavorRef=big["flavor"]["id"])), 202)
+    failed_id = failed["server"]["id"]
+    await wait_status(h, failed_id, "ERROR")
+    await until(lambda: mapped_cell(h, failed_id), lambda c: c == "cell0", what="the move to cell0")
+    await h.cells.cell0.pool.execute("UPDATE instances SET task_state = 'deleting' WHERE uuid = $1", failed_id)
+    await h.roles["conductor"]._resume()
+    await wait_status(h, failed_id, "GONE")
+
+
 async def test_tidy_finishes_an_interrupted_move_and_drops_unanswered_boots(cloud):
     h = cloud
     cell0, cell1 = h.cells.cell0, h.cells.default
