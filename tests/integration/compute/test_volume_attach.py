@@ -1,28 +1,25 @@
 """Volumes on existing servers, as a user drives them: `os-volume_attachments` attach, list,
-show and detach through the whole cloud (two simulated test-driver hosts), the disk in the
-guest's live and persistent definitions, `volumes_attached` in the server's views, Nova's
-answers to what cannot be done, a server delete that frees (or deletes) its volumes, and a
-compute restart that finds attaches and detaches cut off.
-
-The volume service is the contract's stand-in (fakes.FakeVolume: sparse files, the states
-the volume role promises), so these tests do not depend on how the volume role is built."""
+show and detach through the whole cloud (two simulated test-driver hosts) and the real
+volume role (file backend), the disk in the guest's live and persistent definitions,
+`volumes_attached` in the server's views, Nova's answers to what cannot be done, a server
+delete that frees (or deletes) its volumes, and a compute restart that finds attaches and
+detaches cut off. What the volume service holds is read through its own API."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid as uuidlib
 import xml.etree.ElementTree as ET
 
 import libvirt
 import pytest
 
-from nova_async import service
 from nova_async.compute.domain_xml import Disk, DomainSpec, domain_name, domain_xml
+from nova_async.volume.client import VolumeClient
 from tests.harness import running
-from tests.integration.compute import fakes
-from tests.integration.compute.support import FLAVOR, add_instance
-from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
+from tests.integration.compute.support import (FLAVOR, add_instance, bfv_body, boot_bfv, new_volume, volume,
+                                               volume_attachments, volume_path, volume_status)
+from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, sim_cloud, wait_status
 from tests.integration.test_server_lifecycle import ROLES as CLOUD_ROLES
 from tests.waiting import until
 
@@ -31,28 +28,8 @@ V79 = {"OpenStack-API-Version": "compute 2.79"}
 
 
 @pytest.fixture
-def fake_volume(monkeypatch):
-    monkeypatch.setitem(service.ROLE_CLASSES, "volume", f"{fakes.__name__}:FakeVolume")
-
-
-@pytest.fixture
-async def cloud(pool, tmp_path, fake_volume):
-    async with running(pool, CLOUD_ROLES + ["volume"], tmp_path,
-                       compute={"simulate_hosts": 2, "sim_vcpus": 4, "sim_memory_mb": 4096, "sim_disk_gb": 50}) as h:
-        flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
-            "name": "m1.small", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
-        h.flavor = flavor["flavor"]["id"]
-        image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-            "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
-        await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
-                                  headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
-        h.image = image["id"]
-        net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
-                                         json={"network": {"name": "net1"}}), 201)
-        h.net = net["network"]["id"]
-        await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
-            "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
-        h.volumes = h.roles["volume"]
+async def cloud(pool, tmp_path):
+    async with sim_cloud(pool, tmp_path, CLOUD_ROLES + ["volume"]) as h:
         yield h
 
 
@@ -72,11 +49,6 @@ def attachments_url(server_id: str, volume_id: str = "") -> str:
 def attach(h, server_id: str, volume_id: str, headers=None, **extra):
     return h.http.post(attachments_url(server_id), headers={**h.alice, **(headers or MV)},
                        json={"volumeAttachment": {"volumeId": volume_id, **extra}})
-
-
-async def volume_status(h, volume_id: str, *wanted: str) -> str:
-    return await until(lambda: (h.volumes.volumes.get(volume_id) or {"status": "gone"})["status"],
-                       lambda s: s in wanted, what=f"volume {volume_id} {' or '.join(wanted)}")
 
 
 def guest_disks(h, host: str, server_id: str) -> dict[str, dict[str, dict[str, str]]]:
@@ -106,14 +78,14 @@ async def action_events(h, server_id: str, action: str) -> dict[str, str]:
 async def test_attach_list_show_detach(cloud):
     h = cloud
     server_id, host = await boot(h)
-    volume_id = h.volumes.add("proj-a", size=1)
+    volume_id = await new_volume(h, name="data")
 
     created = await ok(await attach(h, server_id, volume_id, tag="data"), 200)
     assert created == {"volumeAttachment": {"device": "/dev/vdb", "id": volume_id, "serverId": server_id,
                                             "volumeId": volume_id, "tag": "data",
                                             "delete_on_termination": False}}
     await volume_status(h, volume_id, "in-use")
-    path = h.volumes.volumes[volume_id]["path"]
+    path = volume_path(h, volume_id)
     disks = guest_disks(h, host, server_id)
     for view in ("live", "persistent"):
         assert disks[view]["vdb"] == {"serial": volume_id, "source": path}, view
@@ -127,7 +99,12 @@ async def test_attach_list_show_detach(cloud):
     assert one == {"device": "/dev/vdb", "serverId": server_id, "volumeId": volume_id, "tag": "data",
                    "delete_on_termination": False, "attachment_id": str(bdm["attachment_id"]),
                    "bdm_uuid": str(bdm["id"])}
-    assert str(bdm["attachment_id"]) in h.volumes.attachments
+    [held] = await volume_attachments(h, volume_id)
+    assert (held["id"], held["instance"], held["status"]) == (str(bdm["attachment_id"]), server_id, "attached")
+    assert held["connection_info"]["data"]["device_path"] == path
+    shown = await volume(h, volume_id)
+    assert [(a["server_id"], a["host_name"], a["attachment_id"]) for a in shown["attachments"]] == [
+        (server_id, host, str(bdm["attachment_id"]))]
     old = await ok(await h.http.get(attachments_url(server_id, volume_id), headers={**h.alice, **V1}), 200)
     assert old == {"volumeAttachment": {"device": "/dev/vdb", "id": volume_id, "serverId": server_id,
                                         "volumeId": volume_id}}
@@ -146,7 +123,7 @@ async def test_attach_list_show_detach(cloud):
         server_id: [{"id": volume_id, "delete_on_termination": False}], other_id: []}
 
     # a second volume goes to the next free device
-    second = h.volumes.add("proj-a")
+    second = await new_volume(h)
     assert (await ok(await attach(h, server_id, second), 200))["volumeAttachment"]["device"] == "/dev/vdc"
     await volume_status(h, second, "in-use")
 
@@ -156,7 +133,8 @@ async def test_attach_list_show_detach(cloud):
     disks = guest_disks(h, host, server_id)
     for view in ("live", "persistent"):
         assert "vdb" not in disks[view] and disks[view]["vdc"]["serial"] == second, view
-    assert h.volumes.attachments.keys().isdisjoint({str(bdm["attachment_id"])})
+    assert await volume_attachments(h, volume_id) == []
+    assert (await volume(h, volume_id))["attachments"] == []
     assert await action_events(h, server_id, "detach_volume") == {"compute_detach_volume": "Success"}
     listed = await ok(await h.http.get(attachments_url(server_id), headers={**h.alice, **MV}), 200)
     assert [a["volumeId"] for a in listed["volumeAttachments"]] == [second]
@@ -172,7 +150,7 @@ async def test_attach_to_a_stopped_server_changes_its_definition(cloud):
     resp = await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None})
     assert resp.status == 202
     await wait_status(h, server_id, "SHUTOFF")
-    volume_id = h.volumes.add("proj-a")
+    volume_id = await new_volume(h)
     await ok(await attach(h, server_id, volume_id), 200)
     await volume_status(h, volume_id, "in-use")
     assert guest_disks(h, host, server_id)["persistent"]["vdb"]["serial"] == volume_id
@@ -194,8 +172,8 @@ async def fault(resp, status: int, name: str) -> str:
 async def test_what_cannot_be_attached_or_detached(cloud):
     h = cloud
     server_id, _ = await boot(h)
-    volume_id = h.volumes.add("proj-a")
-    bobs = h.volumes.add("proj-b")
+    volume_id = await new_volume(h)
+    bobs = await new_volume(h, h.bob)
     url = attachments_url(server_id)
 
     # bad input: Nova's 400, in its fault format
@@ -211,7 +189,7 @@ async def test_what_cannot_be_attached_or_detached(cloud):
     ]:
         await fault(await h.http.post(url, headers={**h.alice, **headers}, json=body), 400, "badRequest")
     await fault(await h.http.post(url, headers={**h.alice, **MV}, data=b"{nope"), 400, "badRequest")
-    assert h.volumes.volumes[volume_id]["status"] == "available"
+    assert (await volume(h, volume_id))["status"] == "available"
 
     # not found: the volume, another project's volume, the server, another project's server
     await fault(await attach(h, server_id, str(uuidlib.uuid4())), 404, "itemNotFound")
@@ -226,7 +204,7 @@ async def test_what_cannot_be_attached_or_detached(cloud):
 
     # a requested device in use is a conflict; the volume is not left reserved
     await fault(await attach(h, server_id, volume_id, device="/dev/vda"), 409, "conflictingRequest")
-    assert h.volumes.volumes[volume_id]["status"] == "available" and not h.volumes.attachments
+    assert (await volume(h, volume_id))["status"] == "available" and await volume_attachments(h) == []
 
     await ok(await attach(h, server_id, volume_id, device="/dev/vdd"), 200)
     await volume_status(h, volume_id, "in-use")
@@ -238,7 +216,7 @@ async def test_what_cannot_be_attached_or_detached(cloud):
     assert [a["device"] for a in listed["volumeAttachments"]] == ["/dev/vdd"]
 
     # a server whose state forbids it, or locked
-    spare = h.volumes.add("proj-a")
+    spare = await new_volume(h)
     resp = await h.http.post(f"{V}/servers/{other_id}/action", headers=h.alice, json={"suspend": None})
     assert resp.status == 202
     await wait_status(h, other_id, "SUSPENDED")
@@ -248,33 +226,33 @@ async def test_what_cannot_be_attached_or_detached(cloud):
     await fault(await attach(h, server_id, spare), 409, "conflictingRequest")
     await fault(await h.http.delete(attachments_url(server_id, volume_id), headers=h.alice), 409,
                 "conflictingRequest")
-    assert h.volumes.volumes[spare]["status"] == "available"
-    assert h.volumes.volumes[volume_id]["status"] == "in-use"
+    assert (await volume(h, spare))["status"] == "available"
+    assert (await volume(h, volume_id))["status"] == "in-use"
+    assert [a["volume_id"] for a in await volume_attachments(h)] == [volume_id]
 
 
 async def test_the_root_volume_is_not_detached(cloud):
     h = cloud
-    server_id, _ = await boot(h)
-    root = h.volumes.add("proj-a")
-    # as a boot from volume leaves it (block_device_mapping_v2, boot_index 0)
-    await h.cell1.execute(
-        "INSERT INTO block_device_mappings (id, instance_uuid, source_type, destination_type, boot_index,"
-        " device_name, volume_id, attachment_id) VALUES ($1, $2, 'volume', 'volume', 0, '/dev/vda', $3, $4)",
-        str(uuidlib.uuid4()), server_id, root, str(uuidlib.uuid4()))
+    root = await new_volume(h, imageRef=h.image, name="root")
+    server_id = await boot_bfv(h, bfv_body(h, [{"boot_index": 0, "uuid": root, "source_type": "volume",
+                                                "destination_type": "volume"}]))
+    await wait_status(h, server_id, "ACTIVE")
     message = await fault(await h.http.delete(attachments_url(server_id, root), headers=h.alice), 400,
                           "badRequest")
     assert message == "Cannot detach a root device volume"
+    assert (await volume(h, root))["status"] == "in-use"
     shown = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.alice, **MV}), 200))["server"]
     assert shown["os-extended-volumes:volumes_attached"] == [{"id": root, "delete_on_termination": False}]
-    # the next volume goes after it and the local disks
-    second = h.volumes.add("proj-a")
+    # the next volume goes after it (vda)
+    second = await new_volume(h)
     assert (await ok(await attach(h, server_id, second), 200))["volumeAttachment"]["device"] == "/dev/vdb"
+    await volume_status(h, second, "in-use")
 
 
 async def test_update_changes_delete_on_termination_only(cloud):
     h = cloud
     server_id, _ = await boot(h)
-    volume_id = h.volumes.add("proj-a")
+    volume_id = await new_volume(h)
     await ok(await attach(h, server_id, volume_id), 200)
     await volume_status(h, volume_id, "in-use")
     url = attachments_url(server_id, volume_id)
@@ -290,34 +268,47 @@ async def test_update_changes_delete_on_termination_only(cloud):
     await fault(await put({"volumeId": volume_id, "device": "/dev/vdc"}), 400, "badRequest")
     await fault(await put({"volumeId": volume_id, "delete_on_termination": False}, headers=V79), 400,
                 "badRequest")
-    other = h.volumes.add("proj-a")
+    other = await new_volume(h)
     await fault(await put({"volumeId": other}), 403, "forbidden")                 # a swap: admins only
     await fault(await put({"volumeId": other}, who=h.admin), 409, "conflictingRequest")  # and not done here
     await fault(await h.http.put(attachments_url(server_id, other), headers={**h.alice, **V85},
                                  json={"volumeAttachment": {"volumeId": other}}), 404, "itemNotFound")
 
 
-async def test_a_failed_attach_gives_the_volume_back(cloud):
+async def test_a_failed_attach_gives_the_volume_back(cloud, tmp_path):
+    """The attach fails after the volume service connected the volume: the guest's definition
+    already has a disk at vdb, the device the API chose (someone's `virsh attach-disk
+    --config`), so libvirt refuses the volume's. The attachment goes and the volume is
+    available again; the server is as it was."""
     h = cloud
     server_id, host = await boot(h)
-    volume_id = h.volumes.add("proj-a")
-    h.volumes.refuse_connect.add(volume_id)
-    await ok(await attach(h, server_id, volume_id), 200)
-    await until(lambda: not h.volumes.attachments, what="the attachment deleted")
-    assert h.volumes.volumes[volume_id]["status"] == "available"
+    volume_id = await new_volume(h)
+    theirs = tmp_path / "not-nova.raw"
+    theirs.write_bytes(b"\0" * 4096)
+    dom = h.roles["compute"].hosts[host].hypervisor.conn.lookupByName(domain_name(server_id))
+    definition = ET.fromstring(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
+    definition.find("devices").append(ET.fromstring(
+        f"<disk type='file' device='disk'><source file='{theirs}'/><target dev='vdb' bus='virtio'/></disk>"))
+    dom.connect().defineXML(ET.tostring(definition, encoding="unicode"))
+
+    assert (await ok(await attach(h, server_id, volume_id), 200))["volumeAttachment"]["device"] == "/dev/vdb"
     events = await until(lambda: action_events(h, server_id, "attach_volume"),
                          lambda e: e.get("compute_attach_volume") == "Error")
     assert events == {"compute_attach_volume": "Error"}
+    await volume_status(h, volume_id, "available")
+    assert await volume_attachments(h, volume_id) == []
     server = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers={**h.alice, **MV}), 200))["server"]
     assert server["status"] == "ACTIVE" and server["os-extended-volumes:volumes_attached"] == []
-    assert "vdb" not in guest_disks(h, host, server_id)["live"]
+    disks = guest_disks(h, host, server_id)
+    assert "vdb" not in disks["live"]
+    assert disks["persistent"]["vdb"] == {"serial": "", "source": str(theirs)}
     assert await h.cell1.fetchval("SELECT count(*) FROM block_device_mappings") == 0
 
 
 async def test_deleting_a_server_frees_its_volumes(cloud):
     h = cloud
     server_id, _ = await boot(h)
-    kept, dropped = h.volumes.add("proj-a"), h.volumes.add("proj-a")
+    kept, dropped = await new_volume(h), await new_volume(h)
     await ok(await attach(h, server_id, kept, headers=V79), 200)
     created = await ok(await attach(h, server_id, dropped, headers=V79, delete_on_termination=True), 200)
     assert created["volumeAttachment"]["delete_on_termination"] is True
@@ -330,56 +321,59 @@ async def test_deleting_a_server_frees_its_volumes(cloud):
     resp = await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice)
     assert resp.status == 204
     await wait_status(h, server_id, "GONE")
-    assert h.volumes.volumes[kept]["status"] == "available"
-    assert dropped not in h.volumes.volumes
-    assert not h.volumes.attachments
+    assert (await volume(h, kept))["status"] == "available"
+    await volume_status(h, dropped, "gone")
+    assert await volume_attachments(h) == []
     assert await h.cell1.fetchval("SELECT count(*) FROM block_device_mappings") == 0
 
 
-# -- start-up recovery: one host on the shared test:///default, the volume stand-in's state
-# kept across the restart.
+# -- start-up recovery: one host on the shared test:///default; the volume role (its state in
+# the database, its files in the state directory) outlives the restart as it would.
 
 HOST = "volume-recovery-host"
 COMPUTE_ROLES = ["image", "network", "placement", "volume", "compute"]
+PROJECT = {"X-Auth-Token": "user:proj"}   # add_instance's project
 
 
-async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tmp_path, cell1, fake_roles,
-                                                                        fake_volume):
-    # (the attachment's status, the volume's, whether the guest has the disk) as a crash left them
-    cases = {"attaching-with-disk": ("attaching", "attaching", True),
-             "attaching-without-disk": ("attaching", "attaching", False),
-             "reserved": ("reserved", "reserved", False),
-             "detaching-gone": ("attached", "detaching", False),
-             "detaching-still-there": ("attached", "detaching", True),
+async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tmp_path, cell1, fake_roles):
+    # How far each attach or detach got before the crash, by the volume role's own steps
+    # (reserve; connect: attaching; complete then begin_detach: detaching — the attachment
+    # and the volume change together), and whether the guest has the disk.
+    cases = {"attaching-with-disk": ("attaching", True),
+             "attaching-without-disk": ("attaching", False),
+             "reserved": ("reserved", False),
+             "detaching-gone": ("detaching", False),
+             "detaching-still-there": ("detaching", True),
              # cut off between the persistent half and the live one
-             "detaching-half-done": ("detaching", "detaching", True)}
+             "detaching-half-done": ("detaching", True)}
     conn = libvirt.open("test:///default")
     async with running(pool, COMPUTE_ROLES, tmp_path, compute={"host": HOST}) as h:
-        volume_ids = {case: h.roles["volume"].add("proj") for case in cases}  # the host registers meanwhile
+        volume_ids = {case: await new_volume(h, PROJECT) for case in cases}  # the host registers meanwhile
+        paths = {case: volume_path(h, v) for case, v in volume_ids.items()}
     node = str(await pool.fetchval("SELECT uuid FROM compute_nodes WHERE host = $1", HOST))
     uuid, _ = await add_instance(cell1, host=HOST, vm_state="active", task_state=None,
                                  flavor={**FLAVOR, "ephemeral_gb": 0, "swap": 0})
-    state_file = tmp_path / "fake-volumes" / "state.json"
-    saved = json.loads(state_file.read_text())
     disks, attachment_ids = [], {}
-    for n, (case, (status, volume_status_, has_disk)) in enumerate(cases.items()):
-        volume_id, attachment_id, device = volume_ids[case], str(uuidlib.uuid4()), f"/dev/vd{'bcdefg'[n]}"
-        path = saved["volumes"][volume_id]["path"]
-        info = {"driver_volume_type": "file", "serial": volume_id,
-                "data": {"device_path": path, "disk_kind": "file", "format": "raw", "volume_id": volume_id,
-                         "access_mode": "rw"}}
-        connected = status != "reserved"
-        saved["volumes"][volume_id]["status"] = volume_status_
-        saved["attachments"][attachment_id] = {"volume_id": volume_id, "instance_uuid": uuid, "status": status,
-                                               "connection": info if connected else {}}
-        await cell1.execute(
-            "INSERT INTO block_device_mappings (id, instance_uuid, source_type, destination_type, device_name,"
-            " volume_id, attachment_id, connection_info) VALUES ($1, $2, 'volume', 'volume', $3, $4, $5, $6)",
-            str(uuidlib.uuid4()), uuid, device, volume_id, attachment_id, info if connected else None)
-        if has_disk:
-            disks.append(Disk(path=path, target=device[5:], format="raw", serial=volume_id))
-        attachment_ids[case] = attachment_id
-    state_file.write_text(json.dumps(saved))
+    async with running(pool, ["volume"], tmp_path) as h:
+        client = VolumeClient(h.bus)
+        for n, (case, (reached, has_disk)) in enumerate(cases.items()):
+            volume_id, device = volume_ids[case], f"/dev/vd{'bcdefg'[n]}"
+            attachment_id = (await client.reserve(volume_id, uuid, "proj", is_admin=True)).attachment_id
+            info = None
+            if reached != "reserved":
+                info = (await client.connect(attachment_id, {"host": HOST}, device)).as_cinder()
+            if reached == "detaching":
+                await client.complete(attachment_id)
+                await client.begin_detach(attachment_id)
+            await cell1.execute(
+                "INSERT INTO block_device_mappings (id, instance_uuid, source_type, destination_type, device_name,"
+                " volume_id, attachment_id, connection_info) VALUES ($1, $2, 'volume', 'volume', $3, $4, $5, $6)",
+                str(uuidlib.uuid4()), uuid, device, volume_id, attachment_id, info)
+            if has_disk:
+                disks.append(Disk(path=paths[case], target=device[5:], format="raw", serial=volume_id))
+            attachment_ids[case] = attachment_id
+        assert {case: (await volume(h, volume_ids[case]))["status"] for case in cases} == {
+            case: reached for case, (reached, _) in cases.items()}
     spec = DomainSpec(instance_uuid=uuid, display_name="vm", memory_mb=64, vcpus=1, domain_type="test", node=node,
                       disks=tuple(disks))
     dom = conn.defineXML(domain_xml(spec))
@@ -388,16 +382,19 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
     conn.defineXML(domain_xml(dataclasses.replace(spec, disks=tuple(d for d in disks if d.serial != half))))
     try:
         async with running(pool, COMPUTE_ROLES, tmp_path, compute={"host": HOST}) as h:
-            fake = h.roles["volume"]
-            outcome = {case: (fake.volumes[volume_ids[case]]["status"], attachment_ids[case] in fake.attachments)
-                       for case in cases}
+            outcome = {}
+            for case in cases:
+                held = {a["id"]: a["status"] for a in await volume_attachments(h, volume_ids[case])}
+                outcome[case] = ((await volume(h, volume_ids[case]))["status"], held.get(attachment_ids[case]))
             mapped = {str(r["volume_id"]) for r in await cell1.fetch(
                 "SELECT volume_id FROM block_device_mappings WHERE instance_uuid = $1", uuid)}
             persistent = ET.fromstring(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
             serials = {d.findtext("serial") for d in persistent.iterfind("devices/disk")}
-        assert outcome == {"attaching-with-disk": ("in-use", True), "attaching-without-disk": ("available", False),
-                           "reserved": ("available", False), "detaching-gone": ("available", False),
-                           "detaching-still-there": ("in-use", True), "detaching-half-done": ("in-use", True)}
+        assert outcome == {"attaching-with-disk": ("in-use", "attached"),
+                           "attaching-without-disk": ("available", None),
+                           "reserved": ("available", None), "detaching-gone": ("available", None),
+                           "detaching-still-there": ("in-use", "attached"),
+                           "detaching-half-done": ("in-use", "attached")}
         assert mapped == {volume_ids["attaching-with-disk"], volume_ids["detaching-still-there"], half}
         assert half in serials  # the guest still has it: so does its definition again
     finally:
