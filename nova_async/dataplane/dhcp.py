@@ -11,7 +11,9 @@ by `ip netns exec`, which execs it: its pid is the one we hold). It serves no DN
 (`--port=0`) and reads nothing but its command line and two files we write under the state
 directory: hosts (`<mac>,<ip>,<hostname>`) and options (router, DNS servers, MTU, classless
 static routes). A change of those is a SIGHUP, sent only when their contents changed; a
-change of its command line (a subnet added, say) is a restart. Its exit is seen at once (a
+change of its command line (a subnet added, say) is a restart, and so is a lease the hosts no
+longer back (a port gone, whose address the next port may get): a SIGHUP does not make
+dnsmasq forget a lease, so it is stopped, the lease taken out of its file, and started again. Its exit is seen at once (a
 pidfd in the event loop) and asks for a pass, which starts it again.
 
 dnsmasq drops to user nobody and re-reads the files as nobody: the state directory must be
@@ -246,9 +248,12 @@ class DhcpPart:
 
     async def _dnsmasq(self, net: Network, port: Port, ns: str, files_changed: bool) -> None:
         argv = self._argv(net, port, ns)
+        d = self._dir(net.id)
         running = self._running.get(net.id)
         if running is not None and running.alive() and running.argv == argv:
-            if files_changed:
+            if not files_changed:
+                return
+            if unbacked_leases(_read(d / "leases"), _read(d / "hosts")) is None:
                 try:
                     running.proc.send_signal(signal.SIGHUP)
                     log.info("dnsmasq told to re-read its files", network_id=net.id, pid=running.proc.pid)
@@ -256,9 +261,13 @@ class DhcpPart:
                 except ProcessLookupError:
                     pass
             else:
-                return
+                # A SIGHUP re-reads the hosts but not the leases: restarted below, without them.
+                log.info("dnsmasq restarted to forget the leases of ports that are gone", network_id=net.id)
         await self._stop(net.id)
-        d = self._dir(net.id)
+        # Stopped first: a running dnsmasq rewrites the lease file from what it holds.
+        kept = unbacked_leases(_read(d / "leases"), _read(d / "hosts"))
+        if kept is not None:
+            _write(d / "leases", kept)
         await self.made.record(DNSMASQ, net.id, {"pid": None, "pid_file": str(d / "pid")})
         with open(d / "dnsmasq.log", "ab") as out:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=out,
@@ -390,6 +399,34 @@ def hosts_file(net: Network, want: Desired) -> str:
             if ip.subnet_id in subnets and ip.address.version == 4:
                 lines.append(f"{_mac(port.mac_address)},{ip.address},{hostname(ip.address)}")
     return "".join(line + "\n" for line in lines)
+
+
+def unbacked_leases(leases: str, hosts: str) -> str | None:
+    """The lease file without the leases the hosts file no longer backs, or None when every
+    lease is backed. dnsmasq keeps an address leased to a MAC until the lease runs out, even
+    once that MAC's port is gone: a new port given the same address (a server deleted, the
+    next one created) is told "no address available" meanwhile, and never comes up. Lines
+    that are not IPv4 leases (dnsmasq's `duid` line) are kept."""
+    backed = set()
+    for line in hosts.splitlines():
+        fields = line.split(",")
+        if len(fields) >= 2:
+            backed.add((fields[0].lower(), fields[1]))
+    kept, dropped = [], False
+    for line in leases.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0].isdigit() and (fields[1].lower(), fields[2]) not in backed:
+            dropped = True
+            continue
+        kept.append(line + "\n")
+    return "".join(kept) if dropped else None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def opts_file(net: Network, port: Port, default_dns: tuple[str, ...]) -> str:

@@ -195,6 +195,49 @@ async def test_a_guest_gets_its_address_router_mtu_and_metadata_route(pool, stat
             assert await Made(pool, host).listed(kind) == {}
 
 
+async def test_an_address_a_deleted_port_had_leased_is_served_to_the_next_port(pool, state_dir, host, cleanup):
+    """A server deleted and the next one given its address (as Neutron hands addresses out
+    again): dnsmasq still holds the old MAC's lease, and without forgetting it would answer
+    the new port "no address available" until the lease ran out, a day later."""
+    async with dataplane(pool, state_dir, host) as h:
+        net, sub = await make_network(h)
+
+        async def compute_port(address: str) -> dict:
+            return (await post(h, PORT, {"port": {
+                "network_id": net["id"], "device_owner": "compute:nova", "device_id": str(uuid.uuid4()),
+                "fixed_ips": [{"subnet_id": sub["id"], "ip_address": address}]}}))["port"]
+
+        first, other = await compute_port("10.61.7.40"), await compute_port("10.61.7.41")
+        await settled(h)
+        for port in (first, other):
+            with guest(bridge_name(net["id"]), tap_name(port["id"]), port["mac_address"]) as g:
+                assert (g.dhcp() or {}).get("ip") == port["fixed_ips"][0]["ip_address"]
+        leases = state_dir / "dataplane" / "dhcp" / net["id"] / "leases"
+        assert first["mac_address"] in leases.read_text()
+
+        assert (await h.http.delete(f"{PORT}/{first['id']}", headers=h.admin)).status == 204
+        second = await compute_port("10.61.7.40")
+        await settled(h)
+        with guest(bridge_name(net["id"]), tap_name(second["id"]), second["mac_address"]) as g:
+            got = g.dhcp()
+        assert got is not None and got["ip"] == "10.61.7.40", "the address is still leased to the deleted port"
+        # The other port's lease was kept across the restart that forgot the first one's.
+        kept = leases.read_text()
+        assert first["mac_address"] not in kept and other["mac_address"] in kept
+
+
+def test_unbacked_leases_are_the_ones_whose_mac_and_address_no_host_line_names():
+    hosts = "fa:16:3e:00:00:01,10.0.0.5,host-10-0-0-5\nfa:16:3e:00:00:02,10.0.0.6,host-10-0-0-6\n"
+    leases = ("1795820821 fa:16:3e:00:00:01 10.0.0.5 host-10-0-0-5 ff:3e:00:00:01\n"
+              "1795820821 fa:16:3e:00:00:09 10.0.0.6 host-10-0-0-6 *\n"
+              "1795820821 fa:16:3e:00:00:03 10.0.0.7 * *\n"
+              "duid 00:01:00:01:32:9b:78:14\n")
+    assert dhcp.unbacked_leases(leases, hosts) == (
+        "1795820821 fa:16:3e:00:00:01 10.0.0.5 host-10-0-0-5 ff:3e:00:00:01\nduid 00:01:00:01:32:9b:78:14\n")
+    assert dhcp.unbacked_leases(leases.splitlines(keepends=True)[0], hosts) is None
+    assert dhcp.unbacked_leases("", hosts) is None
+
+
 async def test_dnsmasq_that_dies_is_started_again(pool, state_dir, host, cleanup):
     async with dataplane(pool, state_dir, host) as h:
         net, _ = await make_network(h)
