@@ -154,6 +154,7 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
                         "external_host_gateway = false\n")
     (home / ".ssh").mkdir(parents=True)
     ssh_from(outside, home)
+    bridges: list[str] = []   # the external network's, which the service keeps when it stops
     try:
         async with serve(state_dir, "--database", database, "--libvirt-uri", "qemu:///system",
                          "--config", str(settings)) as served:
@@ -165,6 +166,7 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
 
             public = json.loads(await osc("network", "show", "public", "-f", "json"))["id"]
             bridge = f"brq{public[:11]}"
+            bridges.append(bridge)
             await until(lambda: Path("/sys/class/net", bridge).exists(), what=f"the external bridge {bridge}")
             await make_outside(outside, f"to{tag}", bridge)
 
@@ -228,5 +230,7 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
                         what="nothing of ours left on the host", timeout=120)
     finally:
         await sh("ip", "netns", "del", outside, check=False)
+        for name in bridges:
+            await sh("ip", "link", "del", name, check=False)
         remove_guests_under(state_dir)
         shutil.rmtree(state_dir, ignore_errors=True)
