@@ -32,14 +32,14 @@ async def sim_cloud(pool, tmp_path, roles=ROLES, **sections):
         yield h
 
 
-async def seed(h, ram: int = 1024) -> None:
-    """What a boot needs: flavor m1.small (h.flavor), a small raw image (h.image), and a network
-    with a subnet (h.net), all alice's but the flavor."""
+async def seed(h, ram: int = 1024, **image_properties: str) -> None:
+    """What a boot needs: flavor m1.small (h.flavor), a small raw image (h.image, with
+    `image_properties`), and a network with a subnet (h.net), all alice's but the flavor."""
     flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
         "name": "m1.small", "ram": ram, "vcpus": 1, "disk": 1}}), 200)
     h.flavor = flavor["flavor"]["id"]
     image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-        "name": "demo", "disk_format": "raw", "container_format": "bare"}), 201)
+        "name": "demo", "disk_format": "raw", "container_format": "bare", **image_properties}), 201)
     await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"\0" * 65536,
                               headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
     h.image = image["id"]

@@ -14,7 +14,7 @@ import pytest
 from tests.harness import running
 from tests.integration.compute.support import (BFV_MV, bdm_rows, bfv_body, boot_bfv, domain_disks, new_volume,
                                                volume, volume_status)
-from tests.integration.test_server_lifecycle import ROLES, V, ok, wait_status
+from tests.integration.test_server_lifecycle import ROLES, V, ok, seed, wait_status
 from tests.integration.volume.helpers import make_snapshot
 
 
@@ -23,20 +23,7 @@ async def cloud(pool, tmp_path):
     async with running(pool, ROLES + ["volume"], tmp_path, volume={"dir": str(tmp_path / "volumes")},
                        compute={"simulate_hosts": 1, "sim_vcpus": 4, "sim_memory_mb": 4096,
                                 "sim_disk_gb": 50}) as h:
-        flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
-            "name": "m1.small", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
-        h.flavor = flavor["flavor"]["id"]
-        image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
-            "name": "demo", "disk_format": "raw", "container_format": "bare", "kernel_id": str(uuid.uuid4())}),
-            201)
-        await ok(await h.http.put(f"/image/v2/images/{image['id']}/file", data=b"boot" * 16384,
-                                  headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
-        h.image = image["id"]
-        net = await ok(await h.http.post("/network/v2.0/networks", headers=h.alice,
-                                         json={"network": {"name": "net1"}}), 201)
-        h.net = net["network"]["id"]
-        await ok(await h.http.post("/network/v2.0/subnets", headers=h.alice, json={"subnet": {
-            "network_id": h.net, "cidr": "10.0.0.0/24", "ip_version": 4}}), 201)
+        await seed(h, ram=512, kernel_id=str(uuid.uuid4()))  # a kernel_id: image metadata a volume keeps
         yield h
 
 
