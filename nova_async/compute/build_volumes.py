@@ -64,6 +64,18 @@ async def connect(host: Host, row: asyncpg.Record) -> Connected:
     return Connected(disks=disks, root=root, to_complete=to_complete)
 
 
+async def reconnect(host: Host, instance_uuid: str) -> None:
+    """The instance's connected volumes connected again, from this host: a guest moving here
+    (a resize's finish, or its revert back to the source) tells the volume service which host
+    now holds each attachment, and keeps the connection this host gets in each mapping, the
+    one its domain is made from. Repeating it changes nothing."""
+    for bdm in await host.pool.fetch(BQ.of_instance, instance_uuid):
+        if bdm["destination_type"] != "volume" or bdm["attachment_id"] is None or not bdm["connection_info"]:
+            continue
+        info = await host.volumes.connect(str(bdm["attachment_id"]), connector(host.name), bdm["device_name"] or "")
+        await host.pool.execute(BQ.set_connection, bdm["id"], info.as_cinder())
+
+
 async def _with_volume(host: Host, row: asyncpg.Record, bdm: asyncpg.Record) -> asyncpg.Record:
     """The mapping with its volume and an attachment for the instance: made now when the
     request asked for a new volume, else the API's reservation."""

@@ -118,6 +118,7 @@ def _with_volumes(local: list[Disk], volumes: list[Disk], image_backed: bool) ->
 
 async def _place_guest(host: Host, row: asyncpg.Record, flavor: Flavor, *, running: bool) -> None:
     name = domain_name(str(row["uuid"]))
+    await build_volumes.reconnect(host, str(row["uuid"]))  # the volumes' attachments name this host
     xml = await guest_xml(host, row, flavor)
     await host.hypervisor.remove(name)  # the old definition, or one an interrupted attempt left
     if running:

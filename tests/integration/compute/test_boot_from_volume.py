@@ -68,6 +68,7 @@ async def test_boot_from_existing_volume_and_its_lifecycle(cloud):
     [bdm] = await bdm_rows(h, sid)
     assert str(bdm["volume_id"]) == vol and bdm["attachment_id"] is not None and not bdm["delete_on_termination"]
     path = volume_path(h, vol)
+    first_host = (await show_server(h, sid, h.admin))["OS-EXT-SRV-ATTR:host"]
 
     # rebuild with the volume's own image recreates the guest around the same volume
     resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
@@ -89,6 +90,9 @@ async def test_boot_from_existing_volume_and_its_lifecycle(cloud):
     await wait_status(h, sid, "ACTIVE")
     shown = await volume(h, vol)
     assert shown["status"] == "in-use" and [a["server_id"] for a in shown["attachments"]] == [sid]
+    # the attachment names the host the guest moved to: it connected the volume again
+    moved_to = (await show_server(h, sid, h.admin))["OS-EXT-SRV-ATTR:host"]
+    assert moved_to != first_host and [a["host_name"] for a in shown["attachments"]] == [moved_to]
 
     # stop and start: the persistent definition keeps it
     await ok(await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
