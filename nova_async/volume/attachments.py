@@ -82,8 +82,10 @@ async def can_delete(conn: asyncpg.Connection, volume_id: str) -> bool:
 
 
 async def reserve(api: VolumeApi, *, volume_id: str, instance_uuid: str, project_id: str, is_admin: bool,
-                  mode: str = "rw") -> tuple[asyncpg.Record, asyncpg.Record]:
-    """An attachment of the volume for the instance: (attachment, volume)."""
+                  made_by: str, mode: str = "rw") -> tuple[asyncpg.Record, asyncpg.Record]:
+    """An attachment of the volume for the instance: (attachment, volume). `made_by` is
+    "compute" (the bus) or "volume-api" (a user): only compute's are cleaned up when nothing
+    maps them."""
     vid, iid = _uuid(volume_id), _uuid(instance_uuid)
     if vid is None:
         raise _volume_not_found(volume_id)
@@ -100,7 +102,7 @@ async def reserve(api: VolumeApi, *, volume_id: str, instance_uuid: str, project
         try:
             async with conn.transaction():   # a savepoint: the violation is ours to report
                 attachment = await conn.fetchrow(Q.insert_attachment, str(uuid.uuid4()), vid, iid,
-                                                 volume["project_id"], volume["multiattach"], mode)
+                                                 volume["project_id"], volume["multiattach"], mode, made_by)
         except asyncpg.UniqueViolationError:
             raise _conflict(f"Volume {vid} is attached already"
                             + (" to this instance." if volume["multiattach"] else ".")) from None
@@ -263,9 +265,10 @@ async def of_instance(api: VolumeApi, instance_uuid: str) -> list[asyncpg.Record
 
 
 async def clean_up_reserved(api: VolumeApi, cells: Cells, older_than: float = RESERVED_ORPHAN_AFTER) -> list[str]:
-    """Delete the attachments reserved more than `older_than` seconds ago whose instance has
-    no block device mapping of the volume in its cell (or no cell: the instance is gone);
-    their volumes become available again. The ids of those deleted."""
+    """Delete the attachments compute reserved more than `older_than` seconds ago whose
+    instance has no block device mapping of the volume in its cell (or no cell: the instance
+    is gone); their volumes become available again. The ids of those deleted. Reservations
+    made through the volume API are their makers' to complete or delete."""
     removed: list[str] = []
     for row in await api.pool.fetch(Q.stale_reserved, older_than):
         instance_uuid = str(row["instance_uuid"])
@@ -304,7 +307,7 @@ def bus_handlers(role: Any) -> dict[type, Any]:
 
     async def reserve_volume(msg: m.ReserveVolume, ctx: Any) -> m.AttachmentInfo:
         attachment, volume = await reserve(api, volume_id=msg.volume_id, instance_uuid=msg.instance_uuid,
-                                           project_id=msg.project_id, is_admin=msg.is_admin)
+                                           project_id=msg.project_id, is_admin=msg.is_admin, made_by="compute")
         from nova_async.volume.role import info   # role.py imports this module
         return m.AttachmentInfo(attachment_id=str(attachment["id"]), volume=info(volume))
 

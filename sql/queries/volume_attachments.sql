@@ -14,8 +14,8 @@ WHERE id = $1 AND (status = 'available' OR (multiattach AND status IN ('reserved
 RETURNING *;
 
 -- name: insert_attachment
-INSERT INTO volume_attachments (id, volume_id, instance_uuid, project_id, multiattach, attach_mode)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO volume_attachments (id, volume_id, instance_uuid, project_id, multiattach, attach_mode, made_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
 
 -- name: get_attachment
@@ -102,10 +102,10 @@ SELECT a.*, v.status AS volume_status, v.project_id AS volume_project
  ORDER BY a.created_at, a.id;
 
 -- name: stale_reserved
--- Attachments reserved more than $1 seconds ago: an API that died between the reserve and
--- writing the block device mapping leaves one behind.
+-- Attachments compute reserved more than $1 seconds ago: an API that died between the
+-- reserve and writing the block device mapping leaves one behind.
 SELECT id, volume_id, instance_uuid FROM volume_attachments
- WHERE status = 'reserved' AND updated_at < now() - make_interval(secs => $1)
+ WHERE status = 'reserved' AND made_by = 'compute' AND updated_at < now() - make_interval(secs => $1)
  ORDER BY created_at;
 
 -- name: instance_maps_volume

@@ -71,7 +71,7 @@ async def create_attachment(request: web.Request) -> web.Response:
     mode = (body.get("mode") if request[VERSION_KEY] >= MODE_VERSION else None) or "rw"
     row, _ = await attachments.reserve(api(request), volume_id=body["volume_uuid"],
                                        instance_uuid=body["instance_uuid"], project_id=ctx.project_id,
-                                       is_admin=ctx.is_admin, mode=mode)
+                                       is_admin=ctx.is_admin, made_by="volume-api", mode=mode)
     connector = body.get("connector")
     if connector:
         try:

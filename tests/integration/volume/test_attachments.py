@@ -127,11 +127,11 @@ async def test_the_database_refuses_a_second_attachment_whatever_the_status_says
     vid = await add_volume(h)
     api = h.roles["volume"].api
     await attachments.reserve(api, volume_id=vid, instance_uuid=str(uuid.uuid4()), project_id="proj-a",
-                              is_admin=False)
+                              is_admin=False, made_by="compute")
     await h.pool.execute("UPDATE volumes SET status = 'available' WHERE id = $1", vid)
     with pytest.raises(errors.Conflict):
         await attachments.reserve(api, volume_id=vid, instance_uuid=str(uuid.uuid4()), project_id="proj-a",
-                                  is_admin=False)
+                                  is_admin=False, made_by="compute")
     assert await h.pool.fetchval("SELECT count(*) FROM volume_attachments WHERE volume_id = $1", vid) == 1
 
 
@@ -197,7 +197,7 @@ async def test_the_delete_condition_never_races_a_reserve(h, client):
 
 async def test_reserved_attachments_nothing_maps_are_cleaned_up(h, client):
     api, cells = h.roles["volume"].api, h.cells
-    orphan_vol, mapped_vol, gone_vol, young_vol = [await add_volume(h) for _ in range(4)]
+    orphan_vol, mapped_vol, gone_vol, young_vol, by_hand_vol = [await add_volume(h) for _ in range(5)]
     orphan = await client.reserve(orphan_vol, await add_instance(h), "proj-a")       # no mapping
     instance = await add_instance(h)
     mapped = await client.reserve(mapped_vol, instance, "proj-a")
@@ -207,6 +207,9 @@ async def test_reserved_attachments_nothing_maps_are_cleaned_up(h, client):
         str(uuid.uuid4()), instance, mapped_vol, mapped.attachment_id)
     gone = await client.reserve(gone_vol, str(uuid.uuid4()), "proj-a")               # no such instance
     young = await client.reserve(young_vol, str(uuid.uuid4()), "proj-a")
+    # a user's reservation through the volume API (Cinder's attachments, no connector yet)
+    by_hand, _ = await attachments.reserve(api, volume_id=by_hand_vol, instance_uuid=str(uuid.uuid4()),
+                                           project_id="proj-a", is_admin=False, made_by="volume-api")
     await h.pool.execute("UPDATE volume_attachments SET updated_at = now() - interval '1 hour'"
                          " WHERE id <> $1", young.attachment_id)
 
@@ -214,6 +217,7 @@ async def test_reserved_attachments_nothing_maps_are_cleaned_up(h, client):
     assert sorted(removed) == sorted([orphan.attachment_id, gone.attachment_id])
     assert await volume_status(h, orphan_vol) == "available" and await volume_status(h, gone_vol) == "available"
     assert await volume_status(h, mapped_vol) == "reserved" and await volume_status(h, young_vol) == "reserved"
+    assert await attachment_status(h, str(by_hand["id"])) == "reserved"   # its maker's to finish or delete
     assert await attachment_status(h, mapped.attachment_id) == "reserved"
     assert await attachments.clean_up_reserved(api, cells) == []
 

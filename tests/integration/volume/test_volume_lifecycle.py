@@ -115,7 +115,8 @@ async def test_extend_in_use_tells_the_compute_host_and_notifications_say_so(poo
             # what an attach leaves (the attachment API is another part's): one attachment, in-use
             await pool.execute(
                 "INSERT INTO volume_attachments (id, volume_id, instance_uuid, project_id, status, attached_host, "
-                "mountpoint, attached_at) VALUES ($1, $2, $3, 'proj-a', 'attached', 'host-x', '/dev/vdb', now())",
+                "mountpoint, attached_at, made_by)"
+                " VALUES ($1, $2, $3, 'proj-a', 'attached', 'host-x', '/dev/vdb', now(), 'compute')",
                 uuid.uuid4(), uuid.UUID(vol["id"]), instance)
             await pool.execute("UPDATE volumes SET status = 'in-use' WHERE id = $1", uuid.UUID(vol["id"]))
             status, body = await call(h, "GET", f"/volumes/{vol['id']}", h.alice)
