@@ -92,9 +92,11 @@ run: venv host-setup
 # one worker got every e2e test while the others were done in two minutes.
 # PYTHONDONTWRITEBYTECODE, set in some environments, would make every `nova-async serve` a
 # test starts compile the package again; empty, it is off.
+# --durations: every run (CI's too) ends with its twenty slowest tests, where the time goes.
 TEST_WORKERS ?= 4
 test: test-deps venv host-setup cloud-image
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup \
+		--durations=20 $(PYTEST_ARGS)
 
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
 bench: test-deps venv host-setup guest-image
