@@ -13,8 +13,9 @@ directory: hosts (`<mac>,<ip>,<hostname>`) and options (router, DNS servers, MTU
 static routes). A change of those is a SIGHUP, sent only when their contents changed; a
 change of its command line (a subnet added, say) is a restart, and so is a lease the hosts no
 longer back (a port gone, whose address the next port may get): a SIGHUP does not make
-dnsmasq forget a lease, so it is stopped, the lease taken out of its file, and started again. Its exit is seen at once (a
-pidfd in the event loop) and asks for a pass, which starts it again.
+dnsmasq forget a lease, so it is stopped, the lease taken out of its file, and started
+again. Its exit is seen at once (a pidfd in the event loop) and asks for a pass, which
+starts it again.
 
 dnsmasq drops to user nobody and re-reads the files as nobody: the state directory must be
 reachable by others (o+x on every parent), as it already is for the private PostgreSQL.
