@@ -18,18 +18,18 @@ APIS = {"api", "image", "network", "placement", "identity", "volume", "root"}
 _STRATEGIES: weakref.WeakKeyDictionary[Cloud, dict[str, st.SearchStrategy]] = weakref.WeakKeyDictionary()
 
 
-def strategy(cloud: Cloud, identity: bool) -> st.SearchStrategy:
-    """Built once per cloud (building is most of a draw's cost), for identity's routes or the rest."""
+def strategy(cloud: Cloud, part: str = "all") -> st.SearchStrategy:
+    """Built once per cloud and part (building is most of a draw's cost): "identity" (its
+    routes), "others" (every other API's) or "all" (every route of the cloud)."""
     built = _STRATEGIES.setdefault(cloud, {})
-    key = "identity" if identity else "others"
-    if key not in built:
-        routes = [r for r in cloud.routes if (r.api == "identity") == identity]
-        built[key] = requests(routes, cloud.known, cloud.users)
-    return built[key]
+    if part not in built:
+        routes = [r for r in cloud.routes if part == "all" or (r.api == "identity") == (part == "identity")]
+        built[part] = requests(routes, cloud.known, cloud.users)
+    return built[part]
 
 
 async def fuzz(cloud: Cloud, data: st.DataObject, identity: bool) -> None:
-    req = data.draw(strategy(cloud, identity), label="request")
+    req = data.draw(strategy(cloud, "identity" if identity else "others"), label="request")
     status, body = await cloud.send(req)
     assert status < 500, f"{status} for:\n{req}\n  answer: {body[:500]!r}"
 
