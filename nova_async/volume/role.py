@@ -62,13 +62,13 @@ class VolumeRole(Role):
             self._started = True
 
     async def run(self) -> None:
-        await self._start()  # when no HTTP app was built (a process without the API port)
-        try:
+        # The work's group is open before the HTTP app can serve: the service starts this
+        # task before it sets up HTTP, whose start-up (`_start`) waits on the database.
+        async with self.work:
+            await self._start()  # when no HTTP app was built (a process without the API port)
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(attachments.keep_reserved_clean(self), name="volume:reserved-attachments")
                 await super().run()
-        finally:
-            await self.work.drain()
 
     # --- the bus ----------------------------------------------------------------------
 

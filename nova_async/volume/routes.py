@@ -15,6 +15,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
+from nova_async.volume import microversion
 from nova_async.volume.handlers import actions, attachments, limits, quotas, snapshots, types, versions, volumes
 from nova_async.volume.state import STATE, VolumeApi
 
@@ -75,7 +76,7 @@ def render_fault(exc: errors.NovaAsyncError, request_id: str) -> web.Response:
 
 def build_app(state: VolumeApi, resources: list = RESOURCES) -> web.Application:
     app = api_app(render_fault)
-    app.middlewares.append(versions.microversion_middleware)
+    app.middlewares.append(microversion.microversion_middleware)
     app[STATE] = state
     add_routes(app, route_table(resources))
     return app

@@ -1,27 +1,55 @@
 """The volume role's background work (a create from an image, a delete, an extend): every
-task is named and kept in one set the role owns, so none is fire-and-forget; the role
-drains the set when it stops, and cancels what is still running after its deadline (a
-restart's recovery finishes that work from the rows' states)."""
+task is named and belongs to a TaskGroup that the role enters for as long as it runs
+(`async with work`), so none is fire-and-forget. Leaving it lets what is running finish
+within the drain's deadline and cancels the rest (a restart's recovery finishes that work
+from the rows' states)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from types import TracebackType
 from typing import Any
 
 import structlog
+
+from nova_async.common import errors
 
 log = structlog.get_logger("volume")
 
 
 class Work:
-    def __init__(self) -> None:
+    def __init__(self, drain_within: float = 30.0) -> None:
+        self._tg: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._drain_within = drain_within
+
+    async def __aenter__(self) -> Work:
+        tg = asyncio.TaskGroup()
+        await tg.__aenter__()
+        self._tg = tg
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        tg, self._tg = self._tg, None  # later work is refused
+        assert tg is not None
+        try:
+            await asyncio.wait_for(self._idle.wait(), self._drain_within)
+        except TimeoutError:
+            for task in list(self._tasks):
+                task.cancel()
+        finally:
+            # The tasks log their own failures (`_logged`): the group has none to raise.
+            await tg.__aexit__(et, exc, tb)
 
     def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(self._logged(name, coro), name=name)
+        if self._tg is None:
+            coro.close()
+            raise errors.Unavailable("the volume service is not running")
+        task = self._tg.create_task(self._logged(name, coro), name=name)
         self._tasks.add(task)
         self._idle.clear()
         task.add_done_callback(self._done)
@@ -44,14 +72,5 @@ class Work:
             log.exception("volume work failed", task=name)
 
     async def idle(self) -> None:
-        """Until nothing is running (tests, and the drain at stop)."""
+        """Until nothing is running (tests)."""
         await self._idle.wait()
-
-    async def drain(self, timeout: float = 30.0) -> None:
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            for task in list(self._tasks):
-                task.cancel()
-            if self._tasks:
-                await asyncio.wait(list(self._tasks))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nova_async"
-ROLES = {"api", "conductor", "scheduler", "placement", "compute", "network", "image", "identity", "dataplane"}
+ROLES = {"api", "conductor", "scheduler", "placement", "compute", "network", "image", "identity", "dataplane", "volume"}
 SHARED = {"bus", "db", "common"}
 PUBLIC = {"client", "messages"}
 

@@ -14,7 +14,7 @@ from nova_async.common import errors
 from nova_async.common.web import dump, read_json, validator
 from nova_async.volume import attachments
 from nova_async.volume.handlers.common import ATTACHMENT_SORT_KEYS, all_projects, api, caller, page
-from nova_async.volume.handlers.versions import VERSION_KEY
+from nova_async.volume.microversion import VERSION_KEY
 from nova_async.volume.views import ts
 
 ATTACHMENTS_VERSION = (3, 27)

@@ -13,6 +13,7 @@ from nova_async.api.state import STATE
 from nova_async.common.context import RequestContext
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
+from tests.waiting import until
 
 cloud = test_server_lifecycle.cloud   # alice is a member of proj-a; flavor m1.small: 1 VCPU, 1024 MB
 V246 = {"OpenStack-API-Version": "compute 2.46"}
@@ -59,14 +60,6 @@ async def test_a_boot_whose_mappings_fail_takes_its_instances_out_of_the_cell(cl
     assert (await wait_status(h, created["server"]["id"], "ACTIVE"))["status"] == "ACTIVE"
 
 
-async def _until(check) -> None:
-    """Until the database shows what `check` looks for (another session's lock wait has no
-    event to wait on)."""
-    async with asyncio.timeout(20):
-        while not await check():
-            await asyncio.sleep(0.02)
-
-
 async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tidy_never_mappings(cloud):
     """The order write_rows relies on, driven to its worst case: the cell's rows are in, the
     mappings fail, and the request is cancelled while it deletes the rows. The mappings never
@@ -85,13 +78,14 @@ async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tid
             CREATE TRIGGER refuse_mapping BEFORE INSERT ON instance_mappings
                FOR EACH STATEMENT EXECUTE FUNCTION refuse_mapping();""")
         boot = asyncio.create_task(server_create.create(app[STATE], ctx, boot_body(h, min_count=2), (2, 96)))
-        await _until(lambda: cell.pool.fetchval("SELECT count(*) = 2 FROM instances"))
+        await until(lambda: cell.pool.fetchval("SELECT count(*) = 2 FROM instances"), what="both rows written")
         async with blocker.transaction():
             await blocker.execute("LOCK TABLE instances IN SHARE MODE")
             await gate.execute("SELECT pg_advisory_unlock(4242)")
-            await _until(lambda: cell.pool.fetchval(
+            # another session's lock wait has no event to wait on
+            await until(lambda: cell.pool.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND query LIKE 'DELETE FROM instances%')"))
+                " AND query LIKE 'DELETE FROM instances%')"), what="the take-back waiting for its lock")
             boot.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await boot

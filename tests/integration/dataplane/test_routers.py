@@ -5,7 +5,6 @@ internal network, and everything of the router goes when the database stops want
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ from tests.integration.dataplane import netlab
 from tests.integration.dataplane.netlab import (Lab, addresses_in, chatting, connect, echoing, link_exists, links_in,
                                                 listening, master_of, namespaces, network, nft_in,
                                                 peer_seen, port, uid)
+from tests.waiting import until
 
 pytestmark = netlab.needs_root
 
@@ -207,9 +207,8 @@ async def test_the_outside_learns_at_once_where_a_floating_ip_now_is(cloud, lab)
                        router_id=cloud.router_id, fixed_ip=d.IPv4Address("10.0.0.5"), port_id=cloud.guest.id)
     await cloud.apply(cloud.want(floating={fip.id: fip}))
     # The announcement has left the router; the outside's kernel takes it in its own time.
-    async with asyncio.timeout(10):
-        while cloud.gateway.mac_address not in await netlab.sh("ip", "-n", outside, "neigh", "show", "203.0.113.23"):
-            await asyncio.sleep(0.05)
+    await until(lambda: netlab.sh("ip", "-n", outside, "neigh", "show", "203.0.113.23"),
+                lambda neigh: cloud.gateway.mac_address in neigh, what="the outside's neighbour entry moved")
 
 
 async def test_removing_interface_gateway_and_router_leaves_nothing_of_ours(cloud, lab):
