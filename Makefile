@@ -26,13 +26,14 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 # backend's tests (the default file backend needs neither).
 TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools
 
-.PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench clean help
+.PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench conformance clean help
 
 help:
 	@echo "make run    install what is missing, build the demo guest, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
 	@echo "make test   install what tests need, then run the whole suite"
 	@echo "make host-setup / make guest-image   start libvirt and probe KVM / build the demo guest"
 	@echo "make cloud-image   build the Debian 12 cloud image (cloud-init, ssh; user debian) once"
+	@echo "make conformance   run Placement's gabbi files and Tempest's API tests against a fresh service (slow)"
 
 # $(call apt_install,PACKAGES): apt-get install those of PACKAGES that are missing.
 define apt_install
@@ -104,6 +105,15 @@ bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
 	$(BIN)/python bench/volumes.py
+
+# OpenStack's own suites, run as their projects run them, against a fresh service: upstream
+# Placement's gabbi files and Tempest's API tests. Slow, so not part of `make test`; each
+# behaviour a failing test revealed has a focused test of its own there. Each script installs
+# its suite into a virtualenv of its own (once, under /var/cache/nova-async/conformance),
+# starts nova-async on a fresh state dir and prints passed/failed/skipped last.
+conformance: test-deps venv host-setup guest-image
+	$(BIN)/python conformance/placement_gabbi.py
+	$(BIN)/python conformance/tempest_suites.py
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
 # $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all
