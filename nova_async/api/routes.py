@@ -75,6 +75,11 @@ ROUTES = [
     ("GET", V + "/os-availability-zone/detail", availability_zones.list_zones_detail),
     ("GET", V + "/os-hypervisors", os_services.list_hypervisors),
     ("GET", V + "/os-hypervisors/detail", os_services.list_hypervisors_detail),
+    ("GET", V + "/os-hypervisors/statistics", os_services.hypervisor_statistics),
+    ("GET", V + "/os-hypervisors/{hypervisor_id}", os_services.show_hypervisor),
+    ("GET", V + "/os-hypervisors/{hypervisor_id}/uptime", os_services.hypervisor_uptime),
+    ("GET", V + "/os-hypervisors/{pattern}/search", os_services.search_hypervisors),
+    ("GET", V + "/os-hypervisors/{pattern}/servers", os_services.hypervisor_servers),
 
     ("GET", V + "/servers", servers.list_servers),
     ("POST", V + "/servers", servers.create_server),

@@ -1,13 +1,16 @@
 """Compute services and the hypervisors behind them, apart from their HTTP resources
 (handlers/os_services.py, handlers/availability_zones.py): listing them, by zone too, with
 whether each is up (seen within `down_time` seconds), and enabling, disabling or forcing
-one down."""
+one down; what each hypervisor's instances take (counted in the cells) and which they are."""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
@@ -20,6 +23,19 @@ async def services(pool: Pool, down_time: int, host: str | None, binary: str | N
 
 async def hypervisors(pool: Pool, down_time: int) -> list[asyncpg.Record]:
     return await pool.fetch(Q.hypervisors, down_time)
+
+
+async def usage(cells: Cells) -> dict[str, asyncpg.Record]:
+    """What the live instances on each node take, by node name (nodes without any are absent)."""
+    return {r["node"]: r for r in await cells.gather(Q.node_usage, cell0=False)}
+
+
+async def servers_on(cells: Cells, nodes: list[str]) -> dict[str, list[asyncpg.Record]]:
+    """The live instances on each of `nodes`, by node name."""
+    found: dict[str, list[asyncpg.Record]] = defaultdict(list)
+    for row in await cells.gather(Q.node_servers, nodes, cell0=False):
+        found[row["node"]].append(row)
+    return found
 
 
 async def update(pool: Pool, down_time: int, *, service_id: str | None = None, host: str | None = None,

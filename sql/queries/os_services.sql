@@ -31,3 +31,24 @@ SELECT s.host, s.binary_name, s.zone, s.disabled, s.forced_down, s.last_seen_up,
        coalesce(s.last_seen_up >= now() - make_interval(secs => $1), false) AS up
   FROM services s
  ORDER BY s.zone, s.host, s.binary_name;
+
+-- name: node_usage
+-- Run in each cell: what the live instances on each node take, counted from their flavors as
+-- Nova's resource tracker counts them, how many there are, and how many are busy with a task.
+SELECT node,
+       count(*)::int AS running_vms,
+       sum((flavor->>'vcpus')::int)::int AS vcpus_used,
+       sum((flavor->>'memory_mb')::int)::int AS memory_mb_used,
+       sum((flavor->>'root_gb')::int + coalesce((flavor->>'ephemeral_gb')::int, 0)
+           + ceil(coalesce((flavor->>'swap')::int, 0) / 1024.0)::int)::int AS local_gb_used,
+       (count(*) FILTER (WHERE task_state IS NOT NULL))::int AS current_workload
+  FROM instances
+ WHERE deleted_at IS NULL AND node IS NOT NULL
+ GROUP BY node;
+
+-- name: node_servers
+-- Run in each cell: the live instances on the nodes named in $1, oldest first.
+SELECT node, uuid, display_name
+  FROM instances
+ WHERE deleted_at IS NULL AND node = ANY($1::text[])
+ ORDER BY created_at, uuid;
