@@ -31,3 +31,16 @@ class ImageClient:
 
     async def delete(self, image_id: str) -> None:
         await self.bus.call(TOPIC, m.DeleteImage(image_id=image_id))
+
+    async def list(self, msg: m.ListImages) -> list[m.ImageInfo]:
+        reply = await self.bus.call(TOPIC, msg)
+        assert isinstance(reply, m.ImageList)
+        return reply.images
+
+    async def set_properties(self, msg: m.SetImageProperties) -> m.ImageInfo:
+        reply = await self.bus.call(TOPIC, msg)
+        assert isinstance(reply, m.ImageInfo)
+        return reply
+
+    async def delete_as(self, image_id: str, project_id: str, is_admin: bool) -> None:
+        await self.bus.call(TOPIC, m.DeleteImageAs(image_id=image_id, project_id=project_id, is_admin=is_admin))

@@ -25,6 +25,8 @@ class ImageInfo(Message, frozen=True, kw_only=True):
     properties: dict[str, str]
     # Where the bits are, for a compute host on this machine; empty until uploaded.
     path: str = ""
+    created_at: str = ""      # ISO 8601, for views that show them (the compute images API)
+    updated_at: str = ""
 
 
 class CreateImage(Message, frozen=True, kw_only=True):
@@ -52,3 +54,45 @@ class DeleteImage(Message, frozen=True, kw_only=True):
     """Delete the image (a snapshot that failed); nothing happens when it is already gone."""
 
     image_id: str
+
+
+class ListImages(Message, frozen=True, kw_only=True):
+    """The images `project_id` may see, newest first, filtered as the compute API's image
+    list asks (each filter left empty filters nothing): answered with an ImageList."""
+
+    project_id: str
+    is_admin: bool = False
+    name: str = ""
+    status: list[str] = []
+    min_ram: int = 0
+    min_disk: int = 0
+    properties: dict[str, str] = {}
+    changed_since: str = ""   # ISO 8601: only images changed at or after it
+    marker: str = ""
+    limit: int | None = None
+
+
+class ImageList(Message, frozen=True, kw_only=True):
+    images: list[ImageInfo]
+
+
+class SetImageProperties(Message, frozen=True, kw_only=True):
+    """Change an image's properties as its owner (or an admin): `set` are added or replaced,
+    `remove` taken away (NotFound for one it does not have), and with `replace` every other
+    property goes. Answered with the image."""
+
+    image_id: str
+    project_id: str
+    is_admin: bool = False
+    set: dict[str, str] = {}
+    remove: list[str] = []
+    replace: bool = False
+
+
+class DeleteImageAs(Message, frozen=True, kw_only=True):
+    """Delete the image as `project_id` would through the image API: NotFound when it cannot
+    see it, Forbidden when it may not delete it (another's, or protected)."""
+
+    image_id: str
+    project_id: str
+    is_admin: bool = False

@@ -32,6 +32,9 @@ class ImageRole(Role):
             m.CreateImage: self._create_image,
             m.UploadImageFile: self._upload_file,
             m.DeleteImage: self._delete_image,
+            m.ListImages: self._list_images,
+            m.SetImageProperties: self._set_properties,
+            m.DeleteImageAs: self._delete_image_as,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -69,6 +72,24 @@ class ImageRole(Role):
             await store.delete(self.pool, self._SYSTEM, msg.image_id, self.files)
         except errors.NotFound:
             pass
+
+
+    # The compute API's image proxy (microversions before 2.36), as the caller it names.
+
+    async def _list_images(self, msg: m.ListImages, ctx: RequestContext) -> m.ImageList:
+        rows = await store.list_for_compute(self.pool, _caller(msg), msg)
+        return m.ImageList(images=[views.image_info(r, "") for r in rows])
+
+    async def _set_properties(self, msg: m.SetImageProperties, ctx: RequestContext) -> m.ImageInfo:
+        row = await store.set_properties(self.pool, _caller(msg), msg.image_id, msg.set, msg.remove, msg.replace)
+        return views.image_info(row, "")
+
+    async def _delete_image_as(self, msg: m.DeleteImageAs, ctx: RequestContext) -> None:
+        await store.delete(self.pool, _caller(msg), msg.image_id, self.files)
+
+
+def _caller(msg: m.ListImages | m.SetImageProperties | m.DeleteImageAs) -> RequestContext:
+    return RequestContext(user_id="", project_id=msg.project_id, roles=("admin",) if msg.is_admin else ())
 
 
 async def _read_file(path: str, chunk: int = 4 * 1024 * 1024) -> AsyncIterator[bytes]:

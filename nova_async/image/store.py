@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,44 @@ async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyn
         Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
         f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
         marker_at, marker_id, f.limit)
+
+
+async def list_for_compute(db: Db, ctx: RequestContext, f: Any) -> list[asyncpg.Record]:
+    """The compute API's image list (`f`: a ListImages message's filters)."""
+    marker_at = marker_id = None
+    if f.marker:
+        try:
+            marker = await _visible(db, ctx, f.marker)
+        except errors.NotFound:
+            raise errors.InvalidInput(f"marker [{f.marker}] not found") from None
+        marker_at, marker_id = marker["created_at"], marker["id"]
+    since = None
+    if f.changed_since:
+        try:
+            since = datetime.fromisoformat(f.changed_since)
+        except ValueError:
+            raise errors.InvalidInput(f"Invalid changes-since value: {f.changed_since}") from None
+    return await db.fetch(Q.list_for_compute, ctx.is_admin, ctx.project_id, f.name or None, f.status or None,
+                          f.min_ram, f.min_disk, f.properties, since, marker_at, marker_id, f.limit)
+
+
+async def set_properties(pool: Pool, ctx: RequestContext, image_id: str, changes: dict[str, str],
+                         remove: list[str], replace: bool) -> asyncpg.Record:
+    """Add or replace properties, take some away (NotFound for one it lacks), or (`replace`)
+    make `changes` all of them; as the owner, with the row locked from read to write."""
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        properties = {} if replace else dict(row["properties"])
+        for key in remove:
+            if key not in properties:
+                raise errors.NotFound(f"Image {image_id} has no property {key}.")
+            del properties[key]
+        schemas.check_writable(changes)
+        core = set(changes) & set(schemas.CORE)
+        if core:   # the compute API's metadata are properties only
+            raise errors.Forbidden(f"Attribute '{sorted(core)[0]}' is reserved.")
+        properties.update(changes)
+        return await conn.fetchrow(Q.set_properties, row["id"], properties)
 
 
 def _document(row: asyncpg.Record) -> dict[str, Any]:

@@ -68,4 +68,5 @@ def image_info(row: asyncpg.Record, path: str) -> m.ImageInfo:
     return m.ImageInfo(id=str(row["id"]), name=row["name"] or "", status=row["status"], size=row["size"],
                        disk_format=row["disk_format"], container_format=row["container_format"],
                        min_disk=row["min_disk"], min_ram=row["min_ram"],
-                       properties=dict(row["properties"]), path=path)
+                       properties=dict(row["properties"]), path=path,
+                       created_at=iso(row["created_at"]) or "", updated_at=iso(row["updated_at"]) or "")

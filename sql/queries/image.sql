@@ -64,3 +64,22 @@ DELETE FROM images WHERE id = $1 RETURNING id;
 
 -- name: reset_interrupted_uploads
 UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';
+
+-- name: list_for_compute
+-- The compute API's image list (its proxy, before 2.36): what the caller ($1 admin, $2
+-- project) may see but others' community and shared images, by exact name ($3), statuses
+-- ($4), at least this min_ram and min_disk ($5, $6), holding these properties ($7), changed
+-- at or after $8; after the marker ($9, $10), at most $11.
+SELECT * FROM images
+ WHERE ($1 OR visibility = 'public' OR owner = $2)
+   AND ($3::text IS NULL OR name = $3)
+   AND ($4::text[] IS NULL OR status = ANY($4))
+   AND min_ram >= $5 AND min_disk >= $6
+   AND properties @> $7::jsonb
+   AND ($8::timestamptz IS NULL OR coalesce(updated_at, created_at) >= $8)
+   AND ($9::timestamptz IS NULL OR (created_at, id) < ($9, $10::uuid))
+ ORDER BY created_at DESC, id DESC
+ LIMIT $11;
+
+-- name: set_properties
+UPDATE images SET properties = $2::jsonb, updated_at = now() WHERE id = $1 RETURNING *;
