@@ -25,6 +25,7 @@ from nova_async.api.handlers import (
     server_ips,
     server_meta,
     server_password,
+    simple_tenant_usage,
     servers,
     versions,
     volume_attachments,
@@ -98,6 +99,9 @@ ROUTES = [
     ("GET", V + "/os-hypervisors/{hypervisor_id}/uptime", os_services.hypervisor_uptime),
     ("GET", V + "/os-hypervisors/{pattern}/search", os_services.search_hypervisors),
     ("GET", V + "/os-hypervisors/{pattern}/servers", os_services.hypervisor_servers),
+
+    ("GET", V + "/os-simple-tenant-usage", simple_tenant_usage.list_usages),
+    ("GET", V + "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show_usage),
 
     ("GET", V + "/servers", servers.list_servers),
     ("POST", V + "/servers", servers.create_server),
