@@ -9,7 +9,7 @@ from nova_async.common import web as w
 
 FAULT_NAMES = {400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound",
                405: "badMethod", 406: "computeFault", 409: "conflictingRequest", 413: "overLimit",
-               415: "badMediaType", 503: "serviceUnavailable"}
+               415: "badMediaType", 501: "notImplemented", 503: "serviceUnavailable"}
 
 
 def render_fault(err: errors.NovaAsyncError, request_id: str) -> web.Response:

@@ -38,6 +38,11 @@ async def servers_on(cells: Cells, nodes: list[str]) -> dict[str, list[asyncpg.R
     return found
 
 
+async def host_usage_by_project(cells: Cells, host: str) -> list[asyncpg.Record]:
+    """What the live instances on `host` take, per project (a project in two cells: twice)."""
+    return await cells.gather(Q.host_usage_by_project, host, cell0=False)
+
+
 async def update(pool: Pool, down_time: int, *, service_id: str | None = None, host: str | None = None,
                  binary: str | None = None, disabled: bool | None = None, reason: str | None = None,
                  forced_down: bool | None = None) -> asyncpg.Record:

@@ -66,6 +66,13 @@ class UnsupportedMediaType(NovaAsyncError):
     code = "unsupported_media_type"
 
 
+class NotImplementedHere(NovaAsyncError):
+    """An API call this deployment's hypervisors cannot do (Nova's 501 for a driver without it)."""
+
+    status = 501
+    code = "not_implemented"
+
+
 class Unavailable(NovaAsyncError):
     status = 503
     code = "unavailable"
@@ -94,7 +101,7 @@ BY_NAME: dict[str, type[NovaAsyncError]] = {
     cls.__name__: cls
     for cls in (NovaAsyncError, InvalidInput, Unauthorized, Forbidden, OverQuota, NotFound,
                 MethodNotAllowed, NotAcceptable, Conflict, TooLarge, UnsupportedMediaType,
-                Unavailable, DatabaseUnavailable, NoValidHost, BusTimeout)
+                NotImplementedHere, Unavailable, DatabaseUnavailable, NoValidHost, BusTimeout)
 }
 
 

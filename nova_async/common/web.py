@@ -174,7 +174,7 @@ def error_middleware(render: FaultRenderer) -> Any:
             refuse_unusable_text(request)
             return await handler(request)
         except errors.NovaAsyncError as exc:
-            if exc.status >= 500:
+            if exc.status >= 500 and not isinstance(exc, errors.NotImplementedHere):
                 log.error("request failed", error=exc.message, code=exc.code)
             return _rendered(render, exc, request_id)
         except web.HTTPException as exc:

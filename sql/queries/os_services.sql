@@ -52,3 +52,14 @@ SELECT node, uuid, display_name
   FROM instances
  WHERE deleted_at IS NULL AND node = ANY($1::text[])
  ORDER BY created_at, uuid;
+
+-- name: host_usage_by_project
+-- Run in each cell: what the live instances on host $1 take, per project.
+SELECT project_id,
+       sum((flavor->>'vcpus')::int)::int AS cpu,
+       sum((flavor->>'memory_mb')::int)::int AS memory_mb,
+       sum((flavor->>'root_gb')::int + coalesce((flavor->>'ephemeral_gb')::int, 0))::int AS disk_gb
+  FROM instances
+ WHERE deleted_at IS NULL AND host = $1
+ GROUP BY project_id
+ ORDER BY project_id;

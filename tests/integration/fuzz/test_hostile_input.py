@@ -31,7 +31,9 @@ def strategy(cloud: Cloud, part: str = "all") -> st.SearchStrategy:
 async def fuzz(cloud: Cloud, data: st.DataObject, identity: bool) -> None:
     req = data.draw(strategy(cloud, "identity" if identity else "others"), label="request")
     status, body = await cloud.send(req)
-    assert status < 500, f"{status} for:\n{req}\n  answer: {body[:500]!r}"
+    # 501 is a deliberate answer (errors.NotImplementedHere: what these hypervisors cannot do,
+    # as Nova answers for a driver without it), never a failure.
+    assert status < 500 or status == 501, f"{status} for:\n{req}\n  answer: {body[:500]!r}"
 
 
 # Each example is one request to the cloud the fixture built (destructive ones included: its
