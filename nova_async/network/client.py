@@ -57,3 +57,9 @@ class NetworkClient:
                                     context=context)
         assert isinstance(reply, m.SecurityGroupReply)
         return reply
+
+    async def networks(self, context: RequestContext, id: str = "") -> list[dict]:
+        """What Neutron's API shows the caller: its networks, or the one `id` names (404)."""
+        reply = await self.bus.call(TOPIC, m.NetworkRequest(id=id), context=context)
+        assert isinstance(reply, m.NetworkReply)
+        return reply.networks

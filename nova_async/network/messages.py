@@ -123,3 +123,16 @@ class SecurityGroupReply(Message, frozen=True, kw_only=True):
 
     groups: list[dict[str, Any]] = []
     rule: dict[str, Any] | None = None
+
+
+class NetworkRequest(Message, frozen=True, kw_only=True):
+    """Nova's deprecated os-networks and os-tenant-networks proxies: the networks the caller
+    (the bus context) may see (`id` empty), or that one."""
+
+    id: str = ""
+
+
+class NetworkReply(Message, frozen=True, kw_only=True):
+    """Networks as Neutron's API shows them to that caller."""
+
+    networks: list[dict[str, Any]] = []

@@ -1,5 +1,5 @@
-"""Nova's deprecated os-security-groups and os-security-group-rules APIs, as the network
-service answers them: the same domain code as /v2.0/security-groups, with the caller's
+"""Nova's deprecated os-security-groups, os-security-group-rules, os-networks and
+os-tenant-networks APIs, as the network service answers them: the same domain code as /v2.0/security-groups, with the caller's
 context, so Nova's proxy sees exactly what Neutron's API would show that caller. The
 compute API turns the answers into Nova's own format (api/security_group_proxy.py)."""
 
@@ -11,6 +11,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.db.pool import Pool
 from nova_async.network import messages as m
+from nova_async.network import networks
 from nova_async.network import security_group_rules as rules
 from nova_async.network import security_groups as groups
 from nova_async.network import views
@@ -46,3 +47,12 @@ async def answer(pool: Pool, ctx: RequestContext, msg: m.SecurityGroupRequest) -
         await rules.delete_rule(pool, ctx, msg.id)
         return m.SecurityGroupReply()
     raise errors.InvalidInput(f"Unknown security group request {msg.action!r}.")
+
+
+async def answer_networks(pool: Pool, ctx: RequestContext, msg: m.NetworkRequest) -> m.NetworkReply:
+    if msg.id:
+        rows = [await networks.get_network(pool, ctx, msg.id)]
+    else:
+        rows = await networks.list_networks(pool, ctx, networks.NetworkFilters())
+    return m.NetworkReply(networks=[{"id": str(r["id"]), "name": r["name"], "project_id": r["project_id"],
+                                     "mtu": r["mtu"]} for r in rows])

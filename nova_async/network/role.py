@@ -32,6 +32,7 @@ class NetworkRole(Role):
             m.InstanceSecurityGroups: self._instance_groups,
             m.ChangeInstanceSecurityGroup: self._change_instance_group,
             m.SecurityGroupRequest: self._security_group_request,
+            m.NetworkRequest: self._network_request,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -61,6 +62,9 @@ class NetworkRole(Role):
 
     async def _change_instance_group(self, msg: m.ChangeInstanceSecurityGroup, ctx: RequestContext) -> None:
         await security_groups.change_instance(self.pool, ctx, msg.project_id, msg.instance_uuid, msg.group, msg.add)
+
+    async def _network_request(self, msg: m.NetworkRequest, ctx: RequestContext) -> m.NetworkReply:
+        return await proxy.answer_networks(self.pool, ctx, msg)
 
     async def _security_group_request(self, msg: m.SecurityGroupRequest, ctx: RequestContext
                                       ) -> m.SecurityGroupReply:
