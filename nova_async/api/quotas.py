@@ -1,7 +1,8 @@
 """Quotas: how much a project may have, and how much it has, counted from what exists.
 
-Limits are the `[quota]` defaults, overridden per project by an admin (`os-quota-sets`,
-table quota_limits). Usage is counted from the instances each time it is needed, in every
+Limits are the `[quota]` defaults, overridden for every project by the default quota class
+(`os-quota-class-sets`, table quota_class_limits) and per project by an admin
+(`os-quota-sets`, table quota_limits). Usage is counted from the instances each time it is needed, in every
 cell at once, as Nova's counting quotas do: there is no usage table that a crash could leave
 wrong.
 
@@ -152,3 +153,25 @@ async def limits_and_usage(pool: Pool, cells: Cells, defaults: QuotaSettings,
                            project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """(the project's limits, what it uses now), as `os-quota-sets/detail` and `limits` show them."""
     return await limits(pool, defaults, project_id), await usage(cells, project_id)
+
+
+async def class_limits(pool: Pool, defaults: QuotaSettings, class_name: str) -> dict[str, int]:
+    """A quota class's limits, the `[quota]` settings where it has none (every class shows
+    them; only "default" applies to projects)."""
+    return _with_defaults(_own(await pool.fetch(Q.class_limits, class_name)), defaults)
+
+
+async def default_limits(pool: Pool, defaults: QuotaSettings) -> dict[str, int]:
+    """What a project without limits of its own gets."""
+    return await class_limits(pool, defaults, "default")
+
+
+async def set_class_limits(pool: Pool, defaults: QuotaSettings, class_name: str,
+                           changes: dict[str, int]) -> dict[str, int]:
+    """An admin's limits for a quota class; fields nova-async does not enforce are skipped.
+    Projects under the changed defaults are not recounted (Nova does not either)."""
+    async with pool.acquire() as conn, conn.transaction():
+        for resource, value in changes.items():
+            if resource in RESOURCES:
+                await conn.execute(Q.set_class_limit, class_name, resource, value)
+    return await class_limits(pool, defaults, class_name)

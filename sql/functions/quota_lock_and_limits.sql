@@ -10,6 +10,6 @@ RETURNS TABLE (resource text, hard_limit int)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('quota:' || project, 0));
-    RETURN QUERY SELECT q.resource, q.hard_limit FROM quota_limits q WHERE q.project_id = project;
+    RETURN QUERY SELECT l.resource, l.hard_limit FROM project_limits(project) l;
 END
 $$;

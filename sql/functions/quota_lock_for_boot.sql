@@ -14,17 +14,17 @@
 -- takes only 1, so no two transactions can wait on each other in a cycle.
 --
 -- $2 names what the boot adds to (instances, cores, ram: the ones with an amount above 0),
--- $3 their configured defaults, which apply where the project has no limit of its own. The
--- answer is one row: the project's own limits (resource -> hard limit) and whether the boot
--- must count.
+-- $3 their configured defaults, which apply where neither the project nor the default quota
+-- class has a limit. The answer is one row: the project's limits (its own, else the default
+-- class's: project_limits) and whether the boot must count.
 CREATE OR REPLACE FUNCTION quota_lock_for_boot(project text, adds text[], defaults int[],
                                     OUT limits jsonb, OUT counting bool)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('quota:' || project, 0));
     -- a statement of its own: its snapshot is taken after the lock was granted
-    SELECT coalesce(jsonb_object_agg(q.resource, q.hard_limit), '{}'::jsonb) INTO limits
-      FROM quota_limits q WHERE q.project_id = project;
+    SELECT coalesce(jsonb_object_agg(l.resource, l.hard_limit), '{}'::jsonb) INTO limits
+      FROM project_limits(project) l;
     counting := EXISTS (SELECT 1 FROM unnest(adds, defaults) AS a(resource, fallback)
                          WHERE coalesce((limits ->> a.resource)::int, a.fallback) >= 0);
     IF counting THEN

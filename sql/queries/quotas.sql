@@ -1,7 +1,8 @@
 -- Quotas: limits set per project, and usage counted from what exists.
 
 -- name: limits
-SELECT resource, hard_limit FROM quota_limits WHERE project_id = $1;
+-- The project's limits: its own, else the default quota class's (sql/functions/project_limits.sql).
+SELECT resource, hard_limit FROM project_limits($1);
 
 -- name: set_limit
 INSERT INTO quota_limits (project_id, resource, hard_limit) VALUES ($1, $2, $3)
@@ -34,3 +35,10 @@ SELECT count(*) AS instances,
        coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
   FROM instances
  WHERE project_id = $1 AND deleted_at IS NULL;
+
+-- name: class_limits
+SELECT resource, hard_limit FROM quota_class_limits WHERE class_name = $1;
+
+-- name: set_class_limit
+INSERT INTO quota_class_limits (class_name, resource, hard_limit) VALUES ($1, $2, $3)
+ON CONFLICT (class_name, resource) DO UPDATE SET hard_limit = EXCLUDED.hard_limit, updated_at = now();

@@ -60,8 +60,8 @@ async def show_quota_set(request: web.Request) -> web.Response:
 
 async def show_defaults(request: web.Request) -> web.Response:
     project_id = _project(request)
-    defaults = request.app[STATE].settings.quota
-    shown = _shown({r: getattr(defaults, r) for r in quotas.RESOURCES}, microversion.of(request),
+    state = request.app[STATE]
+    shown = _shown(await quotas.default_limits(state.pool, state.settings.quota), microversion.of(request),
                    lambda _k, v: v)
     return w.dump({"quota_set": {"id": project_id, **shown}})
 
