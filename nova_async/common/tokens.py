@@ -19,7 +19,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.errors import Unauthorized
 
 
-class TokenBody(msgspec.Struct, frozen=True):
+class TokenBody(msgspec.Struct, frozen=True, omit_defaults=True):
     user_id: str
     user_name: str
     project_id: str
@@ -31,6 +31,11 @@ class TokenBody(msgspec.Struct, frozen=True):
     # How the token was obtained, shown back when it is validated; tokens issued before this
     # field existed were all password tokens.
     methods: tuple[str, ...] = ("password",)
+    # A token from an application credential (identity/app_credentials.py): which one, and
+    # whether it may not manage application credentials itself.
+    app_cred_id: str = ""
+    app_cred_name: str = ""
+    app_cred_restricted: bool = False
 
 
 def _b64(data: bytes) -> str:
@@ -77,7 +82,9 @@ class Revocations:
         return (self._by_user.get(body.user_id, -1.0) >= t
                 or self._by_project.get(body.project_id, -1.0) >= t
                 or self._by_pair.get((body.user_id, body.project_id), -1.0) >= t
-                or self._by_audit.get(body.audit_id, -1.0) >= t)
+                or self._by_audit.get(body.audit_id, -1.0) >= t
+                # a deleted application credential's tokens (its event's audit id names it)
+                or (body.app_cred_id != "" and self._by_audit.get(f"app-cred:{body.app_cred_id}", -1.0) >= t))
 
 
 class TokenCodec:

@@ -1,6 +1,7 @@
 """Keystone v3's HTTP surface: the version document (handlers/versions.py), tokens and what a
 token gives access to (handlers/auth.py), and the management of projects, users and roles
-(handlers/projects.py, users.py, roles.py). This module holds the route table and Keystone's
+(handlers/projects.py, users.py, roles.py) and users' application credentials
+(handlers/application_credentials.py). This module holds the route table and Keystone's
 fault format."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.config import Settings
-from nova_async.identity.handlers import auth, projects, roles, users, versions
+from nova_async.identity.handlers import application_credentials, auth, projects, roles, users, versions
 from nova_async.identity.views import DEPS
 from nova_async.role import Deps
 
@@ -49,6 +50,11 @@ ROUTES = [
     ("DELETE", "/users/{user_id}", users.delete_user),
     ("GET", "/users/{user_id}/projects", projects.list_user_projects),
     ("POST", "/users/{user_id}/password", users.change_password),
+    ("GET", "/users/{user_id}/application_credentials", application_credentials.list_app_creds),
+    ("POST", "/users/{user_id}/application_credentials", application_credentials.create_app_cred),
+    ("GET", "/users/{user_id}/application_credentials/{app_cred_id}", application_credentials.show_app_cred),
+    ("DELETE", "/users/{user_id}/application_credentials/{app_cred_id}", application_credentials.delete_app_cred),
+    ("GET", "/users/{user_id}/access_rules", application_credentials.list_access_rules),
     ("GET", "/roles", roles.list_roles),
     ("GET", "/roles/{role_id}", roles.show_role),
     ("GET", "/role_assignments", roles.list_role_assignments),

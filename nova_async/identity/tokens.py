@@ -19,7 +19,7 @@ from nova_async.common.tokens import TokenBody, TokenCodec
 from nova_async.common.web import Authenticator
 from nova_async.config import Settings
 from nova_async.db.pool import Pool
-from nova_async.identity import store
+from nova_async.identity import app_credentials, store
 
 # Block storage is listed under its official type and under `volumev3`, the alias older
 # clients (python-cinderclient) look for; its URL names the token's project, as Cinder's
@@ -89,14 +89,29 @@ async def _project(pool: Pool, scope: Any, user_id: str):
 
 async def issue(pool: Pool, codec: TokenCodec, settings: Settings, auth: dict[str, Any]
                 ) -> tuple[str, TokenBody]:
-    user, methods = await _authenticate(pool, codec, auth["identity"])
-    project = await _project(pool, auth.get("scope"), user["id"])
-    roles = await store.roles_on(pool, user["id"], project["id"])
     now = time.time()
-    body = TokenBody(user_id=user["id"], user_name=user["name"], project_id=project["id"],
-                     project_name=project["name"], roles=roles, issued_at=now,
-                     expires_at=now + settings.identity.token_ttl, audit_id=secrets.token_urlsafe(16),
-                     methods=methods)
+    identity = auth["identity"]
+    if "application_credential" in identity["methods"]:
+        # Its project and roles are the credential's: a request may not choose a scope.
+        if isinstance(auth.get("scope"), dict):
+            raise errors.Unauthorized("Application credentials cannot request a scope.")
+        cred, user, project = await app_credentials.authenticate(pool, identity["application_credential"])
+        expires = now + settings.identity.token_ttl
+        if cred["expires_at"] is not None:
+            expires = min(expires, cred["expires_at"].timestamp())
+        body = TokenBody(user_id=user["id"], user_name=user["name"], project_id=project["id"],
+                         project_name=project["name"], roles=tuple(cred["roles"]), issued_at=now,
+                         expires_at=expires, audit_id=secrets.token_urlsafe(16), methods=("application_credential",),
+                         app_cred_id=cred["id"], app_cred_name=cred["name"],
+                         app_cred_restricted=not cred["unrestricted"])
+    else:
+        user, methods = await _authenticate(pool, codec, identity)
+        project = await _project(pool, auth.get("scope"), user["id"])
+        roles = await store.roles_on(pool, user["id"], project["id"])
+        body = TokenBody(user_id=user["id"], user_name=user["name"], project_id=project["id"],
+                         project_name=project["name"], roles=roles, issued_at=now,
+                         expires_at=now + settings.identity.token_ttl, audit_id=secrets.token_urlsafe(16),
+                         methods=methods)
     if settings.identity.auth == "noauth":
         return f"{user['name']}:{project['id']}", body
     return codec.issue(body), body
@@ -132,6 +147,9 @@ def render(settings: Settings, body: TokenBody, *, include_catalog: bool = True)
         "issued_at": _ts(body.issued_at),
         "expires_at": _ts(body.expires_at),
     }
+    if body.app_cred_id:
+        token["application_credential"] = {"id": body.app_cred_id, "name": body.app_cred_name,
+                                           "restricted": body.app_cred_restricted}
     if include_catalog:
         token["catalog"] = catalog(settings, body.project_id)
     return {"token": token}

@@ -131,3 +131,25 @@ SELECT pg_notify('nova_async_token_revocations', '');
 
 -- name: list_revocations
 SELECT user_id, project_id, audit_id, revoked_at FROM token_revocations;
+
+-- name: create_app_cred
+-- NULL when the user has one of that name already.
+INSERT INTO application_credentials (id, user_id, project_id, name, description, secret_hash, roles,
+                                     unrestricted, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (user_id, name) DO NOTHING
+RETURNING *;
+
+-- name: app_creds_of
+SELECT * FROM application_credentials
+ WHERE user_id = $1 AND ($2::text IS NULL OR name = $2)
+ ORDER BY created_at, id;
+
+-- name: app_cred
+SELECT * FROM application_credentials WHERE id = $1;
+
+-- name: app_cred_by_name
+SELECT * FROM application_credentials WHERE user_id = $1 AND name = $2;
+
+-- name: delete_app_cred
+DELETE FROM application_credentials WHERE id = $1 AND user_id = $2 RETURNING id;

@@ -57,13 +57,19 @@ AUTH = w.validator({
                     "password": {"type": "object", "required": ["user"], "properties": {
                         "user": _id_or_name(password=_STR, domain=_DOMAIN)}},
                     "token": {"type": "object", "required": ["id"], "properties": {"id": _STR}},
+                    "application_credential": {
+                        "type": "object", "required": ["secret"],
+                        "properties": {"id": _STR, "name": _STR, "secret": _STR,
+                                       "user": _id_or_name(domain=_DOMAIN)},
+                        "anyOf": [{"required": ["id"]}, {"required": ["name", "user"]}],
+                        "description": "id, or name and user, must be present."},
                 },
                 # A method named in `methods` needs its block: {"methods": ["password"]} alone
                 # is Keystone's "Expecting to find password in identity".
                 "allOf": [{"if": {"required": ["methods"], "properties": {
                                "methods": {"type": "array", "contains": {"const": method}}}},
                            "then": {"required": [method]}}
-                          for method in ("password", "token")],
+                          for method in ("password", "token", "application_credential")],
             },
             "scope": {
                 "type": ["object", "string"],
