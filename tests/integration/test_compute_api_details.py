@@ -40,3 +40,44 @@ async def test_actions_whose_value_nova_ignores_take_empty_object_or_null(cloud)
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
     assert (await settled(h, server_id))["locked"] is False
 
+
+BASE = {"id", "name", "status", "tenant_id", "user_id", "metadata", "hostId", "image", "flavor", "created",
+        "updated", "addresses", "accessIPv4", "accessIPv6", "links", "OS-DCF:diskConfig", "progress"}
+
+
+async def test_update_and_rebuild_answer_the_fields_nova_does_at_each_microversion(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+
+    async def update(version: str, **fields):
+        resp = await h.http.put(url, headers={**h.alice, "OpenStack-API-Version": f"compute {version}"},
+                                json={"server": fields})
+        return (await ok(resp, 200))["server"]
+
+    old = await update("2.1", name="renamed")
+    assert set(old) == BASE, set(old) ^ BASE
+    assert set(old["addresses"]["net1"][0]) == {"version", "addr"}
+    assert "description" in await update("2.19", description="d")
+    assert set(await update("2.74", name="again")) == BASE | {"locked", "description", "tags",
+                                                               "trusted_image_certificates", "server_groups",
+                                                               "locked_reason"}
+    new = await update("2.75", description="all")
+    assert new["description"] == "all" and new["OS-EXT-STS:vm_state"] == "active"
+    assert {"key_name", "config_drive", "OS-EXT-AZ:availability_zone", "OS-SRV-USG:launched_at",
+            "os-extended-volumes:volumes_attached"} <= set(new)
+    assert "OS-EXT-IPS:type" in new["addresses"]["net1"][0]
+
+    async def rebuild(version: str):
+        resp = await h.http.post(f"{url}/action", json={"rebuild": {"imageRef": h.image}},
+                                 headers={**h.alice, "OpenStack-API-Version": f"compute {version}"})
+        server = (await ok(resp, 202))["server"]
+        await settled(h, server_id)
+        return server
+
+    old = await rebuild("2.1")
+    assert set(old) - {"adminPass", "progress"} == BASE - {"progress"}, set(old)
+    assert set(await rebuild("2.57")) >= {"key_name", "user_data", "description"}
+    new = await rebuild("2.75")
+    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data"} <= set(new)
+    assert "OS-EXT-SRV-ATTR:user_data" not in new

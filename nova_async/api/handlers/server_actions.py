@@ -69,9 +69,10 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
     return w.dump({"output": await server_ops.console_output(state, ctx, uuid, value.get("length"))})
 
 
-async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
+async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                   version: microversion.Version) -> web.Response:
     shown = await server_ops.rebuild(state, ctx, uuid, value)
-    server = server_views.detail(shown, state.base_url, (2, 1), ctx)
+    server = server_views.detail(shown, state.base_url, version, ctx, view=server_views.View.REBUILD)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)
 
@@ -150,7 +151,7 @@ ACTIONS: dict[str, Action] = {
             "preserve_ephemeral": {"type": "boolean"},
             "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
             "trusted_image_certificates": {"type": ["array", "null"]},
-        }}), _rebuild),
+        }}), _rebuild, versioned=True),
     # Nova's schema: length is optional, null, an integer >= -1 or a string of digits.
     "os-getConsoleOutput": Action(_body("os-getConsoleOutput", {
         "type": "object", "additionalProperties": False,

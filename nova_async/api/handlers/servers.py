@@ -118,8 +118,9 @@ async def update_server(request: web.Request) -> web.Response:
     body = (await w.read_json(request, _update_schema(version)))["server"]
     row = await server_store.update(state, pool, server_id, row["uuid"], body)
     volumes = await volume_attachments.volumes_attached(state, [row])
-    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx,
-                                                 volumes=volumes.get(str(row["uuid"])))})
+    groups = await security_groups.of_servers(state, ctx, [row]) if version >= (2, 75) else {}
+    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx, groups.get(str(row["uuid"])),
+                                                 volumes.get(str(row["uuid"])), view=server_views.View.UPDATE)})
 
 
 async def delete_server(request: web.Request) -> web.Response:
