@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
+import pytest
+
 from tests.harness import running
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, settled, wait_status
@@ -81,3 +83,20 @@ async def test_update_and_rebuild_answer_the_fields_nova_does_at_each_microversi
     new = await rebuild("2.75")
     assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data"} <= set(new)
     assert "OS-EXT-SRV-ATTR:user_data" not in new
+
+
+@pytest.fixture
+async def api(pool, tmp_path):
+    """The compute API alone (with identity): for what needs no host."""
+    async with running(pool, ["identity", "api"], tmp_path) as h:
+        yield h
+
+
+async def test_aggregate_create_answers_neither_hosts_nor_metadata(api):
+    h = api
+    created = (await ok(await h.http.post(V + "/os-aggregates", headers=h.admin, json={
+        "aggregate": {"name": "rack", "availability_zone": "east"}}), 200))["aggregate"]
+    assert "hosts" not in created and "metadata" not in created
+    assert (created["name"], created["availability_zone"], created["deleted"]) == ("rack", "east", False)
+    shown = (await ok(await h.http.get(f"{V}/os-aggregates/{created['id']}", headers=h.admin), 200))["aggregate"]
+    assert (shown["hosts"], shown["metadata"]) == ([], {"availability_zone": "east"})
