@@ -40,6 +40,9 @@ class ListFilter:
     marker: str | None          # as the request wrote it
     since: datetime | None
     before: datetime | None
+    flavor: str | None = None   # a flavor id
+    image: str | None = None    # an image id
+    ip: str | None = None       # a regex on fixed IPs, anchored at their start
 
 
 async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[asyncpg.Record]:
@@ -58,9 +61,10 @@ async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[async
         # Every cell's first page, merged newest first: the same order each cell sorts by.
         rows = await state.cells.gather(_LIST_DETAIL if detail else _LIST_SUMMARY, f.project_id, f.name,
                                         f.vm_states, f.reservation_id, f.host, f.limit, marker_at, marker_uuid,
-                                        f.since, f.before)
+                                        f.since, f.before, f.flavor, f.image, f.ip)
     except asyncpg.InvalidRegularExpressionError:
-        raise errors.InvalidInput(f"Invalid regular expression for name: {f.name!r}") from None
+        raise errors.InvalidInput(f"Invalid regular expression in a filter: name {f.name!r}, "
+                                  f"ip {f.ip!r}") from None
     rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
     # A server being moved between cells is in both for a moment: listed once.
     unique = list({r["uuid"]: r for r in rows}.values())

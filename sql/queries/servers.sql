@@ -30,7 +30,9 @@ SELECT count(*) AS instances,
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
 -- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging, $9/$10 changed since/before
--- (either one lists deleted servers too, as Nova's polling clients expect). {columns}: what the
+-- (either one lists deleted servers too, as Nova's polling clients expect), $11 flavor id,
+-- $12 image id, $13 a regex one of its fixed IPs must match from its start (Nova's `ip`/`ip6`:
+-- Python's re.match on each fixed address). {columns}: what the
 -- caller shows (api/handlers/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
@@ -46,6 +48,12 @@ SELECT {columns}
    AND ($4::text IS NULL OR i.reservation_id = $4)
    AND ($5::text IS NULL OR i.host = $5)
    AND ($7::timestamptz IS NULL OR (i.created_at, i.uuid) < ($7, $8::uuid))
+   AND ($11::text IS NULL OR i.flavor->>'id' = $11)
+   AND ($12::text IS NULL OR i.image_ref = $12)
+   AND ($13::text IS NULL OR EXISTS (
+           SELECT 1 FROM jsonb_array_elements(i.network_info) vif,
+                         jsonb_array_elements(coalesce(vif->'ips', '[]'::jsonb)) ip
+            WHERE ip->>'address' ~ ('^(?:' || $13 || ')')))
  ORDER BY i.created_at DESC, i.uuid DESC
  LIMIT $6;
 

@@ -100,3 +100,31 @@ async def test_aggregate_create_answers_neither_hosts_nor_metadata(api):
     assert (created["name"], created["availability_zone"], created["deleted"]) == ("rack", "east", False)
     shown = (await ok(await h.http.get(f"{V}/os-aggregates/{created['id']}", headers=h.admin), 200))["aggregate"]
     assert (shown["hosts"], shown["metadata"]) == ([], {"availability_zone": "east"})
+
+
+async def test_server_list_filters_by_flavor_image_fixed_ip_and_project_across_projects(cloud):
+    h = cloud
+    server_id = await boot(h)
+    server = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers=h.alice), 200))["server"]
+    [addr] = [a["addr"] for a in server["addresses"]["net1"]]
+
+    async def listed(query: str, headers=None) -> list[str]:
+        resp = await h.http.get(f"{V}/servers?{query}", headers=headers or h.alice)
+        return [s["id"] for s in (await ok(resp, 200))["servers"]]
+
+    assert await listed(f"flavor={h.flavor}") == [server_id]
+    assert await listed("flavor=no-such-flavor") == []
+    assert await listed(f"image={h.image}") == [server_id]
+    assert await listed(f"image={uuidlib.uuid4()}") == []
+    assert await listed(f"ip={addr}") == [server_id]
+    assert await listed("ip=10.0") == [server_id]            # a prefix matches, as re.match
+    assert await listed("ip=0.0") == []                      # not anchored at the start: no
+    assert await listed("ip=192.168.") == []
+    assert await listed("ip6=10.0", headers={**h.alice, "OpenStack-API-Version": "compute 2.5"}) == [server_id]
+    assert (await h.http.get(f"{V}/servers?ip=(", headers=h.alice)).status == 400
+    # tenant_id and project_id narrow an all_tenants list; without all_tenants they are ignored.
+    assert await listed("all_tenants=1&tenant_id=proj-a", h.admin) == [server_id]
+    assert await listed("all_tenants=1&project_id=proj-a", h.admin) == [server_id]
+    assert await listed("all_tenants=1&tenant_id=proj-b", h.admin) == []
+    assert await listed("tenant_id=proj-a", h.admin) == []
+    assert await listed("all_tenants=1", h.admin) == [server_id]

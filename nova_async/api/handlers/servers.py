@@ -38,15 +38,16 @@ def _filter(request: web.Request) -> server_store.ListFilter:
     all_projects = q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
     if all_projects and not ctx.is_admin:
         raise errors.Forbidden("Policy does not allow listing the servers of all projects (all_tenants).")
-    project = None if all_projects else (q.get("project_id") if ctx.is_admin and q.get("project_id")
-                                         else ctx.project_id)
+    # As Nova: without all_tenants a list is the caller's project's, whatever project_id or
+    # tenant_id say; with it, either one narrows the list to that project.
+    project = (q.get("project_id") or q.get("tenant_id") or None) if all_projects else ctx.project_id
     vm_states = None
     if "status" in q:
         vm_states = server_views.STATUS_FILTER.get(q["status"].upper())
         if vm_states is None:
             raise errors.InvalidInput(f"Invalid status value {q['status']!r}.")
-    since, before = _changed(request, "changes-since"), None
-    if microversion.of(request) >= (2, 66):
+    since, before, version = _changed(request, "changes-since"), None, microversion.of(request)
+    if version >= (2, 66):
         before = _changed(request, "changes-before")
         if since and before and before < since:
             raise errors.InvalidInput("The value of changes-since must be earlier than or equal to "
@@ -55,7 +56,9 @@ def _filter(request: web.Request) -> server_store.ListFilter:
     return server_store.ListFilter(project_id=project, name=q.get("name") or None, vm_states=vm_states,
                                    reservation_id=q.get("reservation_id"),
                                    host=q.get("host") if ctx.is_admin else None, limit=limit,
-                                   marker=q.get("marker"), since=since, before=before)
+                                   marker=q.get("marker"), since=since, before=before,
+                                   flavor=q.get("flavor"), image=q.get("image"),
+                                   ip=q.get("ip") or (q.get("ip6") if version >= (2, 5) or ctx.is_admin else None))
 
 
 async def list_servers(request: web.Request) -> web.Response:
