@@ -128,3 +128,24 @@ async def test_server_list_filters_by_flavor_image_fixed_ip_and_project_across_p
     assert await listed("all_tenants=1&tenant_id=proj-b", h.admin) == []
     assert await listed("tenant_id=proj-a", h.admin) == []
     assert await listed("all_tenants=1", h.admin) == [server_id]
+
+
+async def test_flavor_list_pages_by_flavor_id_with_limit_and_marker(api):
+    h = api
+    for flavor_id, ram in (("c", 512), ("a", 2048), ("b", 1024)):
+        await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+            "name": f"f-{flavor_id}", "id": flavor_id, "ram": ram, "vcpus": 1, "disk": 1}}), 200)
+
+    async def ids(query: str) -> list[str]:
+        return [f["id"] for f in (await ok(await h.http.get(f"{V}/flavors?{query}", headers=h.alice), 200))["flavors"]]
+
+    assert await ids("") == ["a", "b", "c"]                  # Nova's default order: flavorid
+    assert await ids("limit=2") == ["a", "b"]
+    assert await ids("limit=2&marker=b") == ["c"]
+    assert await ids("marker=a") == ["b", "c"]
+    assert await ids("sort_key=memory_mb&sort_dir=desc") == ["a", "b", "c"]
+    assert await ids("sort_key=memory_mb&marker=c") == ["b", "a"]
+    for bad in ("marker=nope", "limit=-1", "limit=x", "sort_key=color", "sort_dir=up"):
+        resp = await h.http.get(f"{V}/flavors/detail?{bad}", headers=h.alice)
+        assert resp.status == 400, (bad, resp.status)
+        assert "badRequest" in await resp.json()
