@@ -149,3 +149,16 @@ async def test_flavor_list_pages_by_flavor_id_with_limit_and_marker(api):
         resp = await h.http.get(f"{V}/flavors/detail?{bad}", headers=h.alice)
         assert resp.status == 400, (bad, resp.status)
         assert "badRequest" in await resp.json()
+
+
+async def test_quota_values_may_be_numeric_strings(api):
+    h = api
+    url = V + "/os-quota-sets/proj-a"
+    updated = await ok(await h.http.put(url, headers=h.admin, json={
+        "quota_set": {"instances": "10", "cores": 20, "ram": "-1", "force": "True"}}), 200)
+    assert (updated["quota_set"]["instances"], updated["quota_set"]["cores"], updated["quota_set"]["ram"]) == (
+        10, 20, -1)
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["quota_set"]["instances"] == 10
+    for bad in ("-2", "ten", "1.5", "2147483648", ""):
+        resp = await h.http.put(url, headers=h.admin, json={"quota_set": {"instances": bad}})
+        assert resp.status == 400, (bad, resp.status)
