@@ -87,9 +87,16 @@ async def changeable(state: ApiState, ctx: RequestContext, server_id: str) -> tu
     return pool, row
 
 
+def auto_disk_config(request: dict[str, Any]) -> bool | None:
+    """A create, update or rebuild request's OS-DCF:diskConfig as the column keeps it (None: not given)."""
+    given = request.get("OS-DCF:diskConfig")
+    return None if given is None else given == "AUTO"
+
+
 async def update(state: ApiState, pool: Pool, server_id: str, uuid: str, changes: dict[str, Any]) -> dict[str, Any]:
     """Set the fields `changes` names (others stay); the server as show answers it."""
-    await pool.execute(Q.update, uuid, *(changes.get(k) for k in _UPDATABLE), *(k in changes for k in _UPDATABLE))
+    await pool.execute(Q.update, uuid, *(changes.get(k) for k in _UPDATABLE), *(k in changes for k in _UPDATABLE),
+                       auto_disk_config(changes))
     row = await lookup.shown(state, pool, uuid)
     if row is None:
         raise lookup.not_found(server_id)

@@ -116,7 +116,7 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
         "updated": iso(row["updated_at"] or row["created_at"]),
         "addresses": addresses(row["network_info"], extended=full),
         "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
-        "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "MANUAL",
+        "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "AUTO" if row["auto_disk_config"] else "MANUAL",
     }
     if full:
         out.update({

@@ -6,14 +6,14 @@
 -- `create` actions (request $22), in one statement. Returns the project's usage as this
 -- statement's snapshot saw it, without the new instances: the caller adds them (the recount
 -- that catches a writer that did not take the quota lock); zeros when $23 is false (no limit
--- to check: nothing is counted).
+-- to check: nothing is counted). $24: the disk config (AUTO: true).
 WITH new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
                            availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
-                           description, vm_state, task_state)
+                           description, vm_state, task_state, auto_disk_config)
     SELECT t.uuid, t.name, t.hostname, $5, $6, $7, t.launch_index, $8::jsonb, $9, $10::jsonb, $11::jsonb,
-           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling'
+           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling', $24
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[]) AS t(uuid, name, hostname, launch_index)
     RETURNING uuid
 ), actions AS (
@@ -79,13 +79,15 @@ SELECT uuid FROM instances
 SELECT EXISTS (SELECT 1 FROM services WHERE binary_name = 'nova-compute' AND zone = $1);
 
 -- name: update
--- PUT /servers/{id}: each of $2..$6 only when $7..$11 says it was given.
+-- PUT /servers/{id}: each of $2..$6 only when $7..$11 says it was given; $12 the disk
+-- config (AUTO: true), when not NULL.
 UPDATE instances
    SET display_name = CASE WHEN $7 THEN $2 ELSE display_name END,
        hostname     = CASE WHEN $8 THEN $3 ELSE hostname END,
        description  = CASE WHEN $9 THEN $4 ELSE description END,
        access_ip_v4 = CASE WHEN $10 THEN $5 ELSE access_ip_v4 END,
        access_ip_v6 = CASE WHEN $11 THEN $6 ELSE access_ip_v6 END,
+       auto_disk_config = coalesce($12, auto_disk_config),
        updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL
 RETURNING uuid;

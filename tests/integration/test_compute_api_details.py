@@ -162,3 +162,23 @@ async def test_quota_values_may_be_numeric_strings(api):
     for bad in ("-2", "ten", "1.5", "2147483648", ""):
         resp = await h.http.put(url, headers=h.admin, json={"quota_set": {"instances": bad}})
         assert resp.status == 400, (bad, resp.status)
+
+
+async def test_disk_config_is_taken_on_update_and_rebuild_and_shown(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["OS-DCF:diskConfig"] == "MANUAL"
+    updated = await ok(await h.http.put(url, headers=h.alice, json={"server": {"OS-DCF:diskConfig": "AUTO"}}), 200)
+    assert updated["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await h.http.put(url, headers=h.alice, json={"server": {"OS-DCF:diskConfig": "auto"}})).status == 400
+    rebuilt = await ok(await h.http.post(f"{url}/action", headers=h.alice, json={
+        "rebuild": {"imageRef": h.image, "OS-DCF:diskConfig": "MANUAL"}}), 202)
+    assert rebuilt["server"]["OS-DCF:diskConfig"] == "MANUAL"
+    await settled(h, server_id)
+
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice,
+                                         json=boot_body(h, **{"OS-DCF:diskConfig": "AUTO"})), 202)
+    assert created["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await wait_status(h, created["server"]["id"], "ACTIVE"))["OS-DCF:diskConfig"] == "AUTO"

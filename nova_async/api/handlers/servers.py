@@ -26,7 +26,7 @@ async def create_server(request: web.Request) -> web.Response:
         return w.dump({"reservation_id": accepted.reservation_id}, 202)
     first = accepted.uuids[0]
     return w.dump({"server": {"id": first, "links": links(state.base_url, "servers", first),
-                              "OS-DCF:diskConfig": "MANUAL",
+                              "OS-DCF:diskConfig": body["server"].get("OS-DCF:diskConfig", "MANUAL"),
                               "security_groups": body["server"].get("security_groups") or [{"name": "default"}],
                               "adminPass": accepted.admin_pass}}, 202,
                   {"Location": f"{state.base_url}/compute/v2.1/servers/{first}"})
@@ -101,7 +101,8 @@ def _update_schema(version) -> Any:
     props: dict[str, Any] = {"name": {"type": "string", "minLength": 1, "maxLength": 255,
                                       "pattern": "^[^\\x00-\\x1f]*$"},
                              "accessIPv4": {"type": "string", "format": "ipv4"},
-                             "accessIPv6": {"type": "string", "format": "ipv6"}}
+                             "accessIPv6": {"type": "string", "format": "ipv6"},
+                             "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]}}
     if version >= (2, 19):
         props["description"] = {"type": ["string", "null"], "maxLength": 255}
     if version >= (2, 90):
