@@ -182,3 +182,19 @@ async def test_disk_config_is_taken_on_update_and_rebuild_and_shown(cloud):
                                          json=boot_body(h, **{"OS-DCF:diskConfig": "AUTO"})), 202)
     assert created["server"]["OS-DCF:diskConfig"] == "AUTO"
     assert (await wait_status(h, created["server"]["id"], "ACTIVE"))["OS-DCF:diskConfig"] == "AUTO"
+
+
+async def test_an_unknown_status_filter_lists_nothing_before_2_38_and_is_refused_from_it(cloud):
+    h = cloud
+    server_id = await boot(h)
+
+    async def listed(query: str, version: str):
+        return await h.http.get(f"{V}/servers?{query}",
+                                headers={**h.alice, "OpenStack-API-Version": f"compute {version}"})
+
+    assert (await ok(await listed("status=bogus", "2.37"), 200))["servers"] == []
+    assert (await listed("status=bogus", "2.38")).status == 400
+    assert [s["id"] for s in (await ok(await listed("status=active", "2.38"), 200))["servers"]] == [server_id]
+    assert [s["id"] for s in (await ok(await listed("status=SHUTOFF&status=ACTIVE", "2.38"), 200))["servers"]] == [
+        server_id]
+    assert (await ok(await listed("status=SHUTOFF", "2.38"), 200))["servers"] == []
