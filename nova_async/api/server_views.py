@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import ipaddress
 from typing import Any
 
 from nova_async.api.links import bookmark, links
@@ -65,6 +66,17 @@ def addresses(network_info: list[dict[str, Any]], extended: bool = True) -> dict
     return out
 
 
+def _address(written: str | None) -> str:
+    """An access address in its canonical form, as Nova (an IP column) answers it whatever
+    the request wrote: '2001:DB8:0::1' is '2001:db8::1'."""
+    if not written:
+        return ""
+    try:
+        return str(ipaddress.ip_address(written))
+    except ValueError:
+        return written
+
+
 def summary(row, base: str) -> dict[str, Any]:
     uuid = str(row["uuid"])
     return {"id": uuid, "name": row["display_name"], "links": links(base, "servers", uuid)}
@@ -115,7 +127,7 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
         "flavor": _flavor(row, base, version), "created": iso(row["created_at"]),
         "updated": iso(row["updated_at"] or row["created_at"]),
         "addresses": addresses(row["network_info"], extended=full),
-        "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
+        "accessIPv4": _address(row["access_ip_v4"]), "accessIPv6": _address(row["access_ip_v6"]),
         "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "AUTO" if row["auto_disk_config"] else "MANUAL",
     }
     if full:

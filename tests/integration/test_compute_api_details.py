@@ -198,3 +198,13 @@ async def test_an_unknown_status_filter_lists_nothing_before_2_38_and_is_refused
     assert [s["id"] for s in (await ok(await listed("status=SHUTOFF&status=ACTIVE", "2.38"), 200))["servers"]] == [
         server_id]
     assert (await ok(await listed("status=SHUTOFF", "2.38"), 200))["servers"] == []
+
+
+async def test_access_ipv6_is_answered_in_its_compressed_form(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+    updated = await ok(await h.http.put(url, headers=h.alice, json={"server": {
+        "accessIPv6": "2001:0DB8:0000:0000:0000:0000:0000:0001", "accessIPv4": "192.0.2.1"}}), 200)
+    assert (updated["server"]["accessIPv6"], updated["server"]["accessIPv4"]) == ("2001:db8::1", "192.0.2.1")
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["accessIPv6"] == "2001:db8::1"
