@@ -208,3 +208,12 @@ async def test_access_ipv6_is_answered_in_its_compressed_form(cloud):
         "accessIPv6": "2001:0DB8:0000:0000:0000:0000:0000:0001", "accessIPv4": "192.0.2.1"}}), 200)
     assert (updated["server"]["accessIPv6"], updated["server"]["accessIPv4"]) == ("2001:db8::1", "192.0.2.1")
     assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["accessIPv6"] == "2001:db8::1"
+
+
+async def test_compute_answers_carry_x_compute_request_id(api):
+    h = api
+    for resp in (await h.http.get(V + "/flavors", headers=h.alice),
+                 await h.http.get(V + "/servers/nope", headers=h.alice),
+                 await h.http.get("/compute/")):
+        request_id = resp.headers["x-openstack-request-id"]
+        assert request_id.startswith("req-") and resp.headers["X-Compute-Request-Id"] == request_id, resp.status
