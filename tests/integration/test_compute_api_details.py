@@ -217,3 +217,11 @@ async def test_compute_answers_carry_x_compute_request_id(api):
                  await h.http.get("/compute/")):
         request_id = resp.headers["x-openstack-request-id"]
         assert request_id.startswith("req-") and resp.headers["X-Compute-Request-Id"] == request_id, resp.status
+
+
+async def test_the_compute_version_list_has_v2_0_beside_the_current_v2_1(api):
+    h = api
+    versions = {v["id"]: v for v in (await ok(await h.http.get("/compute/"), 200))["versions"]}
+    assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.96"
+    assert versions["v2.0"]["status"] == "DEPRECATED" and versions["v2.0"]["version"] == ""
+    assert versions["v2.0"]["links"][0]["href"].endswith("/compute/v2/")
