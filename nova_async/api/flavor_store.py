@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -36,8 +37,35 @@ async def get(pool: Pool, flavor_id: str) -> asyncpg.Record:
     return row
 
 
-async def listing(pool: Pool, is_public: bool | None, min_ram: int, min_disk: int) -> list[asyncpg.Record]:
-    return await pool.fetch(Q.list, is_public, min_ram, min_disk)
+# Nova's flavor sort keys (its flavors table's columns) → ours. Nova's `id` is its row id, the
+# order flavors were made in; it keeps no vcpu_weight for us to have, so that sorts as flavorid.
+SORT_KEYS = {"flavorid": "id", "id": "created_at", "name": "name", "memory_mb": "memory_mb",
+             "vcpus": "vcpus", "root_gb": "root_gb", "ephemeral_gb": "ephemeral_gb", "swap": "swap",
+             "rxtx_factor": "rxtx_factor", "is_public": "is_public", "disabled": "disabled",
+             "description": "coalesce(description, '')", "created_at": "created_at",
+             "updated_at": "coalesce(updated_at, created_at)", "vcpu_weight": "id"}
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """A flavor list request, checked: is_public None means both."""
+    is_public: bool | None
+    min_ram: int
+    min_disk: int
+    sort_key: str = "flavorid"       # one of SORT_KEYS
+    descending: bool = False
+    marker: str | None = None        # a flavor id
+    limit: int = 1000
+
+
+async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
+    """A page of flavors in the order asked (Nova's default: flavor id, ascending); 400 for
+    a marker that names no flavor."""
+    if f.marker is not None and not await pool.fetchval(Q.exists, f.marker):
+        raise errors.InvalidInput(f"marker [{f.marker}] not found")
+    sql = Q.list.format(key=SORT_KEYS[f.sort_key], direction="DESC" if f.descending else "ASC",
+                        after="<" if f.descending else ">")
+    return await pool.fetch(sql, f.is_public, f.min_ram, f.min_disk, f.marker, f.limit)
 
 
 async def delete(pool: Pool, flavor_id: str) -> None:

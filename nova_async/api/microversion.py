@@ -1,11 +1,14 @@
 """Compute API microversions: read `OpenStack-API-Version: compute X` (or the legacy
-`X-OpenStack-Nova-API-Version`), refuse what we do not speak with 406, echo the version."""
+`X-OpenStack-Nova-API-Version`), refuse what we do not speak with 406, echo the version.
+Its middleware also sends the request id under Nova's own name, `X-Compute-Request-Id`,
+beside `x-openstack-request-id` (novaclient and Tempest read the compute one)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from nova_async.common import errors
+from nova_async.common import web as w
 from nova_async.common import microversion as shared
 from nova_async.common.microversion import Version
 
@@ -44,4 +47,6 @@ async def middleware(request: web.Request, handler) -> web.StreamResponse:
     response.headers[shared.HEADER] = f"compute {version}"
     response.headers["X-OpenStack-Nova-API-Version"] = str(version)
     response.headers["Vary"] = "OpenStack-API-Version, X-OpenStack-Nova-API-Version"
+    if request_id := request.get(w.REQUEST_ID):
+        response.headers["X-Compute-Request-Id"] = request_id
     return response

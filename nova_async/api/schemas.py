@@ -14,7 +14,7 @@ _METADATA = {
     "additionalProperties": {"type": "string", "maxLength": 255},
 }
 # Nova's parameter_types.boolean: the spellings oslo's bool_from_string reads strictly.
-_BOOLEAN = {"enum": [True, False, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes",
+BOOLEAN = {"enum": [True, False, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes",
                      "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no"]}
 TRUE_SPELLINGS = ("true", "1", "on", "yes")
 _NETWORK = {
@@ -70,7 +70,7 @@ CREATE_SERVER = w.validator({
                 "security_groups": {"type": "array", "items": {
                     "type": "object", "required": ["name"], "additionalProperties": False,
                     "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}}}},
-                "config_drive": _BOOLEAN,
+                "config_drive": BOOLEAN,
                 "adminPass": {"type": "string", "maxLength": 255},
                 "accessIPv4": {"type": "string", "format": "ipv4"},
                 "accessIPv6": {"type": "string", "format": "ipv6"},

@@ -83,6 +83,7 @@ class BootRequest:
     config_drive: str               # "True" or "", as Nova keeps it
     access_ip_v4: str | None
     access_ip_v6: str | None
+    auto_disk_config: bool          # OS-DCF:diskConfig AUTO
     tags: list[str]
     description: str | None
     admin_pass: str
@@ -115,6 +116,7 @@ def parse(body: dict[str, Any], version) -> BootRequest:
         metadata=server.get("metadata", {}),
         config_drive="True" if str(server.get("config_drive")).lower() in schemas.TRUE_SPELLINGS else "",
         access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        auto_disk_config=server.get("OS-DCF:diskConfig") == "AUTO",
         tags=list(dict.fromkeys(server.get("tags", []))) if version >= (2, 52) else [],
         description=server.get("description") if version >= (2, 19) else None,
         admin_pass=server.get("adminPass") or secrets.token_urlsafe(9),
@@ -287,6 +289,7 @@ class InstanceRows:
     description: str | None
     request_id: str                 # of the instances' `create` actions
     counted: bool                   # whether the project's usage is recounted (something is limited)
+    auto_disk_config: bool          # OS-DCF:diskConfig AUTO
     block_devices: list[tuple[Any, ...]]   # every instance's block_devices.insert arguments
 
     @classmethod
@@ -300,6 +303,7 @@ class InstanceRows:
                    config_drive=request.config_drive, access_ip_v4=request.access_ip_v4,
                    access_ip_v6=request.access_ip_v6, key_data=found.key_data, tags=request.tags,
                    description=request.description, request_id=ctx.request_id, counted=counted,
+                   auto_disk_config=request.auto_disk_config,
                    block_devices=[row for u in uuids for row in boot_volumes.rows(
                        request.block_devices, u, reserved, found.flavor.ephemeral_gb, found.flavor.swap)])
 
@@ -308,7 +312,8 @@ class InstanceRows:
                 self.project_id, self.user_id, self.reservation_id, self.flavor, self.image_id,
                 self.spec.to_stored(), self.networks, self.key_name, self.user_data, self.metadata,
                 self.availability_zone, self.config_drive, self.access_ip_v4, self.access_ip_v6,
-                self.key_data, self.tags, self.description, self.request_id, self.counted)
+                self.key_data, self.tags, self.description, self.request_id, self.counted,
+                self.auto_disk_config)
 
 
 async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows: InstanceRows,

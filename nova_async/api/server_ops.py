@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nova_async.api import keypair_store, lookup, quotas
+from nova_async.api import keypair_store, lookup, quotas, server_store
 from nova_async.api.server_create import find_image, usable_image
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -92,7 +92,7 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
         claimed = await conn.fetchrow(
             AQ.begin_rebuild, uuid, image_ref, value.get("name"), value.get("metadata"), value.get("user_data"),
             value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
-            value.get("accessIPv6"), *(f in value for f in fields))
+            value.get("accessIPv6"), *(f in value for f in fields), server_store.auto_disk_config(value))
         if claimed is None:
             raise _refusal(await conn.fetchrow(IQ.get, uuid), "rebuild", uuid)
         await instances.start_action(conn, uuid, ctx.request_id, "rebuild", ctx.project_id, ctx.user_id)

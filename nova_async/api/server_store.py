@@ -40,6 +40,9 @@ class ListFilter:
     marker: str | None          # as the request wrote it
     since: datetime | None
     before: datetime | None
+    flavor: str | None = None   # a flavor id
+    image: str | None = None    # an image id
+    ip: str | None = None       # a regex on fixed IPs, anchored at their start
 
 
 async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[asyncpg.Record]:
@@ -58,9 +61,10 @@ async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[async
         # Every cell's first page, merged newest first: the same order each cell sorts by.
         rows = await state.cells.gather(_LIST_DETAIL if detail else _LIST_SUMMARY, f.project_id, f.name,
                                         f.vm_states, f.reservation_id, f.host, f.limit, marker_at, marker_uuid,
-                                        f.since, f.before)
+                                        f.since, f.before, f.flavor, f.image, f.ip)
     except asyncpg.InvalidRegularExpressionError:
-        raise errors.InvalidInput(f"Invalid regular expression for name: {f.name!r}") from None
+        raise errors.InvalidInput(f"Invalid regular expression in a filter: name {f.name!r}, "
+                                  f"ip {f.ip!r}") from None
     rows.sort(key=lambda r: (r["created_at"], r["uuid"]), reverse=True)
     # A server being moved between cells is in both for a moment: listed once.
     unique = list({r["uuid"]: r for r in rows}.values())
@@ -83,9 +87,16 @@ async def changeable(state: ApiState, ctx: RequestContext, server_id: str) -> tu
     return pool, row
 
 
+def auto_disk_config(request: dict[str, Any]) -> bool | None:
+    """A create, update or rebuild request's OS-DCF:diskConfig as the column keeps it (None: not given)."""
+    given = request.get("OS-DCF:diskConfig")
+    return None if given is None else given == "AUTO"
+
+
 async def update(state: ApiState, pool: Pool, server_id: str, uuid: str, changes: dict[str, Any]) -> dict[str, Any]:
     """Set the fields `changes` names (others stay); the server as show answers it."""
-    await pool.execute(Q.update, uuid, *(changes.get(k) for k in _UPDATABLE), *(k in changes for k in _UPDATABLE))
+    await pool.execute(Q.update, uuid, *(changes.get(k) for k in _UPDATABLE), *(k in changes for k in _UPDATABLE),
+                       auto_disk_config(changes))
     row = await lookup.shown(state, pool, uuid)
     if row is None:
         raise lookup.not_found(server_id)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
+import ipaddress
 from typing import Any
 
 from nova_async.api.links import bookmark, links
@@ -50,14 +52,29 @@ def host_id(project_id: str, host: str | None) -> str:
     return hashlib.sha224((project_id + host).encode()).hexdigest()
 
 
-def addresses(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def addresses(network_info: list[dict[str, Any]], extended: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Per network, its addresses; `extended` adds the type and MAC (OS-EXT-IPS*), which
+    update and rebuild answers leave out before 2.75."""
     out: dict[str, list[dict[str, Any]]] = {}
     for vif in network_info:
         entries = out.setdefault(vif["network_name"], [])
         for ip in vif.get("ips", []):
-            entries.append({"version": ip["version"], "addr": ip["address"], "OS-EXT-IPS:type": "fixed",
-                            "OS-EXT-IPS-MAC:mac_addr": vif["mac_address"]})
+            entry = {"version": ip["version"], "addr": ip["address"]}
+            if extended:
+                entry.update({"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": vif["mac_address"]})
+            entries.append(entry)
     return out
+
+
+def _address(written: str | None) -> str:
+    """An access address in its canonical form, as Nova (an IP column) answers it whatever
+    the request wrote: '2001:DB8:0::1' is '2001:db8::1'."""
+    if not written:
+        return ""
+    try:
+        return str(ipaddress.ip_address(written))
+    except ValueError:
+        return written
 
 
 def summary(row, base: str) -> dict[str, Any]:
@@ -84,54 +101,75 @@ def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
     return fault
 
 
+class View(enum.Enum):
+    """Which answer a server is rendered for. Nova's update and rebuild answers carry only
+    the base fields (plus the microversioned ones) before 2.75, every show field from 2.75;
+    rebuild shows key_name from 2.54 and user_data (top level, not OS-EXT-SRV-ATTR) from 2.57."""
+    SHOW = "show"          # show and list detail
+    UPDATE = "update"      # PUT /servers/{id}
+    REBUILD = "rebuild"    # the rebuild action
+
+
 def detail(row, base: str, version: Version, ctx: RequestContext,
-           security_groups: list[str] | None = None, volumes: list[Any] | None = None) -> dict[str, Any]:
-    """A server as show and detail render it; `security_groups` are the names of the groups
-    on its ports (shown only when it has any, as Nova; update and rebuild show none);
-    `volumes` its attached volumes' mappings (volume_id, delete_on_termination)."""
+           security_groups: list[str] | None = None, volumes: list[Any] | None = None,
+           view: View = View.SHOW) -> dict[str, Any]:
+    """A server as show and detail render it (or update and rebuild, `view`); `security_groups`
+    are the names of the groups on its ports (shown only when it has any, as Nova; update and
+    rebuild show none); `volumes` its attached volumes' mappings (volume_id, delete_on_termination)."""
     uuid = str(row["uuid"])
     image = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
              if row["image_ref"] else "")
+    full = view is View.SHOW or version >= (2, 75)
     out: dict[str, Any] = {
         "id": uuid, "name": row["display_name"], "status": status(row["vm_state"], row["task_state"]),
         "tenant_id": row["project_id"], "user_id": row["user_id"], "metadata": row["metadata"],
         "hostId": host_id(row["project_id"], row["host"]), "image": image,
         "flavor": _flavor(row, base, version), "created": iso(row["created_at"]),
-        "updated": iso(row["updated_at"] or row["created_at"]), "addresses": addresses(row["network_info"]),
-        "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
-        "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "MANUAL",
-        "OS-EXT-AZ:availability_zone": row["availability_zone"] or ("nova" if row["host"] else ""),
-        "config_drive": row["config_drive"], "key_name": row["key_name"],
-        "OS-SRV-USG:launched_at": iso_micro(row["launched_at"]),
-        "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),
-        "OS-EXT-STS:task_state": row["task_state"], "OS-EXT-STS:vm_state": row["vm_state"],
-        "OS-EXT-STS:power_state": row["power_state"],
-        "os-extended-volumes:volumes_attached": [
-            {"id": str(v["volume_id"]), **({"delete_on_termination": v["delete_on_termination"]}
-                                           if version >= (2, 3) else {})}
-            for v in volumes or ()],
+        "updated": iso(row["updated_at"] or row["created_at"]),
+        "addresses": addresses(row["network_info"], extended=full),
+        "accessIPv4": _address(row["access_ip_v4"]), "accessIPv6": _address(row["access_ip_v6"]),
+        "links": links(base, "servers", uuid), "OS-DCF:diskConfig": "AUTO" if row["auto_disk_config"] else "MANUAL",
     }
-    if security_groups:
+    if full:
+        out.update({
+            "OS-EXT-AZ:availability_zone": row["availability_zone"] or ("nova" if row["host"] else ""),
+            "config_drive": row["config_drive"], "key_name": row["key_name"],
+            "OS-SRV-USG:launched_at": iso_micro(row["launched_at"]),
+            "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),
+            "OS-EXT-STS:task_state": row["task_state"], "OS-EXT-STS:vm_state": row["vm_state"],
+            "OS-EXT-STS:power_state": row["power_state"],
+            "os-extended-volumes:volumes_attached": [
+                {"id": str(v["volume_id"]), **({"delete_on_termination": v["delete_on_termination"]}
+                                               if version >= (2, 3) else {})}
+                for v in volumes or ()],
+        })
+    elif view is View.REBUILD and version >= (2, 54):
+        out["key_name"] = row["key_name"]
+    if security_groups and full:
         out["security_groups"] = [{"name": name} for name in security_groups]
     if row["vm_state"] in (VmState.BUILDING, VmState.ACTIVE):
         out["progress"] = row["progress"]
     fault = _fault(row, ctx)
     if fault:
         out["fault"] = fault
-    if ctx.is_admin:
+    extended_attributes = ctx.is_admin and full
+    if extended_attributes:
         out["OS-EXT-SRV-ATTR:host"] = row["host"]
         out["OS-EXT-SRV-ATTR:instance_name"] = f"instance-{uuid}"
         out["OS-EXT-SRV-ATTR:hypervisor_hostname"] = row["node"]
-    if version >= (2, 3) and ctx.is_admin:
+    if version >= (2, 3) and extended_attributes:
         out.update({"OS-EXT-SRV-ATTR:reservation_id": row["reservation_id"],
                     "OS-EXT-SRV-ATTR:launch_index": row["launch_index"],
                     "OS-EXT-SRV-ATTR:kernel_id": "", "OS-EXT-SRV-ATTR:ramdisk_id": "",
                     "OS-EXT-SRV-ATTR:hostname": row["hostname"],
-                    "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
-                    "OS-EXT-SRV-ATTR:user_data": row["user_data"]})
+                    "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda"})
+        if view is not View.REBUILD:   # rebuild has its own user_data from 2.57
+            out["OS-EXT-SRV-ATTR:user_data"] = row["user_data"]
+    if version >= (2, 90) and not extended_attributes:
+        out["OS-EXT-SRV-ATTR:hostname"] = row["hostname"]   # every caller's from 2.90
     if version >= (2, 9):
         out["locked"] = row["locked"]
-    if version >= (2, 16) and ctx.is_admin and row["host"]:
+    if version >= (2, 16) and extended_attributes and row["host"]:
         out["host_status"] = "UP"
     if version >= (2, 19):
         out["description"] = row["description"]
@@ -143,6 +181,8 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
         out["trusted_image_certificates"] = None
     if version >= (2, 71) and "server_groups" in row.keys():
         out["server_groups"] = list(row["server_groups"])  # in show, update and rebuild; not in lists
-    if version >= (2, 96):
+    if version >= (2, 96) and full:
         out["pinned_availability_zone"] = row["availability_zone"]
+    if view is View.REBUILD and version >= (2, 57):
+        out["user_data"] = row["user_data"]
     return out

@@ -31,7 +31,8 @@ UPDATE instances SET locked = $2, locked_by = $3, locked_reason = $4, updated_at
 
 -- name: begin_rebuild
 -- Claim instance $1 for a rebuild (from active, stopped or error, no task under way) and
--- record what it will be rebuilt with; $3..$10 only change what the request gave ($11..$17).
+-- record what it will be rebuilt with; $3..$10 only change what the request gave ($11..$17);
+-- $18 the disk config (AUTO: true) when not NULL.
 UPDATE instances
    SET task_state = 'rebuilding', image_ref = $2,
        display_name = CASE WHEN $11 THEN $3 ELSE display_name END,
@@ -42,6 +43,7 @@ UPDATE instances
        description  = CASE WHEN $15 THEN $8 ELSE description END,
        access_ip_v4 = CASE WHEN $16 THEN $9 ELSE access_ip_v4 END,
        access_ip_v6 = CASE WHEN $17 THEN $10 ELSE access_ip_v6 END,
+       auto_disk_config = coalesce($18, auto_disk_config),
        updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS NULL AND host IS NOT NULL
    AND vm_state IN ('active', 'stopped', 'error')

@@ -10,11 +10,19 @@ RETURNING *;
 SELECT * FROM flavors WHERE id = $1;
 
 -- name: list
--- $1: is_public filter (NULL = all), $2/$3: minimum ram/disk
+-- $1: is_public filter (NULL = all), $2/$3: minimum ram/disk, $4 marker (a flavor id: the page
+-- starts after it in this order; it need not pass the filters, as Nova), $5 limit.
+-- {key} and {direction} (asc/desc) come from api/flavor_store.py's table of sort keys, never
+-- from the request as written; the flavor id breaks ties, so the order is total.
 SELECT * FROM flavors
  WHERE ($1::boolean IS NULL OR is_public = $1)
    AND memory_mb >= $2 AND root_gb >= $3
- ORDER BY memory_mb, id;
+   AND ($4::text IS NULL OR ({key}, id) {after} (SELECT {key}, id FROM flavors WHERE id = $4))
+ ORDER BY {key} {direction}, id {direction}
+ LIMIT $5;
+
+-- name: exists
+SELECT EXISTS (SELECT 1 FROM flavors WHERE id = $1);
 
 -- name: delete
 DELETE FROM flavors WHERE id = $1 RETURNING id;

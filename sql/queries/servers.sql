@@ -6,14 +6,14 @@
 -- `create` actions (request $22), in one statement. Returns the project's usage as this
 -- statement's snapshot saw it, without the new instances: the caller adds them (the recount
 -- that catches a writer that did not take the quota lock); zeros when $23 is false (no limit
--- to check: nothing is counted).
+-- to check: nothing is counted). $24: the disk config (AUTO: true).
 WITH new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
                            availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
-                           description, vm_state, task_state)
+                           description, vm_state, task_state, auto_disk_config)
     SELECT t.uuid, t.name, t.hostname, $5, $6, $7, t.launch_index, $8::jsonb, $9, $10::jsonb, $11::jsonb,
-           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling'
+           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling', $24
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[]) AS t(uuid, name, hostname, launch_index)
     RETURNING uuid
 ), actions AS (
@@ -30,7 +30,9 @@ SELECT count(*) AS instances,
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,
 -- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging, $9/$10 changed since/before
--- (either one lists deleted servers too, as Nova's polling clients expect). {columns}: what the
+-- (either one lists deleted servers too, as Nova's polling clients expect), $11 flavor id,
+-- $12 image id, $13 a regex one of its fixed IPs must match from its start (Nova's `ip`/`ip6`:
+-- Python's re.match on each fixed address). {columns}: what the
 -- caller shows (api/handlers/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
@@ -46,6 +48,12 @@ SELECT {columns}
    AND ($4::text IS NULL OR i.reservation_id = $4)
    AND ($5::text IS NULL OR i.host = $5)
    AND ($7::timestamptz IS NULL OR (i.created_at, i.uuid) < ($7, $8::uuid))
+   AND ($11::text IS NULL OR i.flavor->>'id' = $11)
+   AND ($12::text IS NULL OR i.image_ref = $12)
+   AND ($13::text IS NULL OR EXISTS (
+           SELECT 1 FROM jsonb_array_elements(i.network_info) vif,
+                         jsonb_array_elements(coalesce(vif->'ips', '[]'::jsonb)) ip
+            WHERE ip->>'address' ~ ('^(?:' || $13 || ')')))
  ORDER BY i.created_at DESC, i.uuid DESC
  LIMIT $6;
 
@@ -71,13 +79,15 @@ SELECT uuid FROM instances
 SELECT EXISTS (SELECT 1 FROM services WHERE binary_name = 'nova-compute' AND zone = $1);
 
 -- name: update
--- PUT /servers/{id}: each of $2..$6 only when $7..$11 says it was given.
+-- PUT /servers/{id}: each of $2..$6 only when $7..$11 says it was given; $12 the disk
+-- config (AUTO: true), when not NULL.
 UPDATE instances
    SET display_name = CASE WHEN $7 THEN $2 ELSE display_name END,
        hostname     = CASE WHEN $8 THEN $3 ELSE hostname END,
        description  = CASE WHEN $9 THEN $4 ELSE description END,
        access_ip_v4 = CASE WHEN $10 THEN $5 ELSE access_ip_v4 END,
        access_ip_v6 = CASE WHEN $11 THEN $6 ELSE access_ip_v6 END,
+       auto_disk_config = coalesce($12, auto_disk_config),
        updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL
 RETURNING uuid;

@@ -85,7 +85,9 @@ async def create_aggregate(request: web.Request) -> web.Response:
     require_admin(request)
     body = (await w.read_json(request, CREATE))["aggregate"]
     row = await aggregate_store.create(request.app[STATE].pool, body["name"], body.get("availability_zone"))
-    return w.dump({"aggregate": _view(row, [], microversion.of(request))})
+    # Nova's create answers neither hosts nor metadata (every other answer has both).
+    created = {k: v for k, v in _view(row, [], microversion.of(request)).items() if k not in ("hosts", "metadata")}
+    return w.dump({"aggregate": created})
 
 
 async def update_aggregate(request: web.Request) -> web.Response:

@@ -49,6 +49,7 @@ EXTRA_SPECS = w.validator({
 })
 
 _MAX_INT = 2**31 - 1
+_MAX_LIMIT = 1000   # Nova's [api] max_limit: a larger limit, or none, means this many
 
 
 def _int(value: Any, field: str, minimum: int) -> int:
@@ -109,8 +110,14 @@ async def _listing(request: web.Request, detail: bool) -> web.Response:
     is_public = w.query_flag(request, "is_public") if "is_public" in request.query else True
     if not ctx.is_admin:
         is_public = True  # flavor access lists come later; members see public flavors
-    rows = await flavor_store.listing(state.pool, is_public, w.query_int(request, "minRam", 0),
-                                      w.query_int(request, "minDisk", 0))
+    q = request.query
+    sort_key, sort_dir = q.get("sort_key") or "flavorid", q.get("sort_dir") or "asc"
+    if sort_key not in flavor_store.SORT_KEYS or sort_dir not in ("asc", "desc"):
+        raise errors.InvalidInput(f"Invalid sort_key {sort_key!r} or sort_dir {sort_dir!r}.")
+    limit = min(w.query_int(request, "limit", _MAX_LIMIT), _MAX_LIMIT)
+    rows = await flavor_store.listing(state.pool, flavor_store.ListFilter(
+        is_public, w.query_int(request, "minRam", 0), w.query_int(request, "minDisk", 0),
+        sort_key, sort_dir == "desc", q.get("marker"), limit))
     version = microversion.of(request)
     return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows]})
 

@@ -10,13 +10,15 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import microversion, quotas
+from nova_async.api import microversion, quotas, schemas
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 
-_LIMIT = {"type": "integer", "minimum": -1, "maximum": 2**31 - 1}
+_MAX = 2**31 - 1
+# As Nova: an integer, or a string of one ("10"); the range is checked once it is a number.
+_LIMIT = {"type": ["integer", "string"], "pattern": "^-?[0-9]+$", "minimum": -1, "maximum": _MAX}
 
 
 def _update_schema(version) -> Any:
@@ -26,10 +28,18 @@ def _update_schema(version) -> Any:
     if version < (2, 36):
         names += list(quotas.NETWORK)
     props: dict[str, Any] = {n: _LIMIT for n in names}
-    props["force"] = {"type": "boolean"}
+    props["force"] = schemas.BOOLEAN
     return w.validator({"type": "object", "required": ["quota_set"], "additionalProperties": False,
                         "properties": {"quota_set": {"type": "object", "properties": props,
                                                      "additionalProperties": False}}})
+
+
+def _limit(name: str, value: int | str) -> int:
+    number = int(value)
+    if not -1 <= number <= _MAX:
+        raise errors.InvalidInput(f"Invalid input for field/attribute {name}. Value: {value}. "
+                                  f"It must be between -1 and {_MAX}.")
+    return number
 
 
 def _shown(values: dict[str, Any], version, filler) -> dict[str, Any]:
@@ -80,7 +90,8 @@ async def update_quota_set(request: web.Request) -> web.Response:
     project_id = request.match_info["project_id"]
     version = microversion.of(request)
     body = (await w.read_json(request, _update_schema(version)))["quota_set"]
-    force = body.pop("force", False)
+    force = str(body.pop("force", False)).lower() in schemas.TRUE_SPELLINGS
+    body = {name: _limit(name, value) for name, value in body.items()}
     state = request.app[STATE]
     limit = await quotas.set_limits(state.pool, state.cells, state.settings.quota, project_id, body, force=force)
     return w.dump({"quota_set": _shown(limit, version, lambda _k, v: v)})

@@ -69,9 +69,10 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
     return w.dump({"output": await server_ops.console_output(state, ctx, uuid, value.get("length"))})
 
 
-async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
+async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                   version: microversion.Version) -> web.Response:
     shown = await server_ops.rebuild(state, ctx, uuid, value)
-    server = server_views.detail(shown, state.base_url, (2, 1), ctx)
+    server = server_views.detail(shown, state.base_url, version, ctx, view=server_views.View.REBUILD)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)
 
@@ -102,6 +103,9 @@ def _simple(op: PowerOp) -> ActionHandler:
 
 
 _NULL = {"type": "null"}
+# Nova validates no body for these actions and never reads their value: `null`, `{}` or
+# anything else is taken (clients send either), so the schema accepts any value.
+_IGNORED: dict[str, Any] = {}
 
 _SECURITY_GROUP = {"type": "object", "required": ["name"],
                    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}}}
@@ -119,18 +123,18 @@ ACTIONS: dict[str, Action] = {
         "type": "object", "required": ["type"], "additionalProperties": False,
         "properties": {"type": {"type": "string", "enum": ["HARD", "Hard", "hard", "SOFT", "Soft", "soft"]}},
     }), _reboot),
-    "os-stop": Action(_body("os-stop", _NULL), _simple(PowerOp.STOP)),
-    "os-start": Action(_body("os-start", _NULL), _simple(PowerOp.START)),
-    "pause": Action(_body("pause", _NULL), _simple(PowerOp.PAUSE)),
-    "unpause": Action(_body("unpause", _NULL), _simple(PowerOp.UNPAUSE)),
-    "suspend": Action(_body("suspend", _NULL), _simple(PowerOp.SUSPEND)),
-    "resume": Action(_body("resume", _NULL), _simple(PowerOp.RESUME)),
-    # locked_reason from 2.73; an older client sends null (checked against the version below).
+    "os-stop": Action(_body("os-stop", _IGNORED), _simple(PowerOp.STOP)),
+    "os-start": Action(_body("os-start", _IGNORED), _simple(PowerOp.START)),
+    "pause": Action(_body("pause", _IGNORED), _simple(PowerOp.PAUSE)),
+    "unpause": Action(_body("unpause", _IGNORED), _simple(PowerOp.UNPAUSE)),
+    "suspend": Action(_body("suspend", _IGNORED), _simple(PowerOp.SUSPEND)),
+    "resume": Action(_body("resume", _IGNORED), _simple(PowerOp.RESUME)),
+    # locked_reason from 2.73; an older client sends null or {} (as Nova, either is taken).
     "lock": Action(_body("lock", {"anyOf": [_NULL, {
         "type": "object", "additionalProperties": False,
         "properties": {"locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}}]}),
         _lock_action),
-    "unlock": Action(_body("unlock", _NULL), _unlock_action),
+    "unlock": Action(_body("unlock", _IGNORED), _unlock_action),
     "rebuild": Action(_body("rebuild", {
         "type": "object", "required": ["imageRef"], "additionalProperties": False,
         "properties": {
@@ -147,7 +151,7 @@ ACTIONS: dict[str, Action] = {
             "preserve_ephemeral": {"type": "boolean"},
             "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
             "trusted_image_certificates": {"type": ["array", "null"]},
-        }}), _rebuild),
+        }}), _rebuild, versioned=True),
     # Nova's schema: length is optional, null, an integer >= -1 or a string of digits.
     "os-getConsoleOutput": Action(_body("os-getConsoleOutput", {
         "type": "object", "additionalProperties": False,
@@ -155,8 +159,8 @@ ACTIONS: dict[str, Action] = {
                                   "minimum": -1}},
     }), _console_output),
     "resize": Action(_body("resize", server_resize.RESIZE_SCHEMA), server_resize.resize),
-    "confirmResize": Action(_body("confirmResize", _NULL), server_resize.confirm_resize),
-    "revertResize": Action(_body("revertResize", _NULL), server_resize.revert_resize),
+    "confirmResize": Action(_body("confirmResize", _IGNORED), server_resize.confirm_resize),
+    "revertResize": Action(_body("revertResize", _IGNORED), server_resize.revert_resize),
     "createImage": Action(_body("createImage", server_resize.CREATE_IMAGE_SCHEMA), server_resize.create_image,
                           versioned=True),
     # Remote consoles before 2.6: the type in the body names the protocol.

@@ -26,7 +26,7 @@ async def create_server(request: web.Request) -> web.Response:
         return w.dump({"reservation_id": accepted.reservation_id}, 202)
     first = accepted.uuids[0]
     return w.dump({"server": {"id": first, "links": links(state.base_url, "servers", first),
-                              "OS-DCF:diskConfig": "MANUAL",
+                              "OS-DCF:diskConfig": body["server"].get("OS-DCF:diskConfig", "MANUAL"),
                               "security_groups": body["server"].get("security_groups") or [{"name": "default"}],
                               "adminPass": accepted.admin_pass}}, 202,
                   {"Location": f"{state.base_url}/compute/v2.1/servers/{first}"})
@@ -38,15 +38,20 @@ def _filter(request: web.Request) -> server_store.ListFilter:
     all_projects = q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
     if all_projects and not ctx.is_admin:
         raise errors.Forbidden("Policy does not allow listing the servers of all projects (all_tenants).")
-    project = None if all_projects else (q.get("project_id") if ctx.is_admin and q.get("project_id")
-                                         else ctx.project_id)
+    # As Nova: without all_tenants a list is the caller's project's, whatever project_id or
+    # tenant_id say; with it, either one narrows the list to that project.
+    project = (q.get("project_id") or q.get("tenant_id") or None) if all_projects else ctx.project_id
+    version = microversion.of(request)
     vm_states = None
     if "status" in q:
-        vm_states = server_views.STATUS_FILTER.get(q["status"].upper())
-        if vm_states is None:
+        # Each status given (it may repeat) adds its vm_states. None known: an empty list
+        # before 2.38 (no vm_state is in []), a 400 from 2.38, as Nova.
+        vm_states = [vm for status in q.getall("status")
+                     for vm in server_views.STATUS_FILTER.get(status.upper(), ())]
+        if not vm_states and version >= (2, 38):
             raise errors.InvalidInput(f"Invalid status value {q['status']!r}.")
     since, before = _changed(request, "changes-since"), None
-    if microversion.of(request) >= (2, 66):
+    if version >= (2, 66):
         before = _changed(request, "changes-before")
         if since and before and before < since:
             raise errors.InvalidInput("The value of changes-since must be earlier than or equal to "
@@ -55,7 +60,9 @@ def _filter(request: web.Request) -> server_store.ListFilter:
     return server_store.ListFilter(project_id=project, name=q.get("name") or None, vm_states=vm_states,
                                    reservation_id=q.get("reservation_id"),
                                    host=q.get("host") if ctx.is_admin else None, limit=limit,
-                                   marker=q.get("marker"), since=since, before=before)
+                                   marker=q.get("marker"), since=since, before=before,
+                                   flavor=q.get("flavor"), image=q.get("image"),
+                                   ip=q.get("ip") or (q.get("ip6") if version >= (2, 5) or ctx.is_admin else None))
 
 
 async def list_servers(request: web.Request) -> web.Response:
@@ -98,7 +105,8 @@ def _update_schema(version) -> Any:
     props: dict[str, Any] = {"name": {"type": "string", "minLength": 1, "maxLength": 255,
                                       "pattern": "^[^\\x00-\\x1f]*$"},
                              "accessIPv4": {"type": "string", "format": "ipv4"},
-                             "accessIPv6": {"type": "string", "format": "ipv6"}}
+                             "accessIPv6": {"type": "string", "format": "ipv6"},
+                             "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]}}
     if version >= (2, 19):
         props["description"] = {"type": ["string", "null"], "maxLength": 255}
     if version >= (2, 90):
@@ -118,8 +126,9 @@ async def update_server(request: web.Request) -> web.Response:
     body = (await w.read_json(request, _update_schema(version)))["server"]
     row = await server_store.update(state, pool, server_id, row["uuid"], body)
     volumes = await volume_attachments.volumes_attached(state, [row])
-    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx,
-                                                 volumes=volumes.get(str(row["uuid"])))})
+    groups = await security_groups.of_servers(state, ctx, [row]) if version >= (2, 75) else {}
+    return w.dump({"server": server_views.detail(row, state.base_url, version, ctx, groups.get(str(row["uuid"])),
+                                                 volumes.get(str(row["uuid"])), view=server_views.View.UPDATE)})
 
 
 async def delete_server(request: web.Request) -> web.Response:

@@ -17,9 +17,17 @@ def _v21(base: str) -> dict:
                              "type": "application/vnd.openstack.compute+json;version=2.1"}]}
 
 
+def _v20(base: str) -> dict:
+    # Nova lists the old v2.0 API beside v2.1 (DEPRECATED since its 2025.2 release, SUPPORTED
+    # before). We serve only v2.1: this entry is for clients that look for v2.0 in the list.
+    return {"id": "v2.0", "status": "DEPRECATED", "version": "", "min_version": "",
+            "updated": "2025-07-04T12:00:00Z", "links": [{"rel": "self", "href": f"{base}/compute/v2/"}]}
+
+
 @w.public
 async def list_versions(request: web.Request) -> web.Response:
-    return w.dump({"versions": [_v21(request.app[STATE].base_url)]})
+    base = request.app[STATE].base_url
+    return w.dump({"versions": [_v20(base), _v21(base)]})
 
 
 @w.public

@@ -267,7 +267,7 @@ async def test_version_documents(h):
         assert resp.status == 200 and (await resp.json()) == {"version": v3}, path
     # the compute API keeps its own version list
     resp = await h.http.get("/compute/")
-    assert resp.status == 200 and (await resp.json())["versions"][0]["id"] == "v2.1"
+    assert resp.status == 200 and "v2.1" in [v["id"] for v in (await resp.json())["versions"]]
 
 
 _USER = {"name": "admin", "domain": {"name": "Default"}, "password": "s3cret"}

@@ -1,0 +1,227 @@
+"""Compute API details OpenStack's own suite (Tempest) checks and clients depend on: what
+Nova takes and answers, case by case, through the real HTTP stack (issue 23)."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+import pytest
+
+from tests.harness import running
+from tests.integration import test_server_lifecycle
+from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, settled, wait_status
+
+cloud = test_server_lifecycle.cloud  # the whole cloud, two simulated hosts
+
+
+async def boot(h) -> str:
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    server = await wait_status(h, created["server"]["id"], "ACTIVE", "ERROR")
+    assert server["status"] == "ACTIVE", server.get("fault")
+    return server["id"]
+
+
+async def test_actions_whose_value_nova_ignores_take_empty_object_or_null(cloud):
+    h = cloud
+    # Validation passes for either spelling: a missing server is then a 404, not a 400.
+    missing = str(uuidlib.uuid4())
+    for name in ("os-stop", "os-start", "pause", "unpause", "suspend", "resume", "lock", "unlock",
+                 "confirmResize", "revertResize"):
+        for value in ({}, None):
+            resp = await h.http.post(f"{V}/servers/{missing}/action", headers=h.alice, json={name: value})
+            assert resp.status == 404, (name, value, resp.status, await resp.text())
+
+    server_id = await boot(h)
+    for action, status in (("os-stop", "SHUTOFF"), ("os-start", "ACTIVE"), ("pause", "PAUSED"),
+                           ("unpause", "ACTIVE")):
+        await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={action: {}}), 202)
+        await wait_status(h, server_id, status)
+        await settled(h, server_id)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"lock": {}}), 202)
+    assert (await settled(h, server_id))["locked"] is True
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
+    assert (await settled(h, server_id))["locked"] is False
+
+
+BASE = {"id", "name", "status", "tenant_id", "user_id", "metadata", "hostId", "image", "flavor", "created",
+        "updated", "addresses", "accessIPv4", "accessIPv6", "links", "OS-DCF:diskConfig", "progress"}
+
+
+async def test_update_and_rebuild_answer_the_fields_nova_does_at_each_microversion(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+
+    async def update(version: str, **fields):
+        resp = await h.http.put(url, headers={**h.alice, "OpenStack-API-Version": f"compute {version}"},
+                                json={"server": fields})
+        return (await ok(resp, 200))["server"]
+
+    old = await update("2.1", name="renamed")
+    assert set(old) == BASE, set(old) ^ BASE
+    assert set(old["addresses"]["net1"][0]) == {"version", "addr"}
+    assert "description" in await update("2.19", description="d")
+    assert set(await update("2.74", name="again")) == BASE | {"locked", "description", "tags",
+                                                               "trusted_image_certificates", "server_groups",
+                                                               "locked_reason"}
+    new = await update("2.75", description="all")
+    assert new["description"] == "all" and new["OS-EXT-STS:vm_state"] == "active"
+    assert {"key_name", "config_drive", "OS-EXT-AZ:availability_zone", "OS-SRV-USG:launched_at",
+            "os-extended-volumes:volumes_attached"} <= set(new)
+    assert "OS-EXT-IPS:type" in new["addresses"]["net1"][0]
+
+    async def rebuild(version: str):
+        resp = await h.http.post(f"{url}/action", json={"rebuild": {"imageRef": h.image}},
+                                 headers={**h.alice, "OpenStack-API-Version": f"compute {version}"})
+        server = (await ok(resp, 202))["server"]
+        await settled(h, server_id)
+        return server
+
+    old = await rebuild("2.1")
+    assert set(old) - {"adminPass", "progress"} == BASE - {"progress"}, set(old)
+    assert set(await rebuild("2.57")) >= {"key_name", "user_data", "description"}
+    new = await rebuild("2.75")
+    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data"} <= set(new)
+    assert "OS-EXT-SRV-ATTR:user_data" not in new
+
+
+@pytest.fixture
+async def api(pool, tmp_path):
+    """The compute API alone (with identity): for what needs no host."""
+    async with running(pool, ["identity", "api"], tmp_path) as h:
+        yield h
+
+
+async def test_aggregate_create_answers_neither_hosts_nor_metadata(api):
+    h = api
+    created = (await ok(await h.http.post(V + "/os-aggregates", headers=h.admin, json={
+        "aggregate": {"name": "rack", "availability_zone": "east"}}), 200))["aggregate"]
+    assert "hosts" not in created and "metadata" not in created
+    assert (created["name"], created["availability_zone"], created["deleted"]) == ("rack", "east", False)
+    shown = (await ok(await h.http.get(f"{V}/os-aggregates/{created['id']}", headers=h.admin), 200))["aggregate"]
+    assert (shown["hosts"], shown["metadata"]) == ([], {"availability_zone": "east"})
+
+
+async def test_server_list_filters_by_flavor_image_fixed_ip_and_project_across_projects(cloud):
+    h = cloud
+    server_id = await boot(h)
+    server = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers=h.alice), 200))["server"]
+    [addr] = [a["addr"] for a in server["addresses"]["net1"]]
+
+    async def listed(query: str, headers=None) -> list[str]:
+        resp = await h.http.get(f"{V}/servers?{query}", headers=headers or h.alice)
+        return [s["id"] for s in (await ok(resp, 200))["servers"]]
+
+    assert await listed(f"flavor={h.flavor}") == [server_id]
+    assert await listed("flavor=no-such-flavor") == []
+    assert await listed(f"image={h.image}") == [server_id]
+    assert await listed(f"image={uuidlib.uuid4()}") == []
+    assert await listed(f"ip={addr}") == [server_id]
+    assert await listed("ip=10.0") == [server_id]            # a prefix matches, as re.match
+    assert await listed("ip=0.0") == []                      # not anchored at the start: no
+    assert await listed("ip=192.168.") == []
+    assert await listed("ip6=10.0", headers={**h.alice, "OpenStack-API-Version": "compute 2.5"}) == [server_id]
+    assert (await h.http.get(f"{V}/servers?ip=(", headers=h.alice)).status == 400
+    # tenant_id and project_id narrow an all_tenants list; without all_tenants they are ignored.
+    assert await listed("all_tenants=1&tenant_id=proj-a", h.admin) == [server_id]
+    assert await listed("all_tenants=1&project_id=proj-a", h.admin) == [server_id]
+    assert await listed("all_tenants=1&tenant_id=proj-b", h.admin) == []
+    assert await listed("tenant_id=proj-a", h.admin) == []
+    assert await listed("all_tenants=1", h.admin) == [server_id]
+
+
+async def test_flavor_list_pages_by_flavor_id_with_limit_and_marker(api):
+    h = api
+    for flavor_id, ram in (("c", 512), ("a", 2048), ("b", 1024)):
+        await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+            "name": f"f-{flavor_id}", "id": flavor_id, "ram": ram, "vcpus": 1, "disk": 1}}), 200)
+
+    async def ids(query: str) -> list[str]:
+        return [f["id"] for f in (await ok(await h.http.get(f"{V}/flavors?{query}", headers=h.alice), 200))["flavors"]]
+
+    assert await ids("") == ["a", "b", "c"]                  # Nova's default order: flavorid
+    assert await ids("limit=2") == ["a", "b"]
+    assert await ids("limit=2&marker=b") == ["c"]
+    assert await ids("marker=a") == ["b", "c"]
+    assert await ids("sort_key=memory_mb&sort_dir=desc") == ["a", "b", "c"]
+    assert await ids("sort_key=memory_mb&marker=c") == ["b", "a"]
+    for bad in ("marker=nope", "limit=-1", "limit=x", "sort_key=color", "sort_dir=up"):
+        resp = await h.http.get(f"{V}/flavors/detail?{bad}", headers=h.alice)
+        assert resp.status == 400, (bad, resp.status)
+        assert "badRequest" in await resp.json()
+
+
+async def test_quota_values_may_be_numeric_strings(api):
+    h = api
+    url = V + "/os-quota-sets/proj-a"
+    updated = await ok(await h.http.put(url, headers=h.admin, json={
+        "quota_set": {"instances": "10", "cores": 20, "ram": "-1", "force": "True"}}), 200)
+    assert (updated["quota_set"]["instances"], updated["quota_set"]["cores"], updated["quota_set"]["ram"]) == (
+        10, 20, -1)
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["quota_set"]["instances"] == 10
+    for bad in ("-2", "ten", "1.5", "2147483648", ""):
+        resp = await h.http.put(url, headers=h.admin, json={"quota_set": {"instances": bad}})
+        assert resp.status == 400, (bad, resp.status)
+
+
+async def test_disk_config_is_taken_on_update_and_rebuild_and_shown(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["OS-DCF:diskConfig"] == "MANUAL"
+    updated = await ok(await h.http.put(url, headers=h.alice, json={"server": {"OS-DCF:diskConfig": "AUTO"}}), 200)
+    assert updated["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await h.http.put(url, headers=h.alice, json={"server": {"OS-DCF:diskConfig": "auto"}})).status == 400
+    rebuilt = await ok(await h.http.post(f"{url}/action", headers=h.alice, json={
+        "rebuild": {"imageRef": h.image, "OS-DCF:diskConfig": "MANUAL"}}), 202)
+    assert rebuilt["server"]["OS-DCF:diskConfig"] == "MANUAL"
+    await settled(h, server_id)
+
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice,
+                                         json=boot_body(h, **{"OS-DCF:diskConfig": "AUTO"})), 202)
+    assert created["server"]["OS-DCF:diskConfig"] == "AUTO"
+    assert (await wait_status(h, created["server"]["id"], "ACTIVE"))["OS-DCF:diskConfig"] == "AUTO"
+
+
+async def test_an_unknown_status_filter_lists_nothing_before_2_38_and_is_refused_from_it(cloud):
+    h = cloud
+    server_id = await boot(h)
+
+    async def listed(query: str, version: str):
+        return await h.http.get(f"{V}/servers?{query}",
+                                headers={**h.alice, "OpenStack-API-Version": f"compute {version}"})
+
+    assert (await ok(await listed("status=bogus", "2.37"), 200))["servers"] == []
+    assert (await listed("status=bogus", "2.38")).status == 400
+    assert [s["id"] for s in (await ok(await listed("status=active", "2.38"), 200))["servers"]] == [server_id]
+    assert [s["id"] for s in (await ok(await listed("status=SHUTOFF&status=ACTIVE", "2.38"), 200))["servers"]] == [
+        server_id]
+    assert (await ok(await listed("status=SHUTOFF", "2.38"), 200))["servers"] == []
+
+
+async def test_access_ipv6_is_answered_in_its_compressed_form(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+    updated = await ok(await h.http.put(url, headers=h.alice, json={"server": {
+        "accessIPv6": "2001:0DB8:0000:0000:0000:0000:0000:0001", "accessIPv4": "192.0.2.1"}}), 200)
+    assert (updated["server"]["accessIPv6"], updated["server"]["accessIPv4"]) == ("2001:db8::1", "192.0.2.1")
+    assert (await ok(await h.http.get(url, headers=h.alice), 200))["server"]["accessIPv6"] == "2001:db8::1"
+
+
+async def test_compute_answers_carry_x_compute_request_id(api):
+    h = api
+    for resp in (await h.http.get(V + "/flavors", headers=h.alice),
+                 await h.http.get(V + "/servers/nope", headers=h.alice),
+                 await h.http.get("/compute/")):
+        request_id = resp.headers["x-openstack-request-id"]
+        assert request_id.startswith("req-") and resp.headers["X-Compute-Request-Id"] == request_id, resp.status
+
+
+async def test_the_compute_version_list_has_v2_0_beside_the_current_v2_1(api):
+    h = api
+    versions = {v["id"]: v for v in (await ok(await h.http.get("/compute/"), 200))["versions"]}
+    assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.96"
+    assert versions["v2.0"]["status"] == "DEPRECATED" and versions["v2.0"]["version"] == ""
+    assert versions["v2.0"]["links"][0]["href"].endswith("/compute/v2/")
