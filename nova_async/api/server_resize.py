@@ -1,5 +1,6 @@
-"""Server actions that change what a server is made of: `resize` (with `confirmResize` and
-`revertResize`) and `createImage`.
+"""Server actions that change what a server is made of or where it runs: `resize` (with
+`confirmResize` and `revertResize`), `migrate` (a cold migration: a resize to the same
+flavor on another host, confirmed or reverted the same way) and `createImage`.
 
 `resize` checks the new flavor (it exists, differs, has no smaller root or ephemeral disk —
 disks only grow, as with Nova's libvirt driver — and the project's quota takes the
@@ -21,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import flavor_store, lookup, quotas
+from nova_async.api import flavor_store, lookup, quotas, service_store
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -104,15 +105,45 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     old = Flavor.from_row(row["flavor"])
     new = await _new_flavor(state, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
+    return await _move(state, ctx, db, uuid, new, "resize")
+
+
+MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties": False, "properties": {
+    "host": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}}})
+
+
+async def migrate(state: ApiState, ctx: RequestContext, uuid: str, value: Any, version: Version) -> web.Response:
+    """A cold migration (admin): the server, its flavor unchanged, to another host, the one
+    named (from 2.56) or the scheduler's pick; then VERIFY_RESIZE, as a resize."""
+    if not ctx.is_admin:
+        raise errors.Forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate to be performed.")
+    host = None
+    if version >= (2, 56):
+        w.check(MIGRATE_SCHEMA, value)
+        host = (value or {}).get("host")
+    db, row = await _server(state, ctx, uuid)
+    if host is not None:
+        if not await service_store.compute_host_exists(state.pool, host):
+            raise errors.InvalidInput(f"Compute host {host} could not be found.")
+        if host == row["host"]:
+            raise errors.InvalidInput("The target host can't be the same one.")
+    return await _move(state, ctx, db, uuid, Flavor.from_row(row["flavor"]), "migrate", migration_type="migration",
+                       dest=host)
+
+
+async def _move(state: ApiState, ctx: RequestContext, db, uuid: str, new: Flavor, action: str, *,
+                migration_type: str = "resize", dest: str | None = None) -> web.Response:
+    """Claim the server (task_state resize_prep, from ACTIVE or SHUTOFF), record the
+    migration and the action in one transaction, and hand it to the conductor."""
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(MQ.begin_resize, uuid)
         if claimed is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), "resize", uuid)
+            raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],
                            claimed["flavor"], new, claimed["request_spec"], claimed["vm_state"],
-                           claimed["project_id"], claimed["user_id"])
-        await instances.start_action(conn, uuid, ctx.request_id, "resize", ctx.project_id, ctx.user_id)
+                           claimed["project_id"], claimed["user_id"], migration_type, dest)
+        await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
     try:
         await state.conductor.resize(uuid, migration_uuid, ctx)
     except Exception:

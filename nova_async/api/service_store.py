@@ -25,6 +25,10 @@ async def hypervisors(pool: Pool, down_time: int) -> list[asyncpg.Record]:
     return await pool.fetch(Q.hypervisors, down_time)
 
 
+async def compute_host_exists(pool: Pool, host: str) -> bool:
+    return bool(await pool.fetchval(Q.compute_host_exists, host))
+
+
 async def usage(cells: Cells) -> dict[str, asyncpg.Record]:
     """What the live instances on each node take, by node name (nodes without any are absent)."""
     return {r["node"]: r for r in await cells.gather(Q.node_usage, cell0=False)}

@@ -5,8 +5,9 @@ uuid in placement, in one transaction, so the old resources stay held for a reve
 the scheduler picks a host for the new flavor and claims it for the instance. The
 migration records the destination and the resize goes to the instance's current host,
 which does the rest (compute/resize.py). Same host or not is the scheduler's choice,
-unless `compute.allow_resize_to_same_host` is off: then the current host is excluded the
-way a `different_host` hint would exclude it.
+unless `compute.allow_resize_to_same_host` is off or it is a cold migration (the same
+flavor, `migrate`): then the current host is excluded the way a `different_host` hint
+would exclude it, and a cold migration its admin aimed at a host goes there or nowhere.
 
 When no host takes the new flavor the allocation moves back to the instance, the server
 stays as it was (ACTIVE or SHUTOFF, no task) and the action records why, as in Nova.
@@ -41,12 +42,13 @@ MQ = queries("migrations")
 
 
 def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: bool,
-                cell: str | None = None) -> RequestSpec:
+                cell: str | None = None, requested_host: str | None = None) -> RequestSpec:
     spec = RequestSpec.from_stored(old_spec, flavor)
     hints = dict(spec.scheduler_hints)
     if not same_host:
         hints["different_host"] = [*hints.get("different_host", []), instance_uuid]
-    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints, cell=cell)
+    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints, cell=cell,
+                                   requested_host=requested_host)
 
 
 async def hold_old_allocation(placement: PlacementClient, instance_uuid: str, migration_uuid: str,
@@ -95,8 +97,11 @@ class Resizer:
         try:
             async with instances.event(db, uuid, ctx.request_id, "conductor_migrate_server"):
                 await hold_old_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
-                spec = resize_spec(row["request_spec"], migration["new_flavor"], uuid, same_host=self.same_host,
-                                   cell=cell.uuid)
+                # A cold migration always leaves its host; a resize may stay (allow_resize_to_same_host).
+                cold = migration["migration_type"] == "migration"
+                spec = resize_spec(row["request_spec"], migration["new_flavor"], uuid,
+                                   same_host=self.same_host and not cold, cell=cell.uuid,
+                                   requested_host=migration["requested_dest"])
                 try:
                     [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
                 except BaseException:

@@ -50,7 +50,7 @@ log = structlog.get_logger("scheduler")
 
 def batchable(spec: m.RequestSpec) -> bool:
     """Whether a request can be decided in a batch: its filters need nothing but host states."""
-    return spec.group is None and spec.cell is None and not spec.scheduler_hints
+    return spec.group is None and spec.cell is None and not spec.scheduler_hints and spec.requested_host is None
 
 
 @dataclass

@@ -208,10 +208,24 @@ class SameCellFilter:
         return "in another cell"
 
 
+class RequestedHostFilter:
+    """A cold migration to the host its admin named: that host only (if it passes the rest)."""
+
+    name = "RequestedHostFilter"
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        return spec.requested_host is None or host.host == spec.requested_host
+
+    def why(self, host: HostState, spec: RequestSpec) -> str:
+        return "not the requested host"
+
+
 def for_request(spec: RequestSpec, hosts_of: dict[str, str | None]) -> list[Filter]:
-    """The per-request filters the scheduler hints and the spec's cell ask for (`hosts_of`:
-    instance → host)."""
+    """The per-request filters the scheduler hints, the spec's cell and its requested host ask
+    for (`hosts_of`: instance → host)."""
     chosen: list[Filter] = [SameCellFilter()] if spec.cell else []
+    if spec.requested_host:
+        chosen.append(RequestedHostFilter())
     for hint, cls in (("same_host", SameHostFilter), ("different_host", DifferentHostFilter)):
         uuids = spec.scheduler_hints.get(hint)
         if uuids:

@@ -82,7 +82,7 @@ class Scheduler:
         found = await self.placement.find_candidates(resources, sample)
         hosts, not_nova = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
         passed, removed_by = filters.run(self.filters, hosts, spec)
-        if spec.scheduler_hints or spec.cell:
+        if spec.scheduler_hints or spec.cell or spec.requested_host:
             hinted = [u for hint in ("same_host", "different_host") for u in spec.scheduler_hints.get(hint, [])]
             hosts_of = ({str(r["uuid"]): r["host"] for r in await self.cells.gather(host_state.Q.instance_hosts, hinted)}
                         if hinted else {})

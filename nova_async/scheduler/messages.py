@@ -77,6 +77,7 @@ class RequestSpec(Message, frozen=True, kw_only=True):
     image_properties: dict[str, str] = {}
     group: GroupPolicy | None = None
     cell: str | None = None            # uuid of the only cell whose hosts may take it (a resize)
+    requested_host: str | None = None  # the only host that may take it (a cold migration its admin aimed)
     # ids of the security groups its new ports join (the boot's, resolved by name when accepted);
     # None: the project's default group
     security_groups: list[str] | None = None

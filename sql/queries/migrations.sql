@@ -9,9 +9,12 @@ UPDATE instances SET task_state = 'resize_prep', updated_at = now()
 RETURNING *;
 
 -- name: insert_migration
+-- $11: 'resize', or 'migration' (a cold migration: the flavor unchanged, another host, the
+-- one named in $12 when one is).
 INSERT INTO migrations (uuid, instance_uuid, status, source_compute, source_node, old_flavor,
-                        new_flavor, old_request_spec, old_vm_state, project_id, user_id)
-VALUES ($1, $2, 'pre-migrating', $3, $4, $5, $6, $7, $8, $9, $10)
+                        new_flavor, old_request_spec, old_vm_state, project_id, user_id, migration_type,
+                        requested_dest)
+VALUES ($1, $2, 'pre-migrating', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING *;
 
 -- name: get_migration

@@ -63,3 +63,6 @@ SELECT project_id,
  WHERE deleted_at IS NULL AND host = $1
  GROUP BY project_id
  ORDER BY project_id;
+
+-- name: compute_host_exists
+SELECT EXISTS (SELECT 1 FROM compute_nodes WHERE host = $1);

@@ -163,6 +163,9 @@ ACTIONS: dict[str, Action] = {
     "revertResize": Action(_body("revertResize", _IGNORED), server_resize.revert_resize),
     "createImage": Action(_body("createImage", server_resize.CREATE_IMAGE_SCHEMA), server_resize.create_image,
                           versioned=True),
+    # Before 2.56 Nova reads nothing of its value; from then on it may name a host (checked
+    # by server_resize.migrate, which knows the microversion).
+    "migrate": Action(_body("migrate", _IGNORED), server_resize.migrate, versioned=True),
     # Remote consoles before 2.6: the type in the body names the protocol.
     "addSecurityGroup": Action(_body("addSecurityGroup", _SECURITY_GROUP), _security_group(add=True)),
     "removeSecurityGroup": Action(_body("removeSecurityGroup", _SECURITY_GROUP), _security_group(add=False)),
