@@ -148,6 +148,38 @@ async def console_output(state: ApiState, ctx: RequestContext, uuid: str, length
     return await state.compute.console_output(row["host"], uuid, None if lines == -1 else lines, ctx)
 
 
+def _admin_only(ctx: RequestContext, action: str) -> None:
+    if not ctx.is_admin:
+        raise errors.Forbidden(f"Policy doesn't allow os_compute_api:{action} to be performed.")
+
+
+async def reset_state(state: ApiState, ctx: RequestContext, uuid: str, vm_state: str) -> None:
+    """An admin's os-resetState: the server's vm_state set to `vm_state` (active or error) and
+    its task cleared, whatever it was doing; nothing is asked of its host."""
+    _admin_only(ctx, "os-admin-actions:reset_state")
+    db, _ = await lookup.visible_instance(state, ctx, uuid)
+    if await db.fetchval(AQ.reset_state, uuid, VmState(vm_state)) is None:
+        raise lookup.not_found(uuid)
+
+
+async def inject_network_info(state: ApiState, ctx: RequestContext, uuid: str) -> None:
+    """An admin's injectNetworkInfo: guests here read their network from DHCP and the metadata
+    service, which always have it, so there is nothing to push (Nova's libvirt driver does
+    nothing either)."""
+    _admin_only(ctx, "os-admin-actions:inject_network_info")
+    await lookup.visible_instance(state, ctx, uuid)
+
+
+async def soft_deleted_only(state: ApiState, ctx: RequestContext, uuid: str, action: str) -> None:
+    """forceDelete and restore act on a soft-deleted server. Deletes here are never soft
+    (Nova's reclaim_instance_interval 0, its default), so there is none: 409, as Nova answers
+    for a server in any other state."""
+    _, row = await lookup.visible_instance(state, ctx, uuid)
+    if row["locked"] and not ctx.is_admin:
+        raise errors.Conflict(f"Instance {uuid} is locked.")
+    raise errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
+
+
 def _refusal(row, op: PowerOp | str, uuid: str) -> errors.NovaAsyncError:
     if row is None:
         return lookup.not_found(uuid)

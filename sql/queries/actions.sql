@@ -48,3 +48,9 @@ UPDATE instances
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS NULL AND host IS NOT NULL
    AND vm_state IN ('active', 'stopped', 'error')
 RETURNING *;
+
+-- name: reset_state
+-- An admin's os-resetState: the vm_state it says, no task; not for a deleted instance.
+UPDATE instances SET vm_state = $2, task_state = NULL, updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL
+RETURNING uuid;

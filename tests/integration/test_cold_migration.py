@@ -56,3 +56,21 @@ async def test_migrate_to_a_named_host_or_refused(cloud):
     await action(h, sid, {"revertResize": None}, 202)
     server = await settled(h, sid, h.admin)
     assert server["status"] == "ACTIVE" and server["OS-EXT-SRV-ATTR:host"] == source
+
+
+async def test_admin_actions_reset_state_inject_network_info_force_delete_restore(cloud):
+    h = cloud
+    sid = await boot(h)
+    await action(h, sid, {"os-resetState": {"state": "error"}}, 403)
+    await action(h, sid, {"os-resetState": {"state": "error"}}, 202, headers=h.admin)
+    server = await wait_status(h, sid, "ERROR")
+    assert server["OS-EXT-STS:task_state"] is None
+    await action(h, sid, {"os-resetState": {"state": "paused"}}, 400, headers=h.admin)
+    await action(h, sid, {"os-resetState": {"state": "active"}}, 202, headers=h.admin)
+    await wait_status(h, sid, "ACTIVE")
+    await action(h, sid, {"injectNetworkInfo": None}, 202, headers=h.admin)
+    await action(h, sid, {"injectNetworkInfo": None}, 403)
+    # Deletes are never soft here: nothing to force or restore.
+    await action(h, sid, {"forceDelete": None}, 409)
+    await action(h, sid, {"restore": None}, 409)
+    await action(h, sid, {"restore": None}, 404, headers=h.bob)

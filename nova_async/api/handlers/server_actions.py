@@ -21,6 +21,10 @@ and metadata changes (409) until unlocked; an admin's lock only an admin can lif
 `addSecurityGroup` / `removeSecurityGroup` put a security group on the server's ports or
 take it off them (the network service keeps them; api/security_groups.py).
 
+An admin's `os-resetState` sets the vm_state and clears the task; `injectNetworkInfo` has
+nothing to push; `forceDelete` and `restore` find no soft-deleted server (deletes are never
+soft here) and answer 409, as Nova does for a server in any other state.
+
 The work is done in api/server_ops.py (power, rebuild, lock, console output) and
 api/server_resize.py (resize, createImage); this module parses and renders.
 """
@@ -107,6 +111,23 @@ _NULL = {"type": "null"}
 # anything else is taken (clients send either), so the schema accepts any value.
 _IGNORED: dict[str, Any] = {}
 
+async def _reset_state(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, str]) -> web.Response:
+    await server_ops.reset_state(state, ctx, uuid, value["state"])
+    return web.Response(status=202)
+
+
+async def _inject_network_info(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
+    await server_ops.inject_network_info(state, ctx, uuid)
+    return web.Response(status=202)
+
+
+def _soft_deleted_only(action: str) -> ActionHandler:
+    async def handle(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
+        await server_ops.soft_deleted_only(state, ctx, uuid, action)
+        return web.Response(status=202)
+    return handle
+
+
 _SECURITY_GROUP = {"type": "object", "required": ["name"],
                    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}}}
 
@@ -166,6 +187,12 @@ ACTIONS: dict[str, Action] = {
     # Before 2.56 Nova reads nothing of its value; from then on it may name a host (checked
     # by server_resize.migrate, which knows the microversion).
     "migrate": Action(_body("migrate", _IGNORED), server_resize.migrate, versioned=True),
+    "os-resetState": Action(_body("os-resetState", {
+        "type": "object", "required": ["state"], "additionalProperties": False,
+        "properties": {"state": {"type": "string", "enum": ["active", "error"]}}}), _reset_state),
+    "injectNetworkInfo": Action(_body("injectNetworkInfo", _IGNORED), _inject_network_info),
+    "forceDelete": Action(_body("forceDelete", _IGNORED), _soft_deleted_only("forceDelete")),
+    "restore": Action(_body("restore", _IGNORED), _soft_deleted_only("restore")),
     # Remote consoles before 2.6: the type in the body names the protocol.
     "addSecurityGroup": Action(_body("addSecurityGroup", _SECURITY_GROUP), _security_group(add=True)),
     "removeSecurityGroup": Action(_body("removeSecurityGroup", _SECURITY_GROUP), _security_group(add=False)),
