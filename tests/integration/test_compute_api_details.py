@@ -225,3 +225,25 @@ async def test_the_compute_version_list_has_v2_0_beside_the_current_v2_1(api):
     assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.96"
     assert versions["v2.0"]["status"] == "DEPRECATED" and versions["v2.0"]["version"] == ""
     assert versions["v2.0"]["links"][0]["href"].endswith("/compute/v2/")
+
+
+async def test_flavor_list_is_public_takes_every_oslo_boolean_spelling_and_none(api):
+    h = api
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "open", "id": "open", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "closed", "id": "closed", "ram": 512, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": False}}),
+        200)
+
+    async def ids(query: str, headers=None) -> set[str]:
+        resp = await h.http.get(f"{V}/flavors?{query}", headers=headers or h.admin)
+        return {f["id"] for f in (await ok(resp, 200))["flavors"]}
+
+    assert await ids("") == {"open"}
+    for word in ("f", "F", "0", "false", "no", "n", "off"):
+        assert await ids(f"is_public={word}") == {"closed"}, word
+    for word in ("t", "1", "True", "yes", "y", "on"):
+        assert await ids(f"is_public={word}") == {"open"}, word
+    assert await ids("is_public=none") == await ids("is_public=None") == {"open", "closed"}
+    assert await ids("is_public=f", h.alice) == {"open"}       # members see public flavors only
+    assert (await h.http.get(f"{V}/flavors?is_public=maybe", headers=h.admin)).status == 400
