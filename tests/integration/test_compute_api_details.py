@@ -247,3 +247,19 @@ async def test_flavor_list_is_public_takes_every_oslo_boolean_spelling_and_none(
     assert await ids("is_public=none") == await ids("is_public=None") == {"open", "closed"}
     assert await ids("is_public=f", h.alice) == {"open"}       # members see public flavors only
     assert (await h.http.get(f"{V}/flavors?is_public=maybe", headers=h.admin)).status == 400
+
+
+async def test_metadata_over_its_quota_is_a_403_on_create_as_on_change(cloud):
+    h = cloud
+    too_many = {f"k{i}": "v" for i in range(129)}            # the default quota is 128
+    resp = await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, metadata=too_many))
+    assert resp.status == 403, await resp.text()
+    assert "metadata items" in (await resp.json())["forbidden"]["message"]
+    await ok(await h.http.put(V + "/os-quota-sets/proj-a", headers=h.admin,
+                              json={"quota_set": {"metadata_items": 1}}), 200)
+    resp = await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, metadata={"a": "1", "b": "2"}))
+    assert resp.status == 403
+    server_id = await boot(h)
+    resp = await h.http.post(f"{V}/servers/{server_id}/metadata", headers=h.alice,
+                             json={"metadata": {"a": "1", "b": "2"}})
+    assert resp.status == 403
