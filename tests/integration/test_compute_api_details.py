@@ -3,6 +3,7 @@ Nova takes and answers, case by case, through the real HTTP stack (issue 23)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid as uuidlib
 
 import pytest
@@ -263,3 +264,23 @@ async def test_metadata_over_its_quota_is_a_403_on_create_as_on_change(cloud):
     resp = await h.http.post(f"{V}/servers/{server_id}/metadata", headers=h.alice,
                              json={"metadata": {"a": "1", "b": "2"}})
     assert resp.status == 403
+
+
+async def test_a_bad_console_token_opens_the_websocket_and_closes_it_with_nothing_sent(api):
+    h = api
+    for console in ("vnc", "serial"):
+        reader, writer = await asyncio.open_connection(h.http.server.host, h.http.server.port)
+        try:
+            writer.write((f"GET /compute/console/{console}?token=not-a-token HTTP/1.1\r\nHost: x\r\n"
+                          "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: binary\r\n"
+                          "\r\n").encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101"), head
+            assert await reader.read() == b""                 # no frame, not even a close frame
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    # Not a WebSocket request at all: a plain 401.
+    resp = await h.http.get("/compute/console/vnc?token=not-a-token")
+    assert resp.status == 401 and "unauthorized" in await resp.json()
