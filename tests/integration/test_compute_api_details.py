@@ -82,7 +82,8 @@ async def test_update_and_rebuild_answer_the_fields_nova_does_at_each_microversi
     assert set(old) - {"adminPass", "progress"} == BASE - {"progress"}, set(old)
     assert set(await rebuild("2.57")) >= {"key_name", "user_data", "description"}
     new = await rebuild("2.75")
-    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data"} <= set(new)
+    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data", "security_groups"} <= set(new)
+    assert new["os-extended-volumes:volumes_attached"] == []
     assert "OS-EXT-SRV-ATTR:user_data" not in new
 
 
