@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import flavor_store, lookup, quotas
+from nova_async.api import flavor_store, lookup, quotas, server_store
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -106,7 +106,7 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     await _check_quota(state, row["project_id"], old, new)
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
-        claimed = await conn.fetchrow(MQ.begin_resize, uuid)
+        claimed = await conn.fetchrow(MQ.begin_resize, uuid, server_store.auto_disk_config(value))
         if claimed is None:
             raise _refusal(await conn.fetchrow(IQ.get, uuid), "resize", uuid)
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],

@@ -179,6 +179,11 @@ async def test_disk_config_is_taken_on_update_and_rebuild_and_shown(cloud):
         "rebuild": {"imageRef": h.image, "OS-DCF:diskConfig": "MANUAL"}}), 202)
     assert rebuilt["server"]["OS-DCF:diskConfig"] == "MANUAL"
     await settled(h, server_id)
+    bigger = (await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "m1.bigger", "ram": 2048, "vcpus": 1, "disk": 1}}), 200))["flavor"]["id"]
+    await ok(await h.http.post(f"{url}/action", headers=h.alice, json={
+        "resize": {"flavorRef": bigger, "OS-DCF:diskConfig": "AUTO"}}), 202)
+    assert (await wait_status(h, server_id, "VERIFY_RESIZE"))["OS-DCF:diskConfig"] == "AUTO"
 
     created = await ok(await h.http.post(V + "/servers", headers=h.alice,
                                          json=boot_body(h, **{"OS-DCF:diskConfig": "AUTO"})), 202)
