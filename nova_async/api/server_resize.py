@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import flavor_store, lookup, quotas, service_store
+from nova_async.api import flavor_store, lookup, quotas, server_store, service_store
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -105,7 +105,7 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     old = Flavor.from_row(row["flavor"])
     new = await _new_flavor(state, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
-    return await _move(state, ctx, db, uuid, new, "resize")
+    return await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
 
 
 MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties": False, "properties": {
@@ -132,12 +132,13 @@ async def migrate(state: ApiState, ctx: RequestContext, uuid: str, value: Any, v
 
 
 async def _move(state: ApiState, ctx: RequestContext, db, uuid: str, new: Flavor, action: str, *,
-                migration_type: str = "resize", dest: str | None = None) -> web.Response:
+                migration_type: str = "resize", dest: str | None = None,
+                auto_disk_config: bool | None = None) -> web.Response:
     """Claim the server (task_state resize_prep, from ACTIVE or SHUTOFF), record the
     migration and the action in one transaction, and hand it to the conductor."""
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
-        claimed = await conn.fetchrow(MQ.begin_resize, uuid)
+        claimed = await conn.fetchrow(MQ.begin_resize, uuid, auto_disk_config)
         if claimed is None:
             raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],

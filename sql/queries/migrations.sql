@@ -2,8 +2,10 @@
 -- conductor's and compute's steps, and what recovery looks for after a restart.
 
 -- name: begin_resize
--- Claim instance $1 for a resize: only from active or stopped, with no task under way.
-UPDATE instances SET task_state = 'resize_prep', updated_at = now()
+-- Claim instance $1 for a resize: only from active or stopped, with no task under way; $2 its
+-- new disk config (AUTO: true) when not NULL.
+UPDATE instances SET task_state = 'resize_prep', auto_disk_config = coalesce($2, auto_disk_config),
+       updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state IS NULL AND host IS NOT NULL
    AND vm_state IN ('active', 'stopped')
 RETURNING *;

@@ -3,6 +3,7 @@ Nova takes and answers, case by case, through the real HTTP stack (issue 23)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid as uuidlib
 
 import pytest
@@ -81,7 +82,8 @@ async def test_update_and_rebuild_answer_the_fields_nova_does_at_each_microversi
     assert set(old) - {"adminPass", "progress"} == BASE - {"progress"}, set(old)
     assert set(await rebuild("2.57")) >= {"key_name", "user_data", "description"}
     new = await rebuild("2.75")
-    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data"} <= set(new)
+    assert {"description", "OS-EXT-STS:task_state", "key_name", "user_data", "security_groups"} <= set(new)
+    assert new["os-extended-volumes:volumes_attached"] == []
     assert "OS-EXT-SRV-ATTR:user_data" not in new
 
 
@@ -177,6 +179,11 @@ async def test_disk_config_is_taken_on_update_and_rebuild_and_shown(cloud):
         "rebuild": {"imageRef": h.image, "OS-DCF:diskConfig": "MANUAL"}}), 202)
     assert rebuilt["server"]["OS-DCF:diskConfig"] == "MANUAL"
     await settled(h, server_id)
+    bigger = (await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "m1.bigger", "ram": 2048, "vcpus": 1, "disk": 1}}), 200))["flavor"]["id"]
+    await ok(await h.http.post(f"{url}/action", headers=h.alice, json={
+        "resize": {"flavorRef": bigger, "OS-DCF:diskConfig": "AUTO"}}), 202)
+    assert (await wait_status(h, server_id, "VERIFY_RESIZE"))["OS-DCF:diskConfig"] == "AUTO"
 
     created = await ok(await h.http.post(V + "/servers", headers=h.alice,
                                          json=boot_body(h, **{"OS-DCF:diskConfig": "AUTO"})), 202)
@@ -225,3 +232,61 @@ async def test_the_compute_version_list_has_v2_0_beside_the_current_v2_1(api):
     assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.96"
     assert versions["v2.0"]["status"] == "DEPRECATED" and versions["v2.0"]["version"] == ""
     assert versions["v2.0"]["links"][0]["href"].endswith("/compute/v2/")
+
+
+async def test_flavor_list_is_public_takes_every_oslo_boolean_spelling_and_none(api):
+    h = api
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "open", "id": "open", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "closed", "id": "closed", "ram": 512, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": False}}),
+        200)
+
+    async def ids(query: str, headers=None) -> set[str]:
+        resp = await h.http.get(f"{V}/flavors?{query}", headers=headers or h.admin)
+        return {f["id"] for f in (await ok(resp, 200))["flavors"]}
+
+    assert await ids("") == {"open"}
+    for word in ("f", "F", "0", "false", "no", "n", "off"):
+        assert await ids(f"is_public={word}") == {"closed"}, word
+    for word in ("t", "1", "True", "yes", "y", "on"):
+        assert await ids(f"is_public={word}") == {"open"}, word
+    assert await ids("is_public=none") == await ids("is_public=None") == {"open", "closed"}
+    assert await ids("is_public=f", h.alice) == {"open"}       # members see public flavors only
+    assert (await h.http.get(f"{V}/flavors?is_public=maybe", headers=h.admin)).status == 400
+
+
+async def test_metadata_over_its_quota_is_a_403_on_create_as_on_change(cloud):
+    h = cloud
+    too_many = {f"k{i}": "v" for i in range(129)}            # the default quota is 128
+    resp = await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, metadata=too_many))
+    assert resp.status == 403, await resp.text()
+    assert "metadata items" in (await resp.json())["forbidden"]["message"]
+    await ok(await h.http.put(V + "/os-quota-sets/proj-a", headers=h.admin,
+                              json={"quota_set": {"metadata_items": 1}}), 200)
+    resp = await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h, metadata={"a": "1", "b": "2"}))
+    assert resp.status == 403
+    server_id = await boot(h)
+    resp = await h.http.post(f"{V}/servers/{server_id}/metadata", headers=h.alice,
+                             json={"metadata": {"a": "1", "b": "2"}})
+    assert resp.status == 403
+
+
+async def test_a_bad_console_token_opens_the_websocket_and_closes_it_with_nothing_sent(api):
+    h = api
+    for console in ("vnc", "serial"):
+        reader, writer = await asyncio.open_connection(h.http.server.host, h.http.server.port)
+        try:
+            writer.write((f"GET /compute/console/{console}?token=not-a-token HTTP/1.1\r\nHost: x\r\n"
+                          "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: binary\r\n"
+                          "\r\n").encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101"), head
+            assert await reader.read() == b""                 # no frame, not even a close frame
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    # Not a WebSocket request at all: a plain 401.
+    resp = await h.http.get("/compute/console/vnc?token=not-a-token")
+    assert resp.status == 401 and "unauthorized" in await resp.json()

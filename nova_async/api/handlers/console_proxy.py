@@ -6,9 +6,13 @@ noVNC page itself, served from Debian's `novnc` package when it is installed.
 
 A connection goes: token (query `token`) spent in the database → the instance's host asked,
 over the bus, where that console listens now (its serial port's unix socket, or the VNC
-port libvirt picked) → a stream opened to it → only then the WebSocket upgrade, so every
-refusal is a plain HTTP error: 401 for a bad, spent or expired token, 409 when the guest
-is not running. From then on bytes go both ways unchanged, in binary frames (noVNC asks
+port libvirt picked) → a stream opened to it → only then the WebSocket upgrade. A bad, spent
+or expired token is refused as Nova's proxies (websockify) refuse it, which check the token
+only once the WebSocket is open: the handshake completes (101) and the connection is
+dropped, with no frame at all (Tempest's bad-token tests read nothing, not even a close
+frame's code); a request that is no WebSocket upgrade gets a plain 401. The other refusals
+are plain HTTP errors before the upgrade: 409 when the guest is not running, 400 when it
+has no such console. From then on bytes go both ways unchanged, in binary frames (noVNC asks
 for the `binary` subprotocol; text frames from a client are sent as their UTF-8 bytes)
 until either side closes.
 
@@ -69,7 +73,7 @@ async def _proxy(request: web.Request, console_type: str) -> web.StreamResponse:
     grants = await state.cells.each(lambda cell: console_tokens.spend(cell.pool, token, console_type))
     grant = next((g for g in grants if g is not None), None)
     if grant is None:
-        raise errors.Unauthorized("The console token is invalid, used or expired.")
+        return await _drop_after_handshake(request, "The console token is invalid, used or expired.")
     if grant.host is None:
         raise errors.Conflict(f"Instance {grant.instance_uuid} is not ready.")
     with structlog.contextvars.bound_contextvars(instance_uuid=grant.instance_uuid):
@@ -86,6 +90,18 @@ async def _proxy(request: web.Request, console_type: str) -> web.StreamResponse:
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
+
+
+async def _drop_after_handshake(request: web.Request, reason: str) -> web.StreamResponse:
+    ws = web.WebSocketResponse(protocols=("binary",))
+    if not ws.can_prepare(request).ok or request.transport is None:
+        raise errors.Unauthorized(reason)
+    await ws.prepare(request)
+    log.info("console refused", reason=reason)
+    # Closing the transport sends what is buffered (the 101) and then FIN; the close frame
+    # aiohttp tries once we return goes nowhere.
+    request.transport.close()
+    return ws
 
 
 async def _relay(ws: web.WebSocketResponse, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -105,11 +105,26 @@ async def create_flavor(request: web.Request) -> web.Response:
     return w.dump({"flavor": view(row, request.app[STATE].base_url, version)})
 
 
+_TRUE, _FALSE = ("1", "t", "true", "on", "y", "yes"), ("0", "f", "false", "off", "n", "no")
+
+
+def _is_public(raw: str | None) -> bool | None:
+    """An admin's is_public filter as Nova reads it: absent is public only, "none" both,
+    else oslo's strict boolean spellings (any case); None means both."""
+    if raw is None:
+        return True
+    word = raw.strip().lower()
+    if word == "none":
+        return None
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise errors.InvalidInput(f"Invalid is_public filter [{raw}]")
+
+
 async def _listing(request: web.Request, detail: bool) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
-    is_public = w.query_flag(request, "is_public") if "is_public" in request.query else True
-    if not ctx.is_admin:
-        is_public = True  # flavor access lists come later; members see public flavors
+    # Members see public flavors whatever they ask (flavor access lists come later).
+    is_public = _is_public(request.query.get("is_public")) if ctx.is_admin else True
     q = request.query
     sort_key, sort_dir = q.get("sort_key") or "flavorid", q.get("sort_dir") or "asc"
     if sort_key not in flavor_store.SORT_KEYS or sort_dir not in ("asc", "desc"):

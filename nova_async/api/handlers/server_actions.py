@@ -40,7 +40,7 @@ import jsonschema
 from aiohttp import web
 
 from nova_async.api import microversion, server_ops, server_resize, server_views
-from nova_async.api import lookup, remote_consoles, security_groups
+from nova_async.api import lookup, remote_consoles, security_groups, volume_attachments
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -76,7 +76,12 @@ async def _console_output(state: ApiState, ctx: RequestContext, uuid: str,
 async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                    version: microversion.Version) -> web.Response:
     shown = await server_ops.rebuild(state, ctx, uuid, value)
-    server = server_views.detail(shown, state.base_url, version, ctx, view=server_views.View.REBUILD)
+    groups, volumes = {}, {}
+    if version >= (2, 75):   # from 2.75 the answer has every show field, these too
+        groups = await security_groups.of_servers(state, ctx, [shown])
+        volumes = await volume_attachments.volumes_attached(state, [shown])
+    server = server_views.detail(shown, state.base_url, version, ctx, groups.get(uuid), volumes.get(uuid),
+                                 view=server_views.View.REBUILD)
     server["adminPass"] = value.get("adminPass") or secrets.token_urlsafe(9)
     return w.dump({"server": server}, status=202)
 
