@@ -41,6 +41,13 @@ async def test_actions_whose_value_nova_ignores_take_empty_object_or_null(cloud)
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"lock": {}}), 202)
     assert (await settled(h, server_id))["locked"] is True
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
+    # Before 2.73 Nova reads no lock value at all: a reason is not kept, a bad value not refused.
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice,
+                               json={"lock": {"locked_reason": "early"}}), 202)
+    assert (await settled(h, server_id))["locked_reason"] is None
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": None}), 202)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"lock": "yes"}), 202)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
     assert (await settled(h, server_id))["locked"] is False
 
 
