@@ -41,6 +41,13 @@ async def test_actions_whose_value_nova_ignores_take_empty_object_or_null(cloud)
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"lock": {}}), 202)
     assert (await settled(h, server_id))["locked"] is True
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
+    # Before 2.73 Nova reads no lock value at all: a reason is not kept, a bad value not refused.
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice,
+                               json={"lock": {"locked_reason": "early"}}), 202)
+    assert (await settled(h, server_id))["locked_reason"] is None
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": None}), 202)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"lock": "yes"}), 202)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"unlock": {}}), 202)
     assert (await settled(h, server_id))["locked"] is False
 
 
@@ -130,6 +137,8 @@ async def test_server_list_filters_by_flavor_image_fixed_ip_and_project_across_p
     assert await listed("all_tenants=1&tenant_id=proj-b", h.admin) == []
     assert await listed("tenant_id=proj-a", h.admin) == []
     assert await listed("all_tenants=1", h.admin) == [server_id]
+    page = await ok(await h.http.get(f"{V}/servers/detail?limit=1", headers=h.alice), 200)
+    assert page["servers_links"][0]["href"].endswith(f"/compute/v2.1/servers/detail?limit=1&marker={server_id}")
 
 
 async def test_flavor_list_pages_by_flavor_id_with_limit_and_marker(api):
@@ -143,6 +152,10 @@ async def test_flavor_list_pages_by_flavor_id_with_limit_and_marker(api):
 
     assert await ids("") == ["a", "b", "c"]                  # Nova's default order: flavorid
     assert await ids("limit=2") == ["a", "b"]
+    page = await ok(await h.http.get(f"{V}/flavors/detail?limit=2&minRam=1", headers=h.alice), 200)
+    [link] = page["flavors_links"]
+    assert link["rel"] == "next" and link["href"].endswith("/compute/v2.1/flavors/detail?limit=2&minRam=1&marker=b")
+    assert "flavors_links" not in await ok(await h.http.get(f"{V}/flavors?limit=4", headers=h.alice), 200)
     assert await ids("limit=2&marker=b") == ["c"]
     assert await ids("marker=a") == ["b", "c"]
     assert await ids("sort_key=memory_mb&sort_dir=desc") == ["a", "b", "c"]

@@ -176,12 +176,13 @@ async def test_two_concurrent_actions_one_wins(cloud):
     assert len(actions["instanceActions"]) == 2  # create and the one that won
 
 
+# (os-stop, pause, resume… take any value, as Nova, which never reads it: not bad bodies;
+# nor is lock's before 2.73.)
 BAD_BODIES = [
     {}, [], "reboot", {"reboot": {}}, {"reboot": None}, {"reboot": {"type": "WARM"}},
-    {"reboot": {"type": "SOFT", "extra": 1}}, {"reboot": {"type": 1}}, {"lock": {"locked_reason": ""}},
-    {"resize": {}}, {"createImage": {}}, {"no-such-action": None}, {"os-stop": None, "os-start": None},
+    {"reboot": {"type": "SOFT", "extra": 1}}, {"reboot": {"type": 1}}, {"resize": {}}, {"createImage": {}},
+    {"no-such-action": None}, {"os-stop": None, "os-start": None},
 ]
-# (os-stop, pause, resume… take any value, as Nova's, which never reads it.)
 
 
 async def test_bad_bodies_are_400_and_change_nothing(cloud):

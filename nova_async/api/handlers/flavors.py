@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from nova_async.api import flavor_store, microversion
-from nova_async.api.links import links
+from nova_async.api.links import links, next_page
 from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import errors
@@ -134,7 +134,9 @@ async def _listing(request: web.Request, detail: bool) -> web.Response:
         is_public, w.query_int(request, "minRam", 0), w.query_int(request, "minDisk", 0),
         sort_key, sort_dir == "desc", q.get("marker"), limit))
     version = microversion.of(request)
-    return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows]})
+    return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows],
+                   **next_page(state.base_url, "flavors", "flavors/detail" if detail else "flavors", q,
+                               [r["id"] for r in rows], limit)})
 
 
 async def list_flavors(request: web.Request) -> web.Response:

@@ -86,19 +86,24 @@ async def _rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[
     return w.dump({"server": server}, status=202)
 
 
-async def _lock(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any] | None,
-                *, locking: bool) -> web.Response:
-    reason = (value or {}).get("locked_reason") if locking else None
-    await server_ops.set_lock(state, ctx, uuid, locking=locking, reason=reason)
+# From 2.73 lock's value is null or {"locked_reason": …}; before, Nova reads no value at all.
+_LOCK_V273 = _body("lock", {"type": ["object", "null"], "additionalProperties": False,
+                            "properties": {"locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}})
+
+
+async def _lock_action(state: ApiState, ctx: RequestContext, uuid: str, value: Any,
+                       version: microversion.Version) -> web.Response:
+    reason = None
+    if version >= (2, 73):
+        w.check(_LOCK_V273, {"lock": value})
+        reason = (value or {}).get("locked_reason")
+    await server_ops.set_lock(state, ctx, uuid, locking=True, reason=reason)
     return web.Response(status=202)
 
 
-async def _lock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -> web.Response:
-    return await _lock(state, ctx, uuid, value, locking=True)
-
-
-async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, value) -> web.Response:
-    return await _lock(state, ctx, uuid, value, locking=False)
+async def _unlock_action(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
+    await server_ops.set_lock(state, ctx, uuid, locking=False, reason=None)
+    return web.Response(status=202)
 
 
 async def _reboot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, str]) -> web.Response:
@@ -155,11 +160,8 @@ ACTIONS: dict[str, Action] = {
     "unpause": Action(_body("unpause", _IGNORED), _simple(PowerOp.UNPAUSE)),
     "suspend": Action(_body("suspend", _IGNORED), _simple(PowerOp.SUSPEND)),
     "resume": Action(_body("resume", _IGNORED), _simple(PowerOp.RESUME)),
-    # locked_reason from 2.73; an older client sends null or {} (as Nova, either is taken).
-    "lock": Action(_body("lock", {"anyOf": [_NULL, {
-        "type": "object", "additionalProperties": False,
-        "properties": {"locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}}]}),
-        _lock_action),
+    # locked_reason from 2.73 (the handler checks the value then); before, any value.
+    "lock": Action(_body("lock", _IGNORED), _lock_action, versioned=True),
     "unlock": Action(_body("unlock", _IGNORED), _unlock_action),
     "rebuild": Action(_body("rebuild", {
         "type": "object", "required": ["imageRef"], "additionalProperties": False,

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from nova_async.api import (lookup, microversion, schemas, security_groups, server_create, server_delete,
                             server_store, server_views, volume_attachments)
-from nova_async.api.links import links
+from nova_async.api.links import links, next_page
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -66,19 +66,23 @@ def _filter(request: web.Request) -> server_store.ListFilter:
 
 
 async def list_servers(request: web.Request) -> web.Response:
-    state = request.app[STATE]
-    rows = await server_store.listing(state, _filter(request), detail=False)
-    return w.dump({"servers": [server_views.summary(r, state.base_url) for r in rows]})
+    state, f = request.app[STATE], _filter(request)
+    rows = await server_store.listing(state, f, detail=False)
+    return w.dump({"servers": [server_views.summary(r, state.base_url) for r in rows],
+                   **next_page(state.base_url, "servers", "servers", request.query, [str(r["uuid"]) for r in rows],
+                               f.limit)})
 
 
 async def list_servers_detail(request: web.Request) -> web.Response:
-    state, ctx, version = request.app[STATE], w.context(request), microversion.of(request)
-    rows = await server_store.listing(state, _filter(request), detail=True)
+    state, ctx, version, f = request.app[STATE], w.context(request), microversion.of(request), _filter(request)
+    rows = await server_store.listing(state, f, detail=True)
     groups = await security_groups.of_servers(state, ctx, rows)
     volumes = await volume_attachments.volumes_attached(state, rows)
     return w.dump({"servers": [server_views.detail(r, state.base_url, version, ctx, groups.get(str(r["uuid"])),
                                                    volumes.get(str(r["uuid"])))
-                               for r in rows]})
+                               for r in rows],
+                   **next_page(state.base_url, "servers", "servers/detail", request.query,
+                               [str(r["uuid"]) for r in rows], f.limit)})
 
 
 def _changed(request: web.Request, name: str) -> datetime | None:

@@ -15,7 +15,8 @@ async def test_lock_blocks_members_until_unlocked(cloud):
     sid = created["server"]["id"]
     await wait_status(h, sid, "ACTIVE")
     act = f"{V}/servers/{sid}/action"
-    assert (await h.http.post(act, headers=h.alice, json={"lock": {"locked_reason": "audit"}})).status == 202
+    assert (await h.http.post(act, headers={**h.alice, **V273},
+                              json={"lock": {"locked_reason": "audit"}})).status == 202
     shown = (await ok(await h.http.get(f"{V}/servers/{sid}", headers={**h.alice, **V273}), 200))["server"]
     assert (shown["locked"], shown["locked_reason"]) == (True, "audit")
     assert (await h.http.post(act, headers=h.alice, json={"os-stop": None})).status == 409
@@ -36,4 +37,4 @@ async def test_an_admins_lock_is_for_an_admin_to_lift(cloud):
     assert (await h.http.post(act, headers=h.alice, json={"unlock": None})).status == 403
     assert (await h.http.post(act, headers=h.bob, json={"unlock": None})).status == 404
     assert (await h.http.post(act, headers=h.admin, json={"unlock": None})).status == 202
-    assert (await h.http.post(act, headers=h.alice, json={"lock": "yes"})).status == 400
+    assert (await h.http.post(act, headers={**h.alice, **V273}, json={"lock": "yes"})).status == 400
