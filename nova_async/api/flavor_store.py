@@ -1,4 +1,5 @@
-"""Flavors in the database: create, look up, list, delete, and their extra specs."""
+"""Flavors in the database: create, look up, list, delete, their extra specs, and who may
+use a private one (flavor access: admins, and the projects an admin named)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from nova_async.common import errors
+from nova_async.common.context import RequestContext
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.db.shared_read import SharedRead
@@ -37,6 +39,45 @@ async def get(pool: Pool, flavor_id: str) -> asyncpg.Record:
     return row
 
 
+async def visible(pool: Pool, ctx: RequestContext, flavor_id: str) -> asyncpg.Record:
+    """The flavor, when the caller may see and use it: a public one, or a private one for an
+    admin or a project given access (one more read, for private flavors only); else 404."""
+    row = await get(pool, flavor_id)
+    if not row["is_public"] and not ctx.is_admin and not await pool.fetchval(Q.has_access, row["id"],
+                                                                              ctx.project_id):
+        raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
+    return row
+
+
+async def access_list(pool: Pool, flavor_id: str) -> list[asyncpg.Record]:
+    """The projects given access to a private flavor (404 for a public one, as Nova)."""
+    row = await get(pool, flavor_id)
+    if row["is_public"]:
+        raise errors.NotFound("Access list not available for public flavors.")
+    return await pool.fetch(Q.access_list, row["id"])
+
+
+async def change_access(pool: Pool, flavor_id: str, project_id: str, *, add: bool) -> list[asyncpg.Record]:
+    """Give a project access to a private flavor (409 when it has it, or the flavor is public)
+    or take it away (404 when it has none); the access list afterwards."""
+    row = await get(pool, flavor_id)
+    if row["is_public"]:
+        raise errors.Conflict("Can not add access to a public flavor.")
+    if add and await pool.fetchval(Q.add_access, row["id"], project_id) is None:
+        raise errors.Conflict(f"Flavor access already exists for flavor {flavor_id} and project {project_id} "
+                              "combination.")
+    if not add and await pool.fetchval(Q.remove_access, row["id"], project_id) is None:
+        raise errors.NotFound(f"Flavor access not found for {flavor_id} / {project_id} combination.")
+    return await pool.fetch(Q.access_list, row["id"])
+
+
+async def set_description(pool: Pool, flavor_id: str, description: str | None) -> asyncpg.Record:
+    row = await pool.fetchrow(Q.set_description, str(flavor_id), description)
+    if row is None:
+        raise errors.NotFound(f"Flavor {flavor_id} could not be found.")
+    return row
+
+
 # Nova's flavor sort keys (its flavors table's columns) → ours. Nova's `id` is its row id, the
 # order flavors were made in; it keeps no vcpu_weight for us to have, so that sorts as flavorid.
 SORT_KEYS = {"flavorid": "id", "id": "created_at", "name": "name", "memory_mb": "memory_mb",
@@ -56,6 +97,7 @@ class ListFilter:
     descending: bool = False
     marker: str | None = None        # a flavor id
     limit: int = 1000
+    project_id: str | None = None    # a member's: its private flavors are listed too
 
 
 async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
@@ -65,7 +107,7 @@ async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
         raise errors.InvalidInput(f"marker [{f.marker}] not found")
     sql = Q.list.format(key=SORT_KEYS[f.sort_key], direction="DESC" if f.descending else "ASC",
                         after="<" if f.descending else ">")
-    return await pool.fetch(sql, f.is_public, f.min_ram, f.min_disk, f.marker, f.limit)
+    return await pool.fetch(sql, f.is_public, f.min_ram, f.min_disk, f.marker, f.limit, f.project_id)
 
 
 async def delete(pool: Pool, flavor_id: str) -> None:

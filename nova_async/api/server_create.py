@@ -197,7 +197,7 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
     # round trips that do not wait for each other); what is wrong is told in that order.
     # (The security groups are resolved to ids now, as Nova does, and go in the request spec.)
     flavor_row, image, networks, groups, volumes = await asyncio.gather(
-        _flavor(state, request.flavor_ref), _image_of(state, ctx, request),
+        _flavor(state, ctx, request.flavor_ref), _image_of(state, ctx, request),
         _check_networks(state, ctx, request.networks), _security_groups(state, ctx, request),
         boot_volumes.check_volumes(state.volumes, ctx, request.block_devices, request.max_count),
         return_exceptions=True)
@@ -420,9 +420,9 @@ def _check_policy_clash(policy: str, hints: dict[str, list[str]]) -> None:
         raise errors.InvalidInput("The different_host hint contradicts the affinity policy of the server group.")
 
 
-async def _flavor(state: ApiState, ref: str) -> Any:
+async def _flavor(state: ApiState, ctx: RequestContext, ref: str) -> Any:
     try:
-        flavor = await flavor_store.get(state.pool, ref.rsplit("/", 1)[-1])
+        flavor = await flavor_store.visible(state.pool, ctx, ref.rsplit("/", 1)[-1])
     except errors.NotFound:
         raise errors.InvalidInput(f"Flavor {ref} could not be found.") from None
     if flavor["disabled"]:

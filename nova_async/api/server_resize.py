@@ -68,10 +68,11 @@ def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
     return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
 
 
-async def _new_flavor(state: ApiState, ref: Any, old: Flavor, volume_backed: bool = False) -> Flavor:
+async def _new_flavor(state: ApiState, ctx: RequestContext, ref: Any, old: Flavor,
+                      volume_backed: bool = False) -> Flavor:
     flavor_id = str(ref).rsplit("/", 1)[-1]
     try:
-        row = await flavor_store.get(state.pool, flavor_id)
+        row = await flavor_store.visible(state.pool, ctx, flavor_id)
     except errors.NotFound:
         raise errors.InvalidInput(f"Unable to find flavor {flavor_id}.") from None
     if row["disabled"]:
@@ -103,7 +104,7 @@ async def _check_quota(state: ApiState, project_id: str, old: Flavor, new: Flavo
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
     db, row = await _server(state, ctx, uuid)
     old = Flavor.from_row(row["flavor"])
-    new = await _new_flavor(state, value["flavorRef"], old, volume_backed=not row["image_ref"])
+    new = await _new_flavor(state, ctx, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
     return await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
 

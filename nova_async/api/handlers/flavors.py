@@ -1,4 +1,5 @@
-"""Flavor handlers: `/flavors`, `/flavors/detail`, `/flavors/{id}` and `os-extra_specs`."""
+"""Flavor handlers: `/flavors`, `/flavors/detail`, `/flavors/{id}` (its description from 2.55), `os-extra_specs`
+and flavor access (`os-flavor-access`, addTenantAccess/removeTenantAccess) for private flavors."""
 
 from __future__ import annotations
 
@@ -123,7 +124,8 @@ def _is_public(raw: str | None) -> bool | None:
 
 async def _listing(request: web.Request, detail: bool) -> web.Response:
     state, ctx = request.app[STATE], w.context(request)
-    # Members see public flavors whatever they ask (flavor access lists come later).
+    # Members see the public flavors and the private ones their project was given access to,
+    # whatever they ask.
     is_public = _is_public(request.query.get("is_public")) if ctx.is_admin else True
     q = request.query
     sort_key, sort_dir = q.get("sort_key") or "flavorid", q.get("sort_dir") or "asc"
@@ -132,7 +134,7 @@ async def _listing(request: web.Request, detail: bool) -> web.Response:
     limit = min(w.query_int(request, "limit", _MAX_LIMIT), _MAX_LIMIT)
     rows = await flavor_store.listing(state.pool, flavor_store.ListFilter(
         is_public, w.query_int(request, "minRam", 0), w.query_int(request, "minDisk", 0),
-        sort_key, sort_dir == "desc", q.get("marker"), limit))
+        sort_key, sort_dir == "desc", q.get("marker"), limit, None if ctx.is_admin else ctx.project_id))
     version = microversion.of(request)
     return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows],
                    **next_page(state.base_url, "flavors", "flavors/detail" if detail else "flavors", q,
@@ -149,8 +151,52 @@ async def list_flavors_detail(request: web.Request) -> web.Response:
 
 async def show_flavor(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    row = await flavor_store.get(state.pool, request.match_info["flavor_id"])
+    row = await flavor_store.visible(state.pool, w.context(request), request.match_info["flavor_id"])
     return w.dump({"flavor": view(row, state.base_url, microversion.of(request))})
+
+
+UPDATE = w.validator({"type": "object", "required": ["flavor"], "additionalProperties": False, "properties": {
+    "flavor": {"type": "object", "required": ["description"], "additionalProperties": False,
+               "properties": {"description": {"type": ["string", "null"], "maxLength": 65535,
+                                              "pattern": "^[^\\x00-\\x1f\\x7f]*$"}}}}})
+
+
+async def update_flavor(request: web.Request) -> web.Response:
+    """Only a flavor's description changes (from 2.55), as in Nova."""
+    version = microversion.of(request)
+    if version < (2, 55):
+        raise errors.NotFound("Updating a flavor needs microversion 2.55 or later.")
+    require_admin(request)
+    body = (await w.read_json(request, UPDATE))["flavor"]
+    state = request.app[STATE]
+    row = await flavor_store.set_description(state.pool, request.match_info["flavor_id"], body["description"])
+    return w.dump({"flavor": view(row, state.base_url, version)})
+
+
+def _access(rows) -> dict[str, Any]:
+    return {"flavor_access": [{"flavor_id": r["flavor_id"], "tenant_id": r["project_id"]} for r in rows]}
+
+
+async def list_flavor_access(request: web.Request) -> web.Response:
+    require_admin(request)
+    return w.dump(_access(await flavor_store.access_list(request.app[STATE].pool, request.match_info["flavor_id"])))
+
+
+_TENANT = {"type": "object", "required": ["tenant"], "additionalProperties": False,
+           "properties": {"tenant": {"type": "string", "minLength": 1, "maxLength": 255,
+                                     "pattern": "^[^\\x00-\\x1f\\x7f]*$"}}}
+ACCESS_ACTION = w.validator({"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+                             "properties": {"addTenantAccess": _TENANT, "removeTenantAccess": _TENANT}})
+
+
+async def flavor_action(request: web.Request) -> web.Response:
+    """addTenantAccess / removeTenantAccess: which projects may use a private flavor."""
+    require_admin(request)
+    body = await w.read_json(request, ACCESS_ACTION)
+    [(name, value)] = body.items()
+    rows = await flavor_store.change_access(request.app[STATE].pool, request.match_info["flavor_id"],
+                                            value["tenant"], add=name == "addTenantAccess")
+    return w.dump(_access(rows))
 
 
 async def delete_flavor(request: web.Request) -> web.Response:
@@ -160,7 +206,7 @@ async def delete_flavor(request: web.Request) -> web.Response:
 
 
 async def list_extra_specs(request: web.Request) -> web.Response:
-    row = await flavor_store.get(request.app[STATE].pool, request.match_info["flavor_id"])
+    row = await flavor_store.visible(request.app[STATE].pool, w.context(request), request.match_info["flavor_id"])
     return w.dump({"extra_specs": row["extra_specs"]})
 
 
@@ -174,7 +220,7 @@ async def create_extra_specs(request: web.Request) -> web.Response:
 
 
 async def show_extra_spec(request: web.Request) -> web.Response:
-    row = await flavor_store.get(request.app[STATE].pool, request.match_info["flavor_id"])
+    row = await flavor_store.visible(request.app[STATE].pool, w.context(request), request.match_info["flavor_id"])
     key = request.match_info["key"]
     if key not in row["extra_specs"]:
         raise errors.NotFound(f"Flavor {row['id']} has no extra spec with key {key}.")
