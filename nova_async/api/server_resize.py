@@ -1,6 +1,7 @@
 """Server actions that change what a server is made of or where it runs: `resize` (with
 `confirmResize` and `revertResize`), `migrate` (a cold migration: a resize to the same
-flavor on another host, confirmed or reverted the same way) and `createImage`.
+flavor on another host, confirmed or reverted the same way), `createImage` and
+`createBackup` (a snapshot whose host then keeps only the newest `rotation` backups).
 
 `resize` checks the new flavor (it exists, differs, has no smaller root or ephemeral disk —
 disks only grow, as with Nova's libvirt driver — and the project's quota takes the
@@ -42,6 +43,13 @@ RESIZE_SCHEMA = {
     "type": "object", "required": ["flavorRef"], "additionalProperties": False,
     "properties": {"flavorRef": {"type": ["string", "integer"], "minLength": 1},
                    "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]}}}
+CREATE_BACKUP_SCHEMA = {
+    "type": "object", "required": ["name", "backup_type", "rotation"], "additionalProperties": False,
+    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00-\\x1f]*$"},
+                   "backup_type": {"type": "string"},
+                   "rotation": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 0},
+                   "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255},
+                                "propertyNames": {"minLength": 1, "maxLength": 255}}}}
 CREATE_IMAGE_SCHEMA = {
     "type": "object", "required": ["name"], "additionalProperties": False,
     "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00-\\x1f]*$"},
@@ -189,10 +197,25 @@ async def revert_resize(state: ApiState, ctx: RequestContext, uuid: str, _value:
 
 async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                        version: Version) -> web.Response:
+    return await _snapshot(state, ctx, uuid, value, version, action="createImage",
+                           kind={"image_type": "snapshot"})
+
+
+async def create_backup(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                        version: Version) -> web.Response:
+    """createBackup: a snapshot of type backup; once it is uploaded, the host keeps the newest
+    `rotation` backups of the server of that backup_type and deletes the rest, as Nova."""
+    return await _snapshot(state, ctx, uuid, value, version, action="createBackup",
+                           kind={"image_type": "backup", "backup_type": value["backup_type"]},
+                           rotation=int(value["rotation"]))
+
+
+async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any], version: Version, *,
+                    action: str, kind: dict[str, str], rotation: int | None = None) -> web.Response:
     db, row = await _server(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
-        raise _refusal(row, "createImage", uuid)
+        raise _refusal(row, action, uuid)
     if not row["image_ref"]:
         # Nova snapshots the volumes and makes an image that names them; the volume service
         # takes no snapshot for compute yet, and this host has no root disk to copy.
@@ -211,7 +234,7 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
             properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
             min_disk, min_ram = base.min_disk, base.min_ram
     properties.update(value.get("metadata") or {})
-    properties.update({"image_type": "snapshot", "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
+    properties.update({**kind, "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
                        "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
     image = await state.images.create(CreateImage(
         name=value["name"], project_id=row["project_id"], properties=properties,
@@ -220,14 +243,14 @@ async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: d
         async with db.acquire() as conn, conn.transaction():
             claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)
             if claimed is None:
-                raise _refusal(await conn.fetchrow(IQ.get, uuid), "createImage", uuid)
+                raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
             await conn.execute(MQ.insert_snapshot, image.id, uuid, ctx.request_id)
-            await instances.start_action(conn, uuid, ctx.request_id, "createImage", ctx.project_id, ctx.user_id)
+            await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
     except BaseException:
         await state.images.delete(image.id)
         raise
     try:
-        await state.compute.snapshot(claimed["host"], uuid, image.id, ctx)
+        await state.compute.snapshot(claimed["host"], uuid, image.id, ctx, rotation=rotation)
     except Exception:
         await db.execute(MQ.release_resize, uuid, [TaskState.IMAGE_SNAPSHOT])
         await db.execute(MQ.delete_snapshot, image.id)

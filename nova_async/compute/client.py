@@ -42,9 +42,9 @@ class ComputeClient:
                                                       step=step), context=context)
 
     async def snapshot(self, host: str, instance_uuid: str, image_id: str,
-                       context: RequestContext | None = None) -> None:
-        await self.bus.cast(topic(host), m.SnapshotInstance(instance_uuid=instance_uuid, image_id=image_id),
-                            context=context)
+                       context: RequestContext | None = None, *, rotation: int | None = None) -> None:
+        await self.bus.cast(topic(host), m.SnapshotInstance(instance_uuid=instance_uuid, image_id=image_id,
+                                                            rotation=rotation), context=context)
 
     async def console_output(self, host: str, instance_uuid: str, lines: int | None = None,
                              context: RequestContext | None = None) -> str:

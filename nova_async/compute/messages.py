@@ -94,10 +94,12 @@ class ResizeStep(Message, frozen=True, kw_only=True):
 
 class SnapshotInstance(Message, frozen=True, kw_only=True):
     """createImage: write the instance's root disk into image `image_id` (queued, made by the
-    API, which set task_state 'image_snapshot')."""
+    API, which set task_state 'image_snapshot'). createBackup also says how many backups of
+    its type to keep (`rotation`): the older ones are deleted once it is uploaded."""
 
     instance_uuid: str
     image_id: str
+    rotation: int | None = None
 
 
 class GetConsoleOutput(Message, frozen=True, kw_only=True):

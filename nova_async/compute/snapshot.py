@@ -1,4 +1,5 @@
-"""createImage on the compute host: the server's root disk written into a new image.
+"""createImage (and createBackup) on the compute host: the server's root disk written into a
+new image; a backup then rotates out the server's older backups of its type.
 
 The API made the image (queued, with the snapshot's properties) and set task_state
 image_snapshot. Here: the root disk — its qcow2 overlay and the base image under it — is
@@ -30,6 +31,7 @@ from nova_async.compute.domain_xml import domain_name
 from nova_async.compute.host import Host, describe
 from nova_async.db import instances
 from nova_async.db.queries import queries
+from nova_async.image.messages import ListImages
 
 log = structlog.get_logger("compute.snapshot")
 MQ = queries("migrations")
@@ -42,7 +44,8 @@ def _target(host: Host, instance_uuid: str, image_id: str) -> Path:
     return disks.instance_dir(host.instances_root, instance_uuid) / f"snapshot-{image_id}.qcow2"
 
 
-async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: str) -> None:
+async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: str, *,
+                   rotation: int | None = None) -> None:
     row = await host.pool.fetchrow(instances.Q.get, instance_uuid)
     if row is None or row["host"] != host.name or row["task_state"] != TaskState.IMAGE_SNAPSHOT:
         log.info("snapshot skipped", task_state=row["task_state"] if row else None)
@@ -67,8 +70,23 @@ async def snapshot(host: Host, instance_uuid: str, image_id: str, request_id: st
     await host.pool.execute(MQ.delete_snapshot, image_id)
     await host.pool.execute(MQ.release_resize, instance_uuid, _SNAPSHOT_TASKS)
     log.info("snapshot uploaded", image_id=image_id, size=image.size)
+    if rotation is not None:
+        await _rotate(host, instance_uuid, image.properties.get("backup_type", ""), rotation)
     await instances.finish_action(host.pool, instance_uuid, request_id)
     await host.notify("instance.snapshot.end", instance_uuid, image_id=image_id)
+
+
+async def _rotate(host: Host, instance_uuid: str, backup_type: str, keep: int) -> None:
+    """createBackup's rotation: the server's backups of this type beyond the newest `keep`
+    are deleted (the one just made is the newest), as Nova's compute does."""
+    backups = await host.image.list(ListImages(project_id="", is_admin=True, properties={
+        "instance_uuid": instance_uuid, "image_type": "backup", "backup_type": backup_type}))
+    for old in backups[keep:]:
+        try:
+            await host.image.delete(old.id)
+            log.info("backup rotated out", image_id=old.id, backup_type=backup_type, kept=keep)
+        except Exception as exc:
+            log.warning("could not delete a rotated backup", image_id=old.id, error=describe(exc))
 
 
 async def _task(host: Host, instance_uuid: str, new: TaskState, old: TaskState) -> None:

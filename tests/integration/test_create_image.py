@@ -103,3 +103,34 @@ async def test_a_snapshot_cut_short_by_a_restart_is_abandoned(pool, tmp_path):
                             200))["instanceActions"]
         assert actions[0]["action"] == "createImage" and actions[0]["message"] == "Error"
         assert await h.pool.fetchval("SELECT count(*) FROM instance_snapshots") == 0
+
+
+async def test_create_backup_keeps_the_newest_rotation_backups(cloud):
+    h = cloud
+    sid = await boot(h)
+    made = []
+    for n in range(3):
+        resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV}, json={
+            "createBackup": {"name": f"daily-{n}", "backup_type": "daily", "rotation": "2"}})
+        assert resp.status == 202, await resp.text()
+        made.append((await resp.json())["image_id"])
+        image = await image_of(h, made[-1])
+        assert (image["image_type"], image["backup_type"], image["instance_uuid"]) == ("backup", "daily", sid)
+        await until(lambda: settled(h, sid), lambda s: s["OS-EXT-STS:task_state"] is None, what="the backup done")
+    # The first is rotated out once the third is up; the other two stay.
+    await image_of(h, made[0], "GONE")
+    for image_id in made[1:]:
+        await image_of(h, image_id)
+    # A weekly backup with rotation 1 leaves the daily ones alone.
+    resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV}, json={
+        "createBackup": {"name": "weekly", "backup_type": "weekly", "rotation": 1}})
+    await image_of(h, (await resp.json())["image_id"])
+    actions = (await ok(await h.http.get(f"{V}/servers/{sid}/os-instance-actions", headers=h.alice),
+                        200))["instanceActions"]
+    assert actions[0]["action"] == "createBackup"
+    for image_id in made[1:]:
+        await image_of(h, image_id)
+    for bad in ({"name": "x", "backup_type": "daily"}, {"name": "x", "backup_type": "daily", "rotation": -1},
+                {"name": "x", "backup_type": "daily", "rotation": "two"}):
+        resp = await h.http.post(f"{V}/servers/{sid}/action", headers=h.alice, json={"createBackup": bad})
+        assert resp.status == 400, bad

@@ -191,6 +191,8 @@ ACTIONS: dict[str, Action] = {
     "revertResize": Action(_body("revertResize", _IGNORED), server_resize.revert_resize),
     "createImage": Action(_body("createImage", server_resize.CREATE_IMAGE_SCHEMA), server_resize.create_image,
                           versioned=True),
+    "createBackup": Action(_body("createBackup", server_resize.CREATE_BACKUP_SCHEMA), server_resize.create_backup,
+                           versioned=True),
     # Before 2.56 Nova reads nothing of its value; from then on it may name a host (checked
     # by server_resize.migrate, which knows the microversion).
     "migrate": Action(_body("migrate", _IGNORED), server_resize.migrate, versioned=True),
