@@ -77,3 +77,41 @@ def split(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     core = {k: v for k, v in body.items() if k in CORE}
     props = {k: v for k, v in body.items() if k not in CORE}
     return core, props
+
+
+# The keys Glance lets GET /v2/images sort by, and its default direction.
+SORT_KEYS = ("name", "status", "container_format", "disk_format", "size", "id", "created_at",
+             "updated_at")
+_SORT_DIRS = ("asc", "desc")
+
+
+def sort_order(sort: str | None, keys: list[str], dirs: list[str]) -> list[tuple[str, str]]:
+    """The (key, direction) list of an image list request, from either Glance syntax:
+    `sort=name:asc,size` or repeated `sort_key`/`sort_dir` (one direction for all keys, or
+    one per key). The two syntaxes may not be mixed."""
+    if sort is not None and (keys or dirs):
+        raise errors.InvalidInput("The 'sort' parameter cannot be combined with "
+                                  "'sort_key' or 'sort_dir'.")
+    if sort is not None:
+        pairs = []
+        for part in sort.split(","):
+            key, _, direction = part.strip().partition(":")
+            pairs.append((key.strip(), direction.strip() or "desc"))
+    else:
+        if not keys:
+            keys = ["created_at"]
+        if len(dirs) > 1 and len(dirs) != len(keys):
+            raise errors.InvalidInput("Give one sort_dir for all sort keys, or one per key.")
+        pairs = [(k, dirs[i] if len(dirs) > 1 else (dirs[0] if dirs else "desc"))
+                 for i, k in enumerate(keys)]
+    seen: set[str] = set()
+    for key, direction in pairs:
+        if key not in SORT_KEYS:
+            raise errors.InvalidInput(f"Invalid sort key: {key!r}. It must be one of: "
+                                      f"{', '.join(SORT_KEYS)}.")
+        if direction not in _SORT_DIRS:
+            raise errors.InvalidInput(f"Invalid sort direction: {direction!r}.")
+        if key in seen:
+            raise errors.InvalidInput(f"Sort key {key!r} is given more than once.")
+        seen.add(key)
+    return pairs

@@ -45,6 +45,10 @@ class ImageFilters:
     properties: dict[str, str] = field(default_factory=dict)
     disk_formats: list[str] | None = None
     container_formats: list[str] | None = None
+    size_min: int | None = None
+    size_max: int | None = None
+    # (key, "asc"|"desc") pairs, most significant first; Glance's default is newest first.
+    sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
     marker: str | None = None
     limit: int | None = None
 
@@ -108,19 +112,52 @@ async def get(db: Db, ctx: RequestContext, image_id: str) -> asyncpg.Record:
     return await _visible(db, ctx, image_id)
 
 
+class _Last:
+    """Sorts after every value: PostgreSQL's place for NULL in an ascending order (and so
+    first in a descending one), which is where Glance's database puts images without one."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return not isinstance(other, _Last)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Last)
+
+
+_LAST = _Last()
+
+
+def _sorted(rows: list[asyncpg.Record], keys: list[tuple[str, str]]) -> list[asyncpg.Record]:
+    """Stable sorts from the least significant key up; created_at then id break ties, as
+    Glance appends them, so pages never overlap."""
+    chain = list(keys)
+    for tie in ("created_at", "id"):
+        if tie not in {k for k, _ in chain}:
+            chain.append((tie, chain[-1][1] if chain else "desc"))
+    out = list(rows)
+    for key, direction in reversed(chain):
+        out.sort(key=lambda r, k=key: _LAST if r[k] is None else r[k], reverse=direction == "desc")
+    return out
+
+
 async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyncpg.Record]:
-    marker_at = marker_id = None
     if f.marker is not None:
         try:
-            marker = await _visible(db, ctx, f.marker)
+            await _visible(db, ctx, f.marker)
         except errors.NotFound:
             raise errors.InvalidInput(f"Invalid marker: image {f.marker} could not be found.") from None
-        marker_at, marker_id = marker["created_at"], marker["id"]
     ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
-    return await db.fetch(
+    rows = _sorted(await db.fetch(
         Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
         f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
-        marker_at, marker_id, f.limit)
+        f.size_min, f.size_max), f.sort)
+    if f.marker is not None:
+        # A marker the filters exclude starts nothing: the page after it is empty.
+        after = [i for i, r in enumerate(rows) if str(r["id"]) == str(parse_uuid(f.marker))]
+        rows = rows[after[0] + 1:] if after else []
+    return rows if f.limit is None else rows[:f.limit]
 
 
 def _document(row: asyncpg.Record) -> dict[str, Any]:
