@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nova_async.common import errors
-from nova_async.common.web import validator
+from nova_async.common.web import check, validator
 
 DISK_FORMATS = ["ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop"]
 CONTAINER_FORMATS = ["ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed"]
@@ -46,8 +46,13 @@ IMAGE = validator({
     "additionalProperties": {"type": "string", "maxLength": 65535},
 })
 
-# RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it.
+# RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it. Glance also
+# takes the older v2.0 media type, whose operations name the op as the key:
+# {"replace": "/name", "value": ...}; patch_ops turns those into the v2.1 form.
 PATCH_MEDIA_TYPE = "application/openstack-images-v2.1-json-patch"
+PATCH_MEDIA_TYPE_V20 = "application/openstack-images-v2.0-json-patch"
+PATCH_MEDIA_TYPES = (PATCH_MEDIA_TYPE, PATCH_MEDIA_TYPE_V20)
+_PATCH_OPS = ("add", "replace", "remove")
 PATCH = validator({
     "type": "array",
     "items": {
@@ -61,6 +66,34 @@ PATCH = validator({
         "additionalProperties": False,
     },
 })
+
+
+def check_patch_media_type(media_type: str) -> None:
+    if media_type not in PATCH_MEDIA_TYPES:
+        raise errors.UnsupportedMediaType(
+            f"Image updates are JSON patches sent as {' or '.join(PATCH_MEDIA_TYPES)}, "
+            f"not {media_type}.")
+
+
+def patch_ops(media_type: str, body: Any) -> list[dict[str, Any]]:
+    """The validated v2.1 operations of a PATCH body sent as either Glance media type."""
+    if media_type == PATCH_MEDIA_TYPE_V20 and isinstance(body, list):
+        body = [_v20_op(op) for op in body]
+    check(PATCH, body)
+    return body
+
+
+def _v20_op(op: Any) -> Any:
+    if not isinstance(op, dict):
+        return op    # the schema check refuses it with its own message
+    named = [k for k in _PATCH_OPS if k in op]
+    if len(named) != 1 or set(op) - {named[0], "value"}:
+        raise errors.InvalidInput("A v2.0 JSON patch operation names exactly one of "
+                                  "add, replace or remove, with the path as its value.")
+    out = {"op": named[0], "path": op[named[0]]}
+    if "value" in op:
+        out["value"] = op["value"]
+    return out
 
 
 def check_writable(keys: Any) -> None:

@@ -82,13 +82,9 @@ async def create_image(request: web.Request) -> web.Response:
 
 
 async def update_image(request: web.Request) -> web.Response:
-    if request.content_type != schemas.PATCH_MEDIA_TYPE:
-        raise errors.UnsupportedMediaType(
-            f"Image updates are JSON patches sent as {schemas.PATCH_MEDIA_TYPE}, "
-            f"not {request.content_type}.")
     ctx = context(request)
-    body = await read_body(request)
-    check(schemas.PATCH, body)
+    schemas.check_patch_media_type(request.content_type)
+    body = schemas.patch_ops(request.content_type, await read_body(request))
     row = await store.update(request.app[STATE].pool, ctx, request.match_info["image_id"], body)
     return dump(views.image(row))
 
