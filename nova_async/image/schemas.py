@@ -96,6 +96,12 @@ def _v20_op(op: Any) -> Any:
     return out
 
 
+def check_tag(tag: str) -> None:
+    """A tag added on its own URL meets the rule the image schema gives tags."""
+    if not tag or len(tag) > 255:
+        raise errors.InvalidInput("A tag is 1 to 255 characters long.")
+
+
 def check_writable(keys: Any) -> None:
     """Refuse attributes a user may not set, the way Glance does (403)."""
     for key in keys:

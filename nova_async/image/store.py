@@ -196,6 +196,33 @@ async def delete(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFil
     files.remove(str(row["id"]))
 
 
+# Glance's default image_tag_quota.
+MAX_TAGS = 128
+
+
+async def add_tag(pool: Pool, ctx: RequestContext, image_id: str, tag: str) -> None:
+    """PUT /v2/images/{id}/tags/{tag}: idempotent; the row lock keeps two callers from
+    both passing the quota check."""
+    schemas.check_tag(tag)
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        tags = list(row["tags"])
+        if tag in tags:
+            return
+        if len(tags) >= MAX_TAGS:
+            raise errors.TooLarge(f"Maximum number of tags per image ({MAX_TAGS}) reached.")
+        await conn.execute(Q.set_image_tags, row["id"], [*tags, tag])
+
+
+async def remove_tag(pool: Pool, ctx: RequestContext, image_id: str, tag: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        tags = list(row["tags"])
+        if tag not in tags:
+            raise errors.NotFound(f"Tag {tag} not found on image {image_id}.")
+        await conn.execute(Q.set_image_tags, row["id"], [t for t in tags if t != tag])
+
+
 async def upload(pool: Pool, ctx: RequestContext, image_id: str,
                  chunks: AsyncIterator[bytes], files: ImageFiles) -> asyncpg.Record:
     """Take the image's data; only a queued image accepts it, and only once."""

@@ -65,3 +65,7 @@ DELETE FROM images WHERE id = $1 RETURNING id;
 
 -- name: reset_interrupted_uploads
 UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';
+
+-- name: set_image_tags
+-- The image's row is locked by the caller (get_image_for_update) while it decides the list.
+UPDATE images SET tags = $2, updated_at = now() WHERE id = $1;
