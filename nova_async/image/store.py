@@ -267,3 +267,34 @@ async def reset_interrupted_uploads(pool: Pool, files: ImageFiles) -> None:
 
 def file_path(row: asyncpg.Record, files: ImageFiles) -> str:
     return str(files.path(str(row["id"])).resolve()) if row["status"] == "active" else ""
+
+
+def download_path(row: asyncpg.Record, ctx: RequestContext, files: ImageFiles) -> str:
+    """The file GET /v2/images/{id}/file sends ("" when there is no data yet). A deactivated
+    image's data is for admins only (403 for others), as in Glance."""
+    if row["status"] == "deactivated":
+        if not ctx.is_admin:
+            raise errors.Forbidden(f"The requested image {row['id']} has been deactivated. "
+                                   "Image data download is forbidden.")
+        return str(files.path(str(row["id"])).resolve())
+    return file_path(row, files)
+
+
+# An action's target status, and the statuses it may start from (the target itself is a
+# no-op, as in Glance).
+_ACTIONS = {"deactivate": ("deactivated", ("active",)), "reactivate": ("active", ("deactivated",))}
+
+
+async def change_activation(pool: Pool, ctx: RequestContext, image_id: str, action: str) -> None:
+    """POST /v2/images/{id}/actions/deactivate|reactivate: admins only (Glance's default
+    policy); only an active or deactivated image can change."""
+    target, sources = _ACTIONS[action]
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _visible(conn, ctx, image_id, for_update=True)
+        if not ctx.is_admin:
+            raise errors.Forbidden(f"Only an admin may {action} an image.")
+        if row["status"] == target:
+            return
+        if row["status"] not in sources:
+            raise errors.InvalidInput(f"Not allowed to {action} image in status '{row['status']}'.")
+        await conn.execute(Q.set_image_status, row["id"], target)

@@ -69,3 +69,6 @@ UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';
 -- name: set_image_tags
 -- The image's row is locked by the caller (get_image_for_update) while it decides the list.
 UPDATE images SET tags = $2, updated_at = now() WHERE id = $1;
+
+-- name: set_image_status
+UPDATE images SET status = $2, updated_at = now() WHERE id = $1 RETURNING *;
