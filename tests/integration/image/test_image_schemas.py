@@ -1,4 +1,4 @@
-"""GET /v2/schemas/*: the documents python-glanceclient and Tempest fetch. An image the API
+"""GET /v2/schemas/* and /v2/info/import: the documents python-glanceclient and Tempest fetch. An image the API
 renders must validate against the published image schema, as glanceclient's model checks."""
 
 from __future__ import annotations
@@ -46,3 +46,13 @@ async def test_member_schemas_and_an_unknown_one(h):
     assert members["properties"]["members"]["items"] == member
     resp = await h.http.get("/image/v2/schemas/flavour", headers=h.alice)
     assert resp.status == 404
+
+
+async def test_import_info_declares_no_import_methods(h):
+    # Data only arrives by PUT …/file here; there is no /import call to offer.
+    resp = await h.http.get("/image/v2/info/import", headers=h.alice)
+    assert resp.status == 200
+    assert (await resp.json())["import-methods"]["value"] == []
+    resp = await h.http.post("/image/v2/images/00000000-0000-0000-0000-000000000000/import",
+                             json={"method": {"name": "glance-direct"}}, headers=h.alice)
+    assert resp.status in (404, 405)
