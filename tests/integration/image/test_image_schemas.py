@@ -1,5 +1,6 @@
-"""GET /v2/schemas/* and /v2/info/import: the documents python-glanceclient and Tempest fetch. An image the API
-renders must validate against the published image schema, as glanceclient's model checks."""
+"""GET /v2/schemas/* and /v2/info/import: the documents python-glanceclient and Tempest
+fetch. An image the API renders must validate against the published image schema, as
+glanceclient's model checks."""
 
 from __future__ import annotations
 
