@@ -11,7 +11,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app
-from nova_async.image.handlers import image_data, images, versions
+from nova_async.image.handlers import actions, image_data, images, info, schemas, tags, versions
 from nova_async.image.state import STATE, ImageApi
 
 ROUTES = [
@@ -26,6 +26,12 @@ ROUTES = [
     ("DELETE", "/v2/images/{image_id}", images.delete_image),
     ("PUT", "/v2/images/{image_id}/file", image_data.update_image_file),
     ("GET", "/v2/images/{image_id}/file", image_data.show_image_file),
+    ("POST", "/v2/images/{image_id}/actions/deactivate", actions.deactivate),
+    ("POST", "/v2/images/{image_id}/actions/reactivate", actions.reactivate),
+    ("PUT", "/v2/images/{image_id}/tags/{tag}", tags.add_tag),
+    ("DELETE", "/v2/images/{image_id}/tags/{tag}", tags.remove_tag),
+    ("GET", "/v2/schemas/{name}", schemas.show_schema),
+    ("GET", "/v2/info/import", info.show_import_info),
 ]
 
 

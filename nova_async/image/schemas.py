@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nova_async.common import errors
-from nova_async.common.web import validator
+from nova_async.common.web import check, validator
 
 DISK_FORMATS = ["ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop"]
 CONTAINER_FORMATS = ["ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed"]
@@ -46,8 +46,13 @@ IMAGE = validator({
     "additionalProperties": {"type": "string", "maxLength": 65535},
 })
 
-# RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it.
+# RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it. Glance also
+# takes the older v2.0 media type, whose operations name the op as the key:
+# {"replace": "/name", "value": ...}; patch_ops turns those into the v2.1 form.
 PATCH_MEDIA_TYPE = "application/openstack-images-v2.1-json-patch"
+PATCH_MEDIA_TYPE_V20 = "application/openstack-images-v2.0-json-patch"
+PATCH_MEDIA_TYPES = (PATCH_MEDIA_TYPE, PATCH_MEDIA_TYPE_V20)
+_PATCH_OPS = ("add", "replace", "remove")
 PATCH = validator({
     "type": "array",
     "items": {
@@ -61,6 +66,40 @@ PATCH = validator({
         "additionalProperties": False,
     },
 })
+
+
+def check_patch_media_type(media_type: str) -> None:
+    if media_type not in PATCH_MEDIA_TYPES:
+        raise errors.UnsupportedMediaType(
+            f"Image updates are JSON patches sent as {' or '.join(PATCH_MEDIA_TYPES)}, "
+            f"not {media_type}.")
+
+
+def patch_ops(media_type: str, body: Any) -> list[dict[str, Any]]:
+    """The validated v2.1 operations of a PATCH body sent as either Glance media type."""
+    if media_type == PATCH_MEDIA_TYPE_V20 and isinstance(body, list):
+        body = [_v20_op(op) for op in body]
+    check(PATCH, body)
+    return body
+
+
+def _v20_op(op: Any) -> Any:
+    if not isinstance(op, dict):
+        return op    # the schema check refuses it with its own message
+    named = [k for k in _PATCH_OPS if k in op]
+    if len(named) != 1 or set(op) - {named[0], "value"}:
+        raise errors.InvalidInput("A v2.0 JSON patch operation names exactly one of "
+                                  "add, replace or remove, with the path as its value.")
+    out = {"op": named[0], "path": op[named[0]]}
+    if "value" in op:
+        out["value"] = op["value"]
+    return out
+
+
+def check_tag(tag: str) -> None:
+    """A tag added on its own URL meets the rule the image schema gives tags."""
+    if not tag or len(tag) > 255:
+        raise errors.InvalidInput("A tag is 1 to 255 characters long.")
 
 
 def check_writable(keys: Any) -> None:
@@ -77,3 +116,41 @@ def split(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     core = {k: v for k, v in body.items() if k in CORE}
     props = {k: v for k, v in body.items() if k not in CORE}
     return core, props
+
+
+# The keys Glance lets GET /v2/images sort by, and its default direction.
+SORT_KEYS = ("name", "status", "container_format", "disk_format", "size", "id", "created_at",
+             "updated_at")
+_SORT_DIRS = ("asc", "desc")
+
+
+def sort_order(sort: str | None, keys: list[str], dirs: list[str]) -> list[tuple[str, str]]:
+    """The (key, direction) list of an image list request, from either Glance syntax:
+    `sort=name:asc,size` or repeated `sort_key`/`sort_dir` (one direction for all keys, or
+    one per key). The two syntaxes may not be mixed."""
+    if sort is not None and (keys or dirs):
+        raise errors.InvalidInput("The 'sort' parameter cannot be combined with "
+                                  "'sort_key' or 'sort_dir'.")
+    if sort is not None:
+        pairs = []
+        for part in sort.split(","):
+            key, _, direction = part.strip().partition(":")
+            pairs.append((key.strip(), direction.strip() or "desc"))
+    else:
+        if not keys:
+            keys = ["created_at"]
+        if len(dirs) > 1 and len(dirs) != len(keys):
+            raise errors.InvalidInput("Give one sort_dir for all sort keys, or one per key.")
+        pairs = [(k, dirs[i] if len(dirs) > 1 else (dirs[0] if dirs else "desc"))
+                 for i, k in enumerate(keys)]
+    seen: set[str] = set()
+    for key, direction in pairs:
+        if key not in SORT_KEYS:
+            raise errors.InvalidInput(f"Invalid sort key: {key!r}. It must be one of: "
+                                      f"{', '.join(SORT_KEYS)}.")
+        if direction not in _SORT_DIRS:
+            raise errors.InvalidInput(f"Invalid sort direction: {direction!r}.")
+        if key in seen:
+            raise errors.InvalidInput(f"Sort key {key!r} is given more than once.")
+        seen.add(key)
+    return pairs

@@ -46,6 +46,10 @@ class ImageFilters:
     properties: dict[str, str] = field(default_factory=dict)
     disk_formats: list[str] | None = None
     container_formats: list[str] | None = None
+    size_min: int | None = None
+    size_max: int | None = None
+    # (key, "asc"|"desc") pairs, most significant first; Glance's default is newest first.
+    sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
     marker: str | None = None
     limit: int | None = None
 
@@ -109,19 +113,52 @@ async def get(db: Db, ctx: RequestContext, image_id: str) -> asyncpg.Record:
     return await _visible(db, ctx, image_id)
 
 
+class _Last:
+    """Sorts after every value: PostgreSQL's place for NULL in an ascending order (and so
+    first in a descending one), which is where Glance's database puts images without one."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return not isinstance(other, _Last)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Last)
+
+
+_LAST = _Last()
+
+
+def _sorted(rows: list[asyncpg.Record], keys: list[tuple[str, str]]) -> list[asyncpg.Record]:
+    """Stable sorts from the least significant key up; created_at then id break ties, as
+    Glance appends them, so pages never overlap."""
+    chain = list(keys)
+    for tie in ("created_at", "id"):
+        if tie not in {k for k, _ in chain}:
+            chain.append((tie, chain[-1][1] if chain else "desc"))
+    out = list(rows)
+    for key, direction in reversed(chain):
+        out.sort(key=lambda r, k=key: _LAST if r[k] is None else r[k], reverse=direction == "desc")
+    return out
+
+
 async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyncpg.Record]:
-    marker_at = marker_id = None
     if f.marker is not None:
         try:
-            marker = await _visible(db, ctx, f.marker)
+            await _visible(db, ctx, f.marker)
         except errors.NotFound:
             raise errors.InvalidInput(f"Invalid marker: image {f.marker} could not be found.") from None
-        marker_at, marker_id = marker["created_at"], marker["id"]
     ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
-    return await db.fetch(
+    rows = _sorted(await db.fetch(
         Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
         f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
-        marker_at, marker_id, f.limit)
+        f.size_min, f.size_max), f.sort)
+    if f.marker is not None:
+        # A marker the filters exclude starts nothing: the page after it is empty.
+        after = [i for i, r in enumerate(rows) if str(r["id"]) == str(parse_uuid(f.marker))]
+        rows = rows[after[0] + 1:] if after else []
+    return rows if f.limit is None else rows[:f.limit]
 
 
 async def list_for_compute(db: Db, ctx: RequestContext, f: Any) -> list[asyncpg.Record]:
@@ -198,6 +235,33 @@ async def delete(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFil
     files.remove(str(row["id"]))
 
 
+# Glance's default image_tag_quota.
+MAX_TAGS = 128
+
+
+async def add_tag(pool: Pool, ctx: RequestContext, image_id: str, tag: str) -> None:
+    """PUT /v2/images/{id}/tags/{tag}: idempotent; the row lock keeps two callers from
+    both passing the quota check."""
+    schemas.check_tag(tag)
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        tags = list(row["tags"])
+        if tag in tags:
+            return
+        if len(tags) >= MAX_TAGS:
+            raise errors.TooLarge(f"Maximum number of tags per image ({MAX_TAGS}) reached.")
+        await conn.execute(Q.set_image_tags, row["id"], [*tags, tag])
+
+
+async def remove_tag(pool: Pool, ctx: RequestContext, image_id: str, tag: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _changeable(conn, ctx, image_id, for_update=True)
+        tags = list(row["tags"])
+        if tag not in tags:
+            raise errors.NotFound(f"Tag {tag} not found on image {image_id}.")
+        await conn.execute(Q.set_image_tags, row["id"], [t for t in tags if t != tag])
+
+
 async def upload(pool: Pool, ctx: RequestContext, image_id: str,
                  chunks: AsyncIterator[bytes], files: ImageFiles) -> asyncpg.Record:
     """Take the image's data; only a queued image accepts it, and only once."""
@@ -242,3 +306,34 @@ async def reset_interrupted_uploads(pool: Pool, files: ImageFiles) -> None:
 
 def file_path(row: asyncpg.Record, files: ImageFiles) -> str:
     return str(files.path(str(row["id"])).resolve()) if row["status"] == "active" else ""
+
+
+def download_path(row: asyncpg.Record, ctx: RequestContext, files: ImageFiles) -> str:
+    """The file GET /v2/images/{id}/file sends ("" when there is no data yet). A deactivated
+    image's data is for admins only (403 for others), as in Glance."""
+    if row["status"] == "deactivated":
+        if not ctx.is_admin:
+            raise errors.Forbidden(f"The requested image {row['id']} has been deactivated. "
+                                   "Image data download is forbidden.")
+        return str(files.path(str(row["id"])).resolve())
+    return file_path(row, files)
+
+
+# An action's target status, and the statuses it may start from (the target itself is a
+# no-op, as in Glance).
+_ACTIONS = {"deactivate": ("deactivated", ("active",)), "reactivate": ("active", ("deactivated",))}
+
+
+async def change_activation(pool: Pool, ctx: RequestContext, image_id: str, action: str) -> None:
+    """POST /v2/images/{id}/actions/deactivate|reactivate: admins only (Glance's default
+    policy); only an active or deactivated image can change."""
+    target, sources = _ACTIONS[action]
+    async with pool.acquire() as conn, conn.transaction():
+        row = await _visible(conn, ctx, image_id, for_update=True)
+        if not ctx.is_admin:
+            raise errors.Forbidden(f"Only an admin may {action} an image.")
+        if row["status"] == target:
+            return
+        if row["status"] not in sources:
+            raise errors.InvalidInput(f"Not allowed to {action} image in status '{row['status']}'.")
+        await conn.execute(Q.set_image_status, row["id"], target)

@@ -8,6 +8,7 @@ transaction (security_groups.py says which)."""
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import uuid
 from collections import defaultdict
@@ -49,6 +50,7 @@ class PortFilters:
     macs: list[str] | None = None
     project_ids: list[str] | None = None
     security_group_ids: list[str] | None = None   # in any of these groups
+    fixed_ips: list[str] | None = None   # Neutron's `fixed_ips=ip_address=…` (or subnet_id=…)
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,41 @@ async def list_ports(db: Db, ctx: RequestContext, f: PortFilters) -> list[asyncp
     net_ids = None if f.network_ids is None else [i for i in map(parse_uuid, f.network_ids) if i]
     macs = None if f.macs is None else [m.lower() for m in f.macs if _is_mac(m)]
     groups = None if f.security_group_ids is None else [i for i in map(parse_uuid, f.security_group_ids) if i]
+    addresses, subnet_ids, substr = _fixed_ip_filter(f.fixed_ips or [])
     return await db.fetch(Q.list_ports, ctx.is_admin, ctx.project_id, ids, net_ids, f.device_ids,
-                          f.device_owners, f.names, macs, f.project_ids, groups)
+                          f.device_owners, f.names, macs, f.project_ids, groups,
+                          addresses, subnet_ids, substr)
+
+
+_FIXED_IP_KEYS = ("ip_address", "subnet_id", "ip_address_substr")
+
+
+def _fixed_ip_filter(values: list[str]) -> tuple[list[str] | None, list[str] | None, str | None]:
+    """(addresses, subnet ids, address substring) of `fixed_ips=key=value` query values.
+    A value that cannot be an address or an id matches nothing, like an unknown id."""
+    parts: dict[str, list[str]] = {}
+    for value in values:
+        key, sep, wanted = value.partition("=")
+        if not sep or key not in _FIXED_IP_KEYS:
+            raise errors.InvalidInput(f"Invalid fixed_ips filter {value!r}: expected one of "
+                                      f"{', '.join(k + '=...' for k in _FIXED_IP_KEYS)}.")
+        parts.setdefault(key, []).append(wanted)
+    addresses = parts.get("ip_address")
+    if addresses is not None:
+        addresses = [a for a in addresses if _is_ip(a)]
+    subnet_ids = parts.get("subnet_id")
+    if subnet_ids is not None:
+        subnet_ids = [i for i in map(parse_uuid, subnet_ids) if i]
+    substr = parts.get("ip_address_substr")
+    return addresses, subnet_ids, None if substr is None else substr[-1]
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_mac(text: str) -> bool:

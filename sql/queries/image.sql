@@ -15,7 +15,9 @@ SELECT * FROM images WHERE id = $1 FOR UPDATE;
 
 -- name: list_images
 -- $1 admin, $2 caller's project, $3 visibility filter (NULL: all but others' community
--- images; 'all': everything visible), then optional filters, then the page.
+-- images; 'all': everything visible), then optional filters. Every match comes back: the
+-- caller's sort keys are chosen per request, so ordering, the marker and the page are
+-- applied by store.list_images (an image catalogue is small).
 SELECT * FROM images
  WHERE ($1 OR visibility IN ('public', 'community') OR owner = $2)
    AND (CASE WHEN $3::text IS NULL THEN visibility <> 'community' OR owner = $2
@@ -30,9 +32,8 @@ SELECT * FROM images
    AND properties @> $10::jsonb
    AND ($11::text[] IS NULL OR disk_format = ANY($11))
    AND ($12::text[] IS NULL OR container_format = ANY($12))
-   AND ($13::timestamptz IS NULL OR (created_at, id) < ($13, $14::uuid))
- ORDER BY created_at DESC, id DESC
- LIMIT $15;
+   AND ($13::bigint IS NULL OR size >= $13)
+   AND ($14::bigint IS NULL OR size <= $14);
 
 -- name: start_upload
 -- Only a queued image takes data; 'saving' keeps a second upload out meanwhile.
@@ -83,3 +84,10 @@ SELECT * FROM images
 
 -- name: set_properties
 UPDATE images SET properties = $2::jsonb, updated_at = now() WHERE id = $1 RETURNING *;
+
+-- name: set_image_tags
+-- The image's row is locked by the caller (get_image_for_update) while it decides the list.
+UPDATE images SET tags = $2, updated_at = now() WHERE id = $1;
+
+-- name: set_image_status
+UPDATE images SET status = $2, updated_at = now() WHERE id = $1 RETURNING *;

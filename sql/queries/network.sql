@@ -128,6 +128,13 @@ SELECT p.*
    AND ($9::text[] IS NULL OR p.project_id = ANY($9))
    AND ($10::uuid[] IS NULL OR EXISTS (SELECT 1 FROM port_security_groups x
                                         WHERE x.port_id = p.id AND x.security_group_id = ANY($10)))
+   -- Neutron's fixed_ips filter: one of the port's addresses meets every part given.
+   AND ($11::inet[] IS NULL AND $12::uuid[] IS NULL AND $13::text IS NULL
+        OR EXISTS (SELECT 1 FROM ip_allocations a
+                    WHERE a.port_id = p.id
+                      AND ($11::inet[] IS NULL OR a.ip_address = ANY($11))
+                      AND ($12::uuid[] IS NULL OR a.subnet_id = ANY($12))
+                      AND ($13::text IS NULL OR strpos(host(a.ip_address), $13) > 0)))
  ORDER BY p.created_at, p.device_index, p.id;
 
 -- name: port_ips

@@ -40,7 +40,7 @@ async def update_image_file(request: web.Request) -> web.Response:
 async def show_image_file(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     row = await store.get(state.pool, context(request), request.match_info["image_id"])
-    path = store.file_path(row, state.files)
+    path = store.download_path(row, context(request), state.files)
     if not path:
         return web.Response(status=204)
     return web.FileResponse(path, headers={"Content-Type": "application/octet-stream",

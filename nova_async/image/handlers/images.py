@@ -11,12 +11,12 @@ from nova_async.common.web import check, context, dump, query_flag, query_int, r
 from nova_async.image import schemas, store, views
 from nova_async.image.state import STATE
 
-# Query parameters that are not property filters. Those we do not act on (sorting is
-# always newest first; there are no image members) are accepted and ignored.
+# Query parameters that are not property filters. Those we do not act on (there are no
+# image members) are accepted and ignored.
 _CONTROL = {"limit", "marker", "id", "name", "status", "visibility", "os_hidden", "owner", "tag",
-            "disk_format", "container_format"}
-_IGNORED = {"sort", "sort_key", "sort_dir", "member_status", "protected", "size_min", "size_max",
-            "created_at", "updated_at"}
+            "disk_format", "container_format", "sort", "sort_key", "sort_dir", "size_min",
+            "size_max"}
+_IGNORED = {"member_status", "protected", "created_at", "updated_at"}
 _MAX_LIMIT = 1000
 
 
@@ -41,7 +41,10 @@ def _filters(request: web.Request) -> store.ImageFilters:
         ids=_many(request, "id"), names=_many(request, "name"), statuses=_many(request, "status"),
         visibility=visibility, os_hidden=bool(hidden), owner=q.get("owner"),
         tags=q.getall("tag", None), disk_formats=_many(request, "disk_format"),
-        container_formats=_many(request, "container_format"), marker=q.get("marker"),
+        container_formats=_many(request, "container_format"),
+        size_min=query_int(request, "size_min"), size_max=query_int(request, "size_max"),
+        sort=schemas.sort_order(q.get("sort"), q.getall("sort_key", []), q.getall("sort_dir", [])),
+        marker=q.get("marker"),
         limit=None if limit is None else min(limit, _MAX_LIMIT),
         properties={k: v for k, v in q.items() if k not in _CONTROL and k not in _IGNORED})
 
@@ -79,13 +82,9 @@ async def create_image(request: web.Request) -> web.Response:
 
 
 async def update_image(request: web.Request) -> web.Response:
-    if request.content_type != schemas.PATCH_MEDIA_TYPE:
-        raise errors.UnsupportedMediaType(
-            f"Image updates are JSON patches sent as {schemas.PATCH_MEDIA_TYPE}, "
-            f"not {request.content_type}.")
     ctx = context(request)
-    body = await read_body(request)
-    check(schemas.PATCH, body)
+    schemas.check_patch_media_type(request.content_type)
+    body = schemas.patch_ops(request.content_type, await read_body(request))
     row = await store.update(request.app[STATE].pool, ctx, request.match_info["image_id"], body)
     return dump(views.image(row))
 

@@ -22,7 +22,7 @@ async def list_ports(request: web.Request) -> web.Response:
         device_ids=many(request, "device_id"), device_owners=many(request, "device_owner"),
         names=many(request, "name"), macs=many(request, "mac_address"),
         project_ids=many(request, "project_id") or many(request, "tenant_id"),
-        security_group_ids=many(request, "security_groups"))
+        security_group_ids=many(request, "security_groups"), fixed_ips=many(request, "fixed_ips"))
     pool = request.app[STATE].pool
     rows = await ports.list_ports(pool, context(request), filters)
     wanted = fields(request)
