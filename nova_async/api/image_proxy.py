@@ -16,14 +16,14 @@ from nova_async.image import messages as im
 
 LAST_VERSION = (2, 35)   # from 2.36 the proxy answers 404, as Nova's
 
-# Image service status -> the compute API's, and how far along Nova says it is.
+# Image service status -> the compute API's (any other, deactivated say, is UNKNOWN, as
+# Nova's), and how far along Nova says it is.
 STATUS = {"active": "ACTIVE", "queued": "SAVING", "saving": "SAVING", "uploading": "SAVING",
-          "importing": "SAVING", "deleted": "DELETED", "pending_delete": "DELETED", "killed": "ERROR",
-          "deactivated": "ERROR"}
+          "importing": "SAVING", "deleted": "DELETED", "pending_delete": "DELETED", "killed": "ERROR"}
 PROGRESS = {"ACTIVE": 100, "SAVING": 25}
 # The compute API's status filter -> the image service's statuses.
 STATUS_FILTER = {"ACTIVE": ["active"], "SAVING": ["queued", "saving", "uploading", "importing"],
-                 "DELETED": ["deleted", "pending_delete"], "ERROR": ["killed", "deactivated"]}
+                 "DELETED": ["deleted", "pending_delete"], "ERROR": ["killed"]}
 
 
 def _not_found() -> errors.NotFound:

@@ -48,7 +48,7 @@ openstack server delete --wait rvm rvm2
 async def test_openstack_cli_resizes_and_snapshots(database, work_dir):
     async with serve(work_dir / "osc-resize", "--database", database, "--libvirt-uri", "test:///default") as served:
         output = await run_ok("bash", "-euxo", "pipefail", "-c", SCRIPT, env=os_env(served), cwd=work_dir,
-                              served=served)
+                              served=served, timeout=600)
         for expected in (r"after resize: VERIFY_RESIZE", r"\| reverted +\|", r"\| confirmed +\|",
                          r"snapshot: active"):
             assert re.search(expected, output), (expected, output)

@@ -51,7 +51,7 @@ openstack security group delete web
 async def test_openstack_cli_security_groups(database, work_dir):
     async with serve(work_dir / "osc-sg", "--database", database, "--libvirt-uri", "test:///default") as served:
         output = await run_ok("bash", "-euxo", "pipefail", "-c", SCRIPT, env=os_env(served), cwd=work_dir,
-                              served=served)
+                              served=served, timeout=600)
     for expected in (r"\| name +\| web ", r"\| description +\| web servers",
                      r"\| tcp +\| IPv4 +\| 0\.0\.0\.0/0 +\| 22:22 +\| ingress",
                      r"\| tcp +\| IPv4 +\| 10\.0\.0\.0/8 +\| 80:81 +\| ingress",

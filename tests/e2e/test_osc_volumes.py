@@ -113,8 +113,10 @@ def shown(output: str, label: str) -> list:
 
 async def test_openstack_and_cinder_cli_volumes(database, work_dir):
     async with serve(work_dir / "osc-vol", "--database", database, "--libvirt-uri", "test:///default") as served:
+        # Some fifty CLI runs one after another: under a loaded run each takes seconds, so the
+        # bound (a safety net) is generous.
         output = await run_ok("bash", "-euxo", "pipefail", "-c", SCRIPT, env=os_env(served), cwd=work_dir,
-                              served=served)
+                              served=served, timeout=900)
         log = "\n".join(served.log)
     # The volume API.
     for expected in (r"size: 2\n", r"volumes: data-one data2 \n", r"\| description +\| first one",
