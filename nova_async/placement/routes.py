@@ -27,6 +27,7 @@ ROUTES = {
     ("POST", "/allocations"): allocations.create_allocations,
     ("GET", "/usages"): usages.show_project_usages,
     ("GET", "/resource_providers/{uuid}/inventories"): inventories.list_inventories,
+    ("POST", "/resource_providers/{uuid}/inventories"): inventories.create_inventory,
     ("PUT", "/resource_providers/{uuid}/inventories"): inventories.update_inventories,
     ("DELETE", "/resource_providers/{uuid}/inventories"): inventories.delete_inventories,
     ("GET", "/resource_providers/{uuid}/inventories/{resource_class}"): inventories.show_inventory,

@@ -1,5 +1,6 @@
 """`/resource_providers/{uuid}/inventories`: what a provider holds, read and replaced whole,
-or one class at a time (`/inventories/{resource_class}`). Every write names the provider
+added one class at a time (POST), or read and changed one class at a time
+(`/inventories/{resource_class}`). Every write names the provider
 generation it read, so two writers cannot both change a provider they read at once; a class
 nobody knows (not standard, no custom class made) is refused."""
 
@@ -10,6 +11,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import dump, read_json, validator
 from nova_async.placement import catalog, microversion, providers
+from nova_async.placement.handlers import common
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
 
 _INT = {"type": "integer", "maximum": providers.MAX_INT}
@@ -120,6 +122,40 @@ async def update_inventory(request: web.Request) -> web.Response:
     inventories[rc] = providers.Inventory(**body)
     generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=expected)
     return dump(_one(generation, rc, inventories[rc]))
+
+
+CREATE = validator({
+    "type": "object",
+    "properties": {"resource_class": {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"},
+                   **ONE.schema["properties"]},
+    "required": ["resource_class", "total"],
+    "additionalProperties": False,
+})
+
+
+async def create_inventory(request: web.Request) -> web.Response:
+    """POST: one more class on the provider; 201 with its URL in Location. Unlike the PUTs, the
+    body need not name a generation; a class the provider already has is a conflict."""
+    authorize(request, "resource_providers:inventories:create")
+    uuid = path_uuid(request)
+    body = await read_json(request, CREATE)
+    rc = body.pop("resource_class")
+    body.pop("resource_provider_generation", None)
+    if await catalog.unknown_classes(pool(request), [rc]):
+        raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: "
+                                  f"No such resource class {rc}.")
+    generation, inventories = await providers.get_inventories(pool(request), uuid)
+    if rc in inventories:
+        raise errors.Conflict(f"Update conflict: resource provider {uuid} already has an inventory "
+                              f"of {rc}.", code="placement.concurrent_update")
+    inventories[rc] = providers.Inventory(**body)
+    try:
+        providers.check_inventory(rc, inventories[rc])
+    except errors.InvalidInput as e:
+        raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: {e}") from e
+    generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=generation)
+    location = common.absolute(request, f"{common.PREFIX}/resource_providers/{uuid}/inventories/{rc}")
+    return dump(_one(generation, rc, inventories[rc]), status=201, headers={"Location": location})
 
 
 async def delete_inventory(request: web.Request) -> web.Response:
