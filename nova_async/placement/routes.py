@@ -10,7 +10,7 @@ from aiohttp import web
 
 from nova_async.common.web import add_routes, api_app
 from nova_async.db.pool import Pool
-from nova_async.placement import microversion
+from nova_async.placement import media, microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
                                            resource_providers, root, usages)
 from nova_async.placement.handlers import catalog, provider_allocations
@@ -58,6 +58,7 @@ ROUTES = {
 def build_app(pool: Pool) -> tuple[str, web.Application]:
     app = api_app(microversion.render_fault)
     app.middlewares.append(microversion.negotiate)
+    app.middlewares.append(media.media_types)
     app.on_response_prepare.append(microversion.echo_version)
     app[common.POOL] = pool
     add_routes(app, ((method, path, handler) for (method, path), handler in ROUTES.items()))

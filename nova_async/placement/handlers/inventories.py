@@ -9,10 +9,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import dump, read_json, validator
+from nova_async.common.web import dump, validator
 from nova_async.placement import catalog, microversion, providers
 from nova_async.placement.handlers import common
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
+from nova_async.placement.media import json_body
 
 _INT = {"type": "integer", "maximum": providers.MAX_INT}
 
@@ -72,7 +73,7 @@ async def _known(request: web.Request, classes: list[str]) -> None:
 async def update_inventories(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
     uuid = path_uuid(request)
-    body = await read_json(request, UPDATE)
+    body = await json_body(request, UPDATE)
     await _known(request, list(body["inventories"]))
     wanted = {rc: providers.Inventory(**fields) for rc, fields in body["inventories"].items()}
     generation, inventories = await providers.set_inventories(
@@ -115,7 +116,7 @@ ONE = validator({
 async def update_inventory(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
     rc = request.match_info["resource_class"]
-    body = await read_json(request, ONE)
+    body = await json_body(request, ONE)
     await _known(request, [rc])
     uuid, _, inventories = await _current(request)
     expected = body.pop("resource_provider_generation")
@@ -138,7 +139,7 @@ async def create_inventory(request: web.Request) -> web.Response:
     body need not name a generation; a class the provider already has is a conflict."""
     authorize(request, "resource_providers:inventories:create")
     uuid = path_uuid(request)
-    body = await read_json(request, CREATE)
+    body = await json_body(request, CREATE)
     rc = body.pop("resource_class")
     body.pop("resource_provider_generation", None)
     if await catalog.unknown_classes(pool(request), [rc]):
