@@ -25,7 +25,7 @@ SERVICE = "placement"
 MIN = Version(1, 0)
 MAX = Version(1, 39)
 
-_FORMAT = re.compile(r"(\d+)\.(\d+)")
+_FORMAT = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)")
 
 VERSION = web.RequestKey("placement_version", Version)
 
@@ -44,8 +44,8 @@ def parse(header: str | None) -> Version:
         return MIN
     if value.lower() == "latest":
         return MAX
-    # Any `digits.digits` is a version (0.5 is one we do not speak: a 406 with our range);
-    # anything else is not a version string at all (400).
+    # Any `major.minor` (no leading zeros) is a version: 0.5 is one we do not speak, a 406
+    # with our range, as upstream answers; anything else is not a version string (400).
     m = _FORMAT.fullmatch(value.strip())
     if m is None:
         raise errors.InvalidInput(f"invalid version string: {value}")
