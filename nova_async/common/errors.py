@@ -44,6 +44,9 @@ class NotFound(NovaAsyncError):
 class MethodNotAllowed(NovaAsyncError):
     status = 405
     code = "method_not_allowed"
+    # The methods the resource does answer, sent back in an `Allow` header (RFC 9110 asks
+    # every 405 for one); empty when a method is refused only at some microversions.
+    allowed: tuple[str, ...] = ()
 
 
 class NotAcceptable(NovaAsyncError):

@@ -100,11 +100,13 @@ def dump(data: Any, status: int = 200, headers: dict[str, str] | None = None) ->
                         content_type="application/json")
 
 
-def _status_error(exc: web.HTTPException) -> errors.NovaAsyncError:
+def _status_error(request: web.Request, exc: web.HTTPException) -> errors.NovaAsyncError:
     if exc.status == 404:
         return errors.NotFound("The resource could not be found.")
-    if exc.status == 405:
-        return errors.MethodNotAllowed("The method is not allowed for this resource.")
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        refused = errors.MethodNotAllowed(f"The method {request.method} is not allowed for this resource.")
+        refused.allowed = tuple(sorted(exc.allowed_methods))
+        return refused
     if exc.status == 413:
         return errors.TooLarge("Request is too large.")
     err = errors.NovaAsyncError(exc.reason)
@@ -180,7 +182,7 @@ def error_middleware(render: FaultRenderer) -> Any:
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            return _rendered(render, _status_error(exc), request_id)
+            return _rendered(render, _status_error(request, exc), request_id)
         except (web.RequestPayloadError, HttpProcessingError) as exc:
             # aiohttp finds a body unreadable only as a handler reads it (a gzip body that is
             # not gzip, say); the parser's own error, the cause, says which 4xx.
@@ -208,6 +210,8 @@ def _rendered(render: FaultRenderer, exc: errors.NovaAsyncError, request_id: str
     response = render(exc, request_id)
     if response.status == 503:
         response.headers["Retry-After"] = RETRY_AFTER
+    if isinstance(exc, errors.MethodNotAllowed) and exc.allowed:
+        response.headers["Allow"] = ", ".join(exc.allowed)
     return response
 
 

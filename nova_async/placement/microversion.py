@@ -8,7 +8,9 @@ range in the error body, which is how osc-placement discovers what we speak. Han
 
 from __future__ import annotations
 
+import email.utils
 import http
+import re
 
 from aiohttp import web
 
@@ -22,6 +24,8 @@ SERVICE = "placement"
 
 MIN = Version(1, 0)
 MAX = Version(1, 39)
+
+_FORMAT = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)")
 
 VERSION = web.RequestKey("placement_version", Version)
 
@@ -40,9 +44,12 @@ def parse(header: str | None) -> Version:
         return MIN
     if value.lower() == "latest":
         return MAX
-    wanted = shared.parse(value)
-    if wanted is None:
-        raise errors.InvalidInput(f"invalid version string: {value!r}")
+    # Any `major.minor` (no leading zeros) is a version: 0.5 is one we do not speak, a 406
+    # with our range, as upstream answers; anything else is not a version string (400).
+    m = _FORMAT.fullmatch(value.strip())
+    if m is None:
+        raise errors.InvalidInput(f"invalid version string: {value}")
+    wanted = Version(int(m[1]), int(m[2]))
     if not MIN <= wanted <= MAX:
         raise VersionNotAcceptable(f"Unacceptable version header: {wanted}")
     return wanted
@@ -54,12 +61,22 @@ async def negotiate(request: web.Request, handler: Handler) -> web.StreamRespons
     return await handler(request)
 
 
+CACHE_HEADERS = Version(1, 15)
+
+
 async def echo_version(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: every answer (errors included) names the version it was made at."""
+    """on_response_prepare: every answer (errors included) names the version it was made at.
+    From 1.15 a representation also says it must not be cached, with a Last-Modified. Upstream
+    derives that from the rows' update times; the time of the answer is what it sends where no
+    row says, and what we send everywhere: reading update times would cost the hot reads
+    (candidates, allocations) another query for a header no client acts on."""
     version = request.get(VERSION)
     if version is not None:
         response.headers[HEADER] = f"{SERVICE} {version}"
         response.headers["Vary"] = HEADER
+        if version >= CACHE_HEADERS and response.status in (200, 201):
+            response.headers["Cache-Control"] = "no-cache"
+            response.headers["Last-Modified"] = email.utils.formatdate(usegmt=True)
 
 
 def version(request: web.Request) -> Version:

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from nova_async.common.web import add_routes, api_app
 from nova_async.db.pool import Pool
-from nova_async.placement import microversion
+from nova_async.placement import media, microversion
 from nova_async.placement.handlers import (allocation_candidates, allocations, inventories, common,
                                            resource_providers, root, usages)
 from nova_async.placement.handlers import catalog, provider_allocations
@@ -27,6 +27,7 @@ ROUTES = {
     ("POST", "/allocations"): allocations.create_allocations,
     ("GET", "/usages"): usages.show_project_usages,
     ("GET", "/resource_providers/{uuid}/inventories"): inventories.list_inventories,
+    ("POST", "/resource_providers/{uuid}/inventories"): inventories.create_inventory,
     ("PUT", "/resource_providers/{uuid}/inventories"): inventories.update_inventories,
     ("DELETE", "/resource_providers/{uuid}/inventories"): inventories.delete_inventories,
     ("GET", "/resource_providers/{uuid}/inventories/{resource_class}"): inventories.show_inventory,
@@ -57,6 +58,7 @@ ROUTES = {
 def build_app(pool: Pool) -> tuple[str, web.Application]:
     app = api_app(microversion.render_fault)
     app.middlewares.append(microversion.negotiate)
+    app.middlewares.append(media.media_types)
     app.on_response_prepare.append(microversion.echo_version)
     app[common.POOL] = pool
     add_routes(app, ((method, path, handler) for (method, path), handler in ROUTES.items()))

@@ -10,9 +10,10 @@ import msgspec
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import check, dump, read_body, validator
+from nova_async.common.web import check, dump, validator
 from nova_async.placement import allocations, microversion
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
+from nova_async.placement.media import json_body
 
 # what old (pre-1.8) clients did not say
 INCOMPLETE_CONSUMER = "00000000-0000-0000-0000-000000000000"
@@ -156,7 +157,7 @@ async def show_allocations(request: web.Request) -> web.Response:
 async def update_allocations(request: web.Request) -> web.Response:
     authorize(request, "allocations:update")
     consumer = path_uuid(request, "consumer", "consumer")
-    body = await read_body(request)
+    body = await json_body(request)
     _validate(request, body, FAST_UPDATE, UPDATE)
     await allocations.replace_many(pool(request), [_write(consumer, body)])
     return web.Response(status=204)
@@ -168,7 +169,7 @@ async def create_allocations(request: web.Request) -> web.Response:
     migration's without a window where either holds nothing or both hold everything."""
     microversion.require(request, 13)
     authorize(request, "allocations:manage")
-    body = await read_body(request)
+    body = await json_body(request)
     _validate(request, body, FAST_BATCH, BATCH)
     await allocations.replace_many(pool(request), [_write(str(uuid.UUID(c)), b) for c, b in body.items()])
     return web.Response(status=204)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import dump, query_flag, read_json, validator
+from nova_async.common.web import dump, query_flag, validator
 from nova_async.placement import catalog, microversion
 from nova_async.placement.handlers.common import PREFIX, absolute, authorize, check_query, path_uuid, pool
+from nova_async.placement.media import json_body
 
 _NAME = {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"}
 _UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
@@ -52,7 +53,7 @@ async def show_resource_class(request: web.Request) -> web.Response:
 async def create_resource_class(request: web.Request) -> web.Response:
     _since(request, 2)
     authorize(request, "resource_classes:create")
-    name = (await read_json(request, CLASS))["name"]
+    name = (await json_body(request, CLASS))["name"]
     if not await catalog.create_class(pool(request), name):
         raise errors.Conflict(f"Conflicting resource class already exists: {name}",
                               code="placement.duplicate_name")
@@ -135,7 +136,7 @@ async def list_provider_traits(request: web.Request) -> web.Response:
 async def update_provider_traits(request: web.Request) -> web.Response:
     _since(request, 6)
     authorize(request, "resource_providers:traits:update")
-    body = await read_json(request, PROVIDER_TRAITS)
+    body = await json_body(request, PROVIDER_TRAITS)
     generation = await catalog.set_provider_traits(pool(request), path_uuid(request), body["traits"],
                                                    body["resource_provider_generation"])
     return dump({"traits": sorted(body["traits"]), "resource_provider_generation": generation})
@@ -166,10 +167,10 @@ async def update_provider_aggregates(request: web.Request) -> web.Response:
     _since(request, 1)
     authorize(request, "resource_providers:aggregates:update")
     if microversion.at_least(request, 19):
-        body = await read_json(request, AGGREGATES)
+        body = await json_body(request, AGGREGATES)
         wanted, expected = body["aggregates"], body["resource_provider_generation"]
     else:
-        wanted, expected = await read_json(request, AGGREGATES_OLD), None
+        wanted, expected = await json_body(request, AGGREGATES_OLD), None
     generation = await catalog.set_provider_aggregates(pool(request), path_uuid(request), wanted, expected)
     _, aggregates = await catalog.provider_aggregates(pool(request), path_uuid(request))
     return dump(_aggregates_body(request, generation, aggregates))

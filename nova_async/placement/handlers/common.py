@@ -60,3 +60,4 @@ def query_uuid(request: web.Request, name: str) -> str | None:
         raise errors.InvalidInput(f"Invalid query string parameters: {name} {raw!r} is not a 'uuid'",
                                   code="placement.query.bad_value")
     return value
+

@@ -1,5 +1,6 @@
 """`/resource_providers/{uuid}/inventories`: what a provider holds, read and replaced whole,
-or one class at a time (`/inventories/{resource_class}`). Every write names the provider
+added one class at a time (POST), or read and changed one class at a time
+(`/inventories/{resource_class}`). Every write names the provider
 generation it read, so two writers cannot both change a provider they read at once; a class
 nobody knows (not standard, no custom class made) is refused."""
 
@@ -8,9 +9,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import dump, read_json, validator
+from nova_async.common.web import dump, validator
 from nova_async.placement import catalog, microversion, providers
+from nova_async.placement.handlers import common
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
+from nova_async.placement.media import json_body
 
 _INT = {"type": "integer", "maximum": providers.MAX_INT}
 
@@ -70,7 +73,7 @@ async def _known(request: web.Request, classes: list[str]) -> None:
 async def update_inventories(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
     uuid = path_uuid(request)
-    body = await read_json(request, UPDATE)
+    body = await json_body(request, UPDATE)
     await _known(request, list(body["inventories"]))
     wanted = {rc: providers.Inventory(**fields) for rc, fields in body["inventories"].items()}
     generation, inventories = await providers.set_inventories(
@@ -113,13 +116,47 @@ ONE = validator({
 async def update_inventory(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
     rc = request.match_info["resource_class"]
-    body = await read_json(request, ONE)
+    body = await json_body(request, ONE)
     await _known(request, [rc])
     uuid, _, inventories = await _current(request)
     expected = body.pop("resource_provider_generation")
     inventories[rc] = providers.Inventory(**body)
     generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=expected)
     return dump(_one(generation, rc, inventories[rc]))
+
+
+CREATE = validator({
+    "type": "object",
+    "properties": {"resource_class": {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"},
+                   **ONE.schema["properties"]},
+    "required": ["resource_class", "total"],
+    "additionalProperties": False,
+})
+
+
+async def create_inventory(request: web.Request) -> web.Response:
+    """POST: one more class on the provider; 201 with its URL in Location. Unlike the PUTs, the
+    body need not name a generation; a class the provider already has is a conflict."""
+    authorize(request, "resource_providers:inventories:create")
+    uuid = path_uuid(request)
+    body = await json_body(request, CREATE)
+    rc = body.pop("resource_class")
+    body.pop("resource_provider_generation", None)
+    if await catalog.unknown_classes(pool(request), [rc]):
+        raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: "
+                                  f"No such resource class {rc}.")
+    generation, inventories = await providers.get_inventories(pool(request), uuid)
+    if rc in inventories:
+        raise errors.Conflict(f"Update conflict: resource provider {uuid} already has an inventory "
+                              f"of {rc}.", code="placement.concurrent_update")
+    inventories[rc] = providers.Inventory(**body)
+    try:
+        providers.check_inventory(rc, inventories[rc])
+    except errors.InvalidInput as e:
+        raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: {e}") from e
+    generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=generation)
+    location = common.absolute(request, f"{common.PREFIX}/resource_providers/{uuid}/inventories/{rc}")
+    return dump(_one(generation, rc, inventories[rc]), status=201, headers={"Location": location})
 
 
 async def delete_inventory(request: web.Request) -> web.Response:

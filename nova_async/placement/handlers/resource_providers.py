@@ -6,10 +6,11 @@ import uuid as uuidlib
 
 from aiohttp import web
 
-from nova_async.common.web import check, dump, read_body, validator
+from nova_async.common.web import check, dump, validator
 from nova_async.placement import microversion, providers
 from nova_async.placement.handlers.common import PREFIX, absolute, authorize, path_uuid, pool
 from nova_async.placement.handlers.provider_filters import provider_filter
+from nova_async.placement.media import json_body
 
 _UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
@@ -68,7 +69,7 @@ async def show_resource_provider(request: web.Request) -> web.Response:
 
 async def create_resource_provider(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:create")
-    body = await read_body(request)
+    body = await json_body(request)
     check(CREATE_1_14 if microversion.at_least(request, 14) else CREATE, body)
     new_uuid = str(uuidlib.UUID(body["uuid"])) if body.get("uuid") else str(uuidlib.uuid4())
     parent = body.get("parent_provider_uuid")
@@ -83,7 +84,7 @@ async def create_resource_provider(request: web.Request) -> web.Response:
 async def update_resource_provider(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:update")
     uuid = path_uuid(request)
-    body = await read_body(request)
+    body = await json_body(request)
     check(UPDATE_1_14 if microversion.at_least(request, 14) else UPDATE, body)
     parent: object = providers.KEEP_PARENT
     if "parent_provider_uuid" in body:

@@ -102,7 +102,8 @@ CONSUMER = [
     dict(name="a lower-case class", method="PUT", url=A + "/{c4}", status=400,
          data=_body(38, {"{rp1}": {"resources": {"vcpu": 1}}})),
     dict(name="not a uuid", method="PUT", url=A + "/nope", status=404, data=_body(38, {})),
-    dict(name="no body", method="PUT", url=A + "/{c4}", status=400),
+    # no body, so no JSON: a 415 naming the one media type placement takes, as upstream answers
+    dict(name="no body", method="PUT", url=A + "/{c4}", status=415),
     dict(name="nothing was written", url=A + "/{c4}", body={"allocations": {}}),
     # the provider's side
     dict(name="a provider's allocations", url="/placement/resource_providers/{rp1}/allocations",

@@ -23,7 +23,7 @@ def test_versions_we_speak(header, expected):
     assert microversion.parse(header) == expected
 
 
-@pytest.mark.parametrize("value", ["1.40", "2.0", "1.100"])
+@pytest.mark.parametrize("value", ["1.40", "2.0", "1.100", "0.9"])
 def test_versions_we_do_not_speak_carry_our_range(value):
     with pytest.raises(microversion.VersionNotAcceptable) as caught:
         microversion.parse(f"placement {value}")
@@ -35,7 +35,7 @@ def test_versions_we_do_not_speak_carry_our_range(value):
         "max_version": "1.39", "min_version": "1.0"}
 
 
-@pytest.mark.parametrize("value", ["1.x", "1", "1.01", "one", "01.1", "0.9", ""])
+@pytest.mark.parametrize("value", ["1.x", "1", "1.01", "one", "01.1", "1.2.3", ""])
 def test_garbage_is_a_bad_request(value):
     with pytest.raises(errors.InvalidInput):
         microversion.parse(f"placement {value}")
