@@ -281,11 +281,19 @@ def run_suite(tempest: Path, workspace: Path, suite: str, regex: str | None) -> 
     stestr = tempest.parent / "stestr"
     with (out / "subunit").open("wb") as sub:
         subprocess.run([str(stestr), "last", "--subunit"], cwd=workspace, stdout=sub)
-    failing = subprocess.run([str(stestr), "failing", "--list"], cwd=workspace, capture_output=True,
-                             text=True).stdout.split()
-    failing = sorted({t.split("[")[0] for t in failing if t.startswith("tempest.") or t.startswith("setUpClass")})
+    listed = subprocess.run([str(stestr), "failing", "--list"], cwd=workspace, capture_output=True,
+                            text=True).stdout.splitlines()
+    failing = sorted({test_id(line) for line in listed if "tempest." in line})
     (out / "failing.txt").write_text("\n".join(failing) + "\n")
     return {**counts(out / "run.log"), "failing": failing, "dir": out}
+
+
+def test_id(line: str) -> str:
+    """A failing test's id without its tags; a class whose setup failed as `<class>.setUpClass`."""
+    line = line.split("[")[0].strip()
+    if m := re.fullmatch(r"(\w+) \((tempest\.[\w.]+)\)", line):
+        return f"{m.group(2)}.{m.group(1)}"
+    return line
 
 
 def counts(run_log: Path) -> dict:
