@@ -214,7 +214,7 @@ def compute_versions(api: Api) -> tuple[str, str]:
 COMPUTE_FEATURES = {
     "resize": True, "pause": True, "suspend": True, "snapshot": True, "console_output": True,
     "vnc_console": True, "rebuild": True, "personality": False, "change_password": False,
-    "live_migration": False, "cold_migration": False, "shelve": False, "shelve_migrate": False,
+    "live_migration": False, "cold_migration": True, "shelve": False, "shelve_migrate": False,
     "rescue": False, "stable_rescue": False, "spice_console": False, "serial_console": False,
     "interface_attach": False, "config_drive": False, "metadata_service": False,
     "attach_encrypted_volume": False, "block_migration_for_live_migration": False,
@@ -243,7 +243,7 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                      "disable_ssl_certificate_validation": True},
         "identity-feature-enabled": {"api_v2": False, "api_v3": True, "trust": False, "domain_specific_drivers": False,
                                      "security_compliance": False, "project_tags": False,
-                                     "application_credentials": False, "access_rules": False,
+                                     "application_credentials": True, "access_rules": False,
                                      "api_extensions": ""},  # no OS-EC2, OS-TRUST, OS-OAUTH1 ...
         "service_available": {"nova": has["compute"], "glance": has["image"], "neutron": has["network"],
                               "cinder": has["volumev3"], "swift": False, "heat": False, "horizon": False},
