@@ -44,7 +44,10 @@ async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any]) -> as
                            gigabytes=volume["size"])
         # Locked, as a delete locks it: a snapshot is never made of a volume whose delete
         # has just checked that it has none.
-        volume = await conn.fetchrow(Q.lock_volume, volume["id"])
+        locked = await conn.fetchrow(Q.lock_volume, volume["id"])
+        if locked is None:   # deleted meanwhile
+            raise volumes.not_found(req["volume_id"])
+        volume = locked
         _check_snapshottable(volume, req.get("force", False))
         row = await conn.fetchrow(Q.insert_snapshot, snapshot_id, volume["id"], volume["project_id"], ctx.user_id,
                                   req.get("name"), req.get("description"), volume["size"],

@@ -179,6 +179,8 @@ async def delete(api: VolumeApi, ctx: RequestContext, volume_id: str, *, cascade
     row = await get(api, ctx, volume_id)
     async with api.pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(Q.lock_volume, row["id"])
+        if row is None:   # deleted meanwhile (another delete's background work finished)
+            raise not_found(volume_id)
         if await conn.fetchval(Q.volume_attachment_count, row["id"]) or row["status"] not in DELETABLE:
             raise errors.InvalidInput(
                 f"Invalid volume: Volume status must be available or error or error_restoring or error_extending "

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from nova_async.common import errors
+from nova_async.common.context import RequestContext
+from nova_async.volume import volumes
 from tests.harness import running
 from tests.integration.volume.helpers import V3, call, make_volume, settled
 
@@ -166,3 +169,23 @@ async def test_types_and_limits(h):
     absolute = body["limits"]["absolute"]
     assert absolute["maxTotalVolumes"] == 10 and absolute["totalVolumesUsed"] == 1
     assert absolute["totalGigabytesUsed"] == 2 and absolute["maxTotalVolumeGigabytes"] == 1000
+
+
+
+async def test_a_volume_gone_between_a_deletes_look_and_its_lock_is_a_404(h, monkeypatch):
+    """A delete that finds the volume, then meets it gone when it locks it (another delete's
+    background work finished in between), is a 404, not a 500 (the fuzzer found it). The gap
+    is made certain by removing the row right after the delete's first look."""
+    api = h.roles["volume"].api
+    created = await h.http.post("/volume/v3/volumes", headers=h.alice, json={"volume": {"size": 1}})
+    vid = (await created.json())["volume"]["id"]
+    await h.roles["volume"].work.idle()
+    first_look = volumes.get
+
+    async def look_then_vanish(api_, ctx, volume_id):
+        row = await first_look(api_, ctx, volume_id)
+        await api_.pool.execute("DELETE FROM volumes WHERE id = $1", row["id"])
+        return row
+    monkeypatch.setattr(volumes, "get", look_then_vanish)
+    with pytest.raises(errors.NotFound):
+        await volumes.delete(api, RequestContext(user_id="alice", project_id="proj-a"), vid, cascade=False)
