@@ -1,5 +1,6 @@
-"""POST /v2/images/{id}/actions/deactivate|reactivate: an admin takes an active image out of
-use and back; while deactivated only admins may download it (403 for others)."""
+"""POST /v2/images/{id}/actions/deactivate|reactivate: an admin or the image's owner takes an
+active image out of use and back; while deactivated only admins may download it (403 for
+others, its owner too)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ async def test_deactivate_and_reactivate(h):
                             headers={**h.alice, "Content-Type": "application/octet-stream"})
     assert resp.status == 204
 
-    assert await _action(h, image_id, "deactivate", h.alice) == 403   # admins only
+    assert await _action(h, image_id, "deactivate", h.bob) == 404     # not his to see
+    assert await _action(h, image_id, "deactivate", h.alice) == 204   # its owner
     for _ in range(2):   # deactivating a deactivated image changes nothing
         assert await _action(h, image_id, "deactivate", h.admin) == 204
     assert await _status(h, image_id) == "deactivated"
@@ -45,8 +47,8 @@ async def test_deactivate_and_reactivate(h):
     resp = await h.http.get(f"/image/v2/images/{image_id}/file", headers=h.admin)
     assert resp.status == 200 and await resp.read() == DATA
 
-    assert await _action(h, image_id, "reactivate", h.alice) == 403
-    assert await _action(h, image_id, "reactivate", h.admin) == 204
+    assert await _action(h, image_id, "reactivate", h.bob) == 404
+    assert await _action(h, image_id, "reactivate", h.alice) == 204
     assert await _action(h, image_id, "reactivate", h.admin) == 204
     assert await _status(h, image_id) == "active"
     resp = await h.http.get(f"/image/v2/images/{image_id}/file", headers=h.alice)
