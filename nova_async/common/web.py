@@ -362,6 +362,16 @@ async def read_json(request: web.Request, v: jsonschema.protocols.Validator) -> 
     return body
 
 
+_OSLO_TRUE, _OSLO_FALSE = ("1", "t", "true", "on", "y", "yes"), ("0", "f", "false", "off", "n", "no")
+
+
+def oslo_bool(raw: str) -> bool | None:
+    """A word read as oslo's strict bool_from_string reads it, which Nova's query parameters
+    follow (any case, spaces around ignored): True, False, or None for any other word."""
+    word = raw.strip().lower()
+    return True if word in _OSLO_TRUE else False if word in _OSLO_FALSE else None
+
+
 def query_flag(request: web.Request, name: str) -> bool | None:
     raw = request.query.get(name)
     if raw is None or raw.lower() in ("none", ""):

@@ -106,20 +106,17 @@ async def create_flavor(request: web.Request) -> web.Response:
     return w.dump({"flavor": view(row, request.app[STATE].base_url, version)})
 
 
-_TRUE, _FALSE = ("1", "t", "true", "on", "y", "yes"), ("0", "f", "false", "off", "n", "no")
-
-
 def _is_public(raw: str | None) -> bool | None:
     """An admin's is_public filter as Nova reads it: absent is public only, "none" both,
     else oslo's strict boolean spellings (any case); None means both."""
     if raw is None:
         return True
-    word = raw.strip().lower()
-    if word == "none":
+    if raw.strip().lower() == "none":
         return None
-    if word in _TRUE or word in _FALSE:
-        return word in _TRUE
-    raise errors.InvalidInput(f"Invalid is_public filter [{raw}]")
+    value = w.oslo_bool(raw)
+    if value is None:
+        raise errors.InvalidInput(f"Invalid is_public filter [{raw}]")
+    return value
 
 
 async def _listing(request: web.Request, detail: bool) -> web.Response:

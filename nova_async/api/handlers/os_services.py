@@ -89,13 +89,12 @@ def _resources(row, usage) -> dict[str, int]:
 
 
 def _bool_param(request: web.Request, name: str) -> bool:
-    raw = request.query.get(name, "false").strip().lower()
-    if raw in ("1", "t", "true", "on", "y", "yes"):
-        return True
-    if raw in ("0", "f", "false", "off", "n", "no", ""):
-        return False
-    raise errors.InvalidInput(f"Invalid input for query parameters {name}. Value: {raw}. "
-                              f"{raw!r} is not a valid boolean")
+    raw = request.query.get(name, "")
+    value = w.oslo_bool(raw) if raw.strip() else False
+    if value is None:
+        raise errors.InvalidInput(f"Invalid input for query parameters {name}. Value: {raw}. "
+                                  f"{raw!r} is not a valid boolean")
+    return value
 
 
 async def _hypervisors(request: web.Request, detail: bool) -> web.Response:
