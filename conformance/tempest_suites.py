@@ -148,28 +148,34 @@ class Api:
         return self.catalog.get(kind)
 
 
-def flavors(api: Api) -> list[str]:
-    """Two flavor ids, the smallest first, created when the service has fewer than two."""
+def flavors(api: Api, images: list[dict]) -> list[str]:
+    """Two flavor ids big enough for both `images` (their min_ram and min_disk), the smallest
+    first; created when the service has fewer than two that fit."""
     compute = api.endpoint("compute")
-    have = api.call("GET", f"{compute}/flavors/detail")["flavors"]
-    for name, ram in (("tempest.tiny", 128), ("tempest.small", 256))[:max(0, 2 - len(have))]:
+    ram = max([256] + [i.get("min_ram") or 0 for i in images])
+    disk = max([1] + [i.get("min_disk") or 0 for i in images])
+    have = [f for f in api.call("GET", f"{compute}/flavors/detail")["flavors"]
+            if f["ram"] >= ram and f["disk"] >= disk]
+    for name, factor in (("tempest.small", 1), ("tempest.medium", 2))[:max(0, 2 - len(have))]:
         have.append(api.call("POST", f"{compute}/flavors", {"flavor": {
-            "name": name, "ram": ram, "vcpus": 1, "disk": 1}})["flavor"])
+            "name": name, "ram": ram * factor, "vcpus": 1, "disk": disk}})["flavor"])
     have.sort(key=lambda f: (f["ram"], f["disk"], f["vcpus"]))
     return [have[0]["id"], have[1]["id"]]
 
 
-def images(api: Api) -> list[str]:
-    """The demo guest image (registered at first start) and a second active image with the
-    same bytes, so tests that want two different images get two."""
+def images(api: Api) -> list[dict]:
+    """The two smallest active images (the demo guest image first, registered at first start),
+    making a second from the first's bytes when the service has only one, so tests that want
+    two different images get two."""
     glance = api.endpoint("image").rstrip("/")
     base = glance if glance.endswith("/v2") else f"{glance}/v2"
-    have = [i for i in api.call("GET", f"{base}/images")["images"] if i["status"] == "active"]
+    have = sorted((i for i in api.call("GET", f"{base}/images")["images"] if i["status"] == "active"),
+                  key=lambda i: i.get("size") or 0)
     if not have:
         raise SystemExit("no active image: the demo guest image was not registered (make guest-image)")
     first = have[0]
     if len(have) > 1:
-        return [first["id"], have[1]["id"]]
+        return have[:2]
     second = api.call("POST", f"{base}/images", {"name": "tempest-alt", "disk_format": first["disk_format"],
                                                   "container_format": first["container_format"],
                                                   "visibility": "public"})
@@ -179,7 +185,7 @@ def images(api: Api) -> list[str]:
     put = urllib.request.Request(f"{base}/images/{second['id']}/file", data, method="PUT",
                                  headers={"X-Auth-Token": api.token, "Content-Type": "application/octet-stream"})
     urllib.request.urlopen(put).close()
-    return [first["id"], second["id"]]
+    return [first, second]
 
 
 def network_extensions(api: Api) -> list[str]:
@@ -226,8 +232,9 @@ COMPUTE_FEATURES = {
 
 def write_conf(workspace: Path, service: Service, api: Api) -> Path:
     """tempest.conf for `workspace`, declaring only what `api` really offers."""
-    flavor, flavor_alt = flavors(api)
-    image, image_alt = images(api)
+    both = images(api)
+    image, image_alt = (i["id"] for i in both)
+    flavor, flavor_alt = flavors(api, both)
     extensions = network_extensions(api)
     has = {kind: api.endpoint(kind) is not None for kind in ("compute", "image", "network", "volumev3")}
     fixed_network = shared_network(api) if has["network"] else ""

@@ -1,7 +1,10 @@
 """Compute API microversions: read `OpenStack-API-Version: compute X` (or the legacy
 `X-OpenStack-Nova-API-Version`), refuse what we do not speak with 406, echo the version.
 Its middleware also sends the request id under Nova's own name, `X-Compute-Request-Id`,
-beside `x-openstack-request-id` (novaclient and Tempest read the compute one)."""
+beside `x-openstack-request-id` (novaclient and Tempest read the compute one).
+
+The legacy v2.0 API (`/compute/v2/...`) is v2.1 at its base version: microversion headers
+are not read there and none are sent back, as Nova's v2.0."""
 
 from __future__ import annotations
 
@@ -15,6 +18,12 @@ from nova_async.common.microversion import Version
 MIN = Version(2, 1)
 MAX = Version(2, 96)
 KEY = web.RequestKey("microversion", Version)
+
+
+def legacy_v2(request: web.Request) -> bool:
+    """Whether the route matched is one of the v2.0 API's (`<mount>/v2`, `<mount>/v2/...`)."""
+    resource = request.match_info.route.resource
+    return resource is not None and "v2" in resource.canonical.split("/")
 
 
 def parse(request: web.Request) -> Version:
@@ -41,12 +50,14 @@ def of(request: web.Request) -> Version:
 
 @web.middleware
 async def middleware(request: web.Request, handler) -> web.StreamResponse:
-    version = parse(request)
+    legacy = legacy_v2(request)
+    version = MIN if legacy else parse(request)
     request[KEY] = version
     response = await handler(request)
-    response.headers[shared.HEADER] = f"compute {version}"
-    response.headers["X-OpenStack-Nova-API-Version"] = str(version)
-    response.headers["Vary"] = "OpenStack-API-Version, X-OpenStack-Nova-API-Version"
+    if not legacy:
+        response.headers[shared.HEADER] = f"compute {version}"
+        response.headers["X-OpenStack-Nova-API-Version"] = str(version)
+        response.headers["Vary"] = "OpenStack-API-Version, X-OpenStack-Nova-API-Version"
     if request_id := request.get(w.REQUEST_ID):
         response.headers["X-Compute-Request-Id"] = request_id
     return response

@@ -13,8 +13,9 @@ MQ = queries("migrations")
 
 
 async def listing(cells: Cells, instance_uuid: str | None, status: str | None, host: str | None,
-                  migration_type: str | None) -> list[asyncpg.Record]:
+                  migration_type: str | None, project_id: str | None = None) -> list[asyncpg.Record]:
     """Migrations matching every filter given (None: any)."""
-    rows = await cells.gather(MQ.list_migrations, instance_uuid, status, host, migration_type, cell0=False)
+    rows = await cells.gather(MQ.list_migrations, instance_uuid, status, host, migration_type, project_id,
+                              cell0=False)
     rows.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
     return rows

@@ -157,21 +157,22 @@ async def limits_and_usage(pool: Pool, cells: Cells, defaults: QuotaSettings,
 
 async def class_limits(pool: Pool, defaults: QuotaSettings, class_name: str) -> dict[str, int]:
     """A quota class's limits, the `[quota]` settings where it has none (every class shows
-    them; only "default" applies to projects)."""
-    return _with_defaults(_own(await pool.fetch(Q.class_limits, class_name)), defaults)
+    them; only "default" applies to projects), and the older microversions' personality-file
+    and nova-network values it keeps and shows but nothing enforces."""
+    own = _own(await pool.fetch(Q.class_limits, class_name))
+    return {**_with_defaults(own, defaults), **{res: own.get(res, v) for res, v in {**FILES, **NETWORK}.items()}}
 
 
 async def default_limits(pool: Pool, defaults: QuotaSettings) -> dict[str, int]:
     """What a project without limits of its own gets."""
-    return await class_limits(pool, defaults, "default")
+    return _with_defaults(_own(await pool.fetch(Q.class_limits, "default")), defaults)
 
 
 async def set_class_limits(pool: Pool, defaults: QuotaSettings, class_name: str,
                            changes: dict[str, int]) -> dict[str, int]:
-    """An admin's limits for a quota class; fields nova-async does not enforce are skipped.
-    Projects under the changed defaults are not recounted (Nova does not either)."""
+    """An admin's limits for a quota class, each kept (the unenforced older ones too, as Nova
+    keeps them). Projects under the changed defaults are not recounted (Nova does not either)."""
     async with pool.acquire() as conn, conn.transaction():
         for resource, value in changes.items():
-            if resource in RESOURCES:
-                await conn.execute(Q.set_class_limit, class_name, resource, value)
+            await conn.execute(Q.set_class_limit, class_name, resource, value)
     return await class_limits(pool, defaults, class_name)

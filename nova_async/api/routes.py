@@ -24,6 +24,7 @@ from nova_async.api.handlers import (
     remote_consoles,
     security_groups,
     server_actions,
+    server_external_events,
     server_groups,
     server_ips,
     server_meta,
@@ -65,6 +66,7 @@ ROUTES = [
 
     ("GET", V + "/os-services", os_services.list_services),
     ("GET", V + "/os-migrations", os_migrations.list_migrations),
+    ("POST", V + "/os-server-external-events", server_external_events.create_events),
     ("PUT", V + "/os-services/{service_id}", os_services.update_service),
     ("GET", V + "/os-availability-zone", availability_zones.list_zones),
     ("GET", V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),
@@ -178,5 +180,11 @@ def build_app(state: ApiState) -> web.Application:
     app = w.api_app(faults.render_fault)
     app.middlewares.append(microversion.middleware)
     app[STATE] = state
-    w.add_routes(app, ROUTES, head=True)
+    w.add_routes(app, ROUTES + _legacy_v2(ROUTES), head=True)
     return app
+
+
+def _legacy_v2(routes):
+    """Every v2.1 route again under /v2: the legacy v2.0 API (microversion.legacy_v2)."""
+    return [(method, "/v2" + path.removeprefix(V), handler)
+            for method, path, handler in routes if path == V or path.startswith(V + "/")]

@@ -123,13 +123,16 @@ MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties"
 
 async def migrate(state: ApiState, ctx: RequestContext, uuid: str, value: Any, version: Version) -> web.Response:
     """A cold migration (admin): the server, its flavor unchanged, to another host, the one
-    named (from 2.56) or the scheduler's pick; then VERIFY_RESIZE, as a resize."""
-    if not ctx.is_admin:
+    named (from 2.56) or the scheduler's pick; then VERIFY_RESIZE, as a resize. A project's
+    manager may migrate its servers too, but only an admin may name the host."""
+    if not ctx.is_manager:
         raise errors.Forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate to be performed.")
     host = None
     if version >= (2, 56):
         w.check(MIGRATE_SCHEMA, value)
         host = (value or {}).get("host")
+    if host is not None and not ctx.is_admin:
+        raise errors.Forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate:host to be performed.")
     db, row = await _server(state, ctx, uuid)
     if host is not None:
         if not await service_store.compute_host_exists(state.pool, host):
@@ -197,21 +200,20 @@ async def revert_resize(state: ApiState, ctx: RequestContext, uuid: str, _value:
 
 async def create_image(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                        version: Version) -> web.Response:
-    return await _snapshot(state, ctx, uuid, value, version, action="createImage",
-                           kind={"image_type": "snapshot"})
+    return await _snapshot(state, ctx, uuid, value, version, action="createImage", image_type="snapshot")
 
 
 async def create_backup(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
                         version: Version) -> web.Response:
     """createBackup: a snapshot of type backup; once it is uploaded, the host keeps the newest
     `rotation` backups of the server of that backup_type and deletes the rest, as Nova."""
-    return await _snapshot(state, ctx, uuid, value, version, action="createBackup",
-                           kind={"image_type": "backup", "backup_type": value["backup_type"]},
-                           rotation=int(value["rotation"]))
+    return await _snapshot(state, ctx, uuid, value, version, action="createBackup", image_type="backup",
+                           forced={"backup_type": value["backup_type"]}, rotation=int(value["rotation"]))
 
 
 async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any], version: Version, *,
-                    action: str, kind: dict[str, str], rotation: int | None = None) -> web.Response:
+                    action: str, image_type: str, forced: dict[str, str] | None = None,
+                    rotation: int | None = None) -> web.Response:
     db, row = await _server(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
@@ -233,9 +235,11 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
         if base is not None:
             properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
             min_disk, min_ram = base.min_disk, base.min_ram
-    properties.update(value.get("metadata") or {})
-    properties.update({**kind, "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
+    properties.update({"image_type": image_type, "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
                        "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
+    # As Nova: the caller's metadata wins over what the snapshot records of itself, except a
+    # backup's type, which its rotation goes by.
+    properties.update({**(value.get("metadata") or {}), **(forced or {})})
     image = await state.images.create(CreateImage(
         name=value["name"], project_id=row["project_id"], properties=properties,
         min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))

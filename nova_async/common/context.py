@@ -17,6 +17,11 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     def is_admin(self) -> bool:
         return "admin" in self.roles
 
+    @property
+    def is_manager(self) -> bool:
+        """A project's manager (Keystone's role between admin and member), or an admin."""
+        return "manager" in self.roles or self.is_admin
+
     def can_see(self, project_id: str) -> bool:
         return self.is_admin or project_id == self.project_id
 

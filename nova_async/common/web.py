@@ -66,7 +66,7 @@ class Authenticator:
         # OpenStack's noauth2: "user:project" tokens; the user "admin" is an admin.
         user, _, project = token.partition(":")
         project = header_project or project or user
-        roles = ("admin", "member", "reader") if user == "admin" else ("member", "reader")
+        roles = ("admin", "manager", "member", "reader") if user == "admin" else ("member", "reader")
         return RequestContext(user_id=user, user_name=user, project_id=project, project_name=project,
                               roles=roles, request_id=request_id)
 

@@ -26,7 +26,9 @@ Q = queries("identity")
 
 DOMAIN_ID = "default"
 DOMAIN_NAME = "Default"
-IMPLIED = {"admin": ("admin", "member", "reader"), "member": ("member", "reader"), "reader": ("reader",)}
+# Keystone's default role inference: admin > manager > member > reader.
+IMPLIED = {"admin": ("admin", "manager", "member", "reader"), "manager": ("manager", "member", "reader"),
+           "member": ("member", "reader"), "reader": ("reader",)}
 
 
 def hash_password(password: str) -> str:

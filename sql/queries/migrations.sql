@@ -162,10 +162,12 @@ UPDATE instances SET task_state = 'resize_reverting', updated_at = now()
 RETURNING *;
 
 -- name: list_migrations
--- GET /os-migrations: $1 instance, $2 status, $3 host (source or destination), $4 type.
+-- GET /os-migrations: $1 instance, $2 status, $3 host (source or destination), $4 type,
+-- $5 project.
 SELECT * FROM migrations
  WHERE ($1::uuid IS NULL OR instance_uuid = $1)
    AND ($2::text IS NULL OR status = $2)
    AND ($3::text IS NULL OR source_compute = $3 OR dest_compute = $3)
    AND ($4::text IS NULL OR migration_type = $4)
+   AND ($5::text IS NULL OR project_id = $5)
  ORDER BY created_at DESC, id DESC;

@@ -303,3 +303,32 @@ async def test_a_bad_console_token_opens_the_websocket_and_closes_it_with_nothin
     # Not a WebSocket request at all: a plain 401.
     resp = await h.http.get("/compute/console/vnc?token=not-a-token")
     assert resp.status == 401 and "unauthorized" in await resp.json()
+
+
+async def test_the_legacy_v2_0_api_is_v2_1_at_its_base_version(api):
+    h = api
+    listed = {v["id"]: v for v in (await ok(await h.http.get("/compute/"), 200))["versions"]}
+    for version in listed.values():
+        self_link = [link for link in version["links"] if link["rel"] == "self"]
+        path = "/compute/" + self_link[0]["href"].split("/compute/", 1)[1]
+        shown = (await ok(await h.http.get(path), 200))["version"]
+        assert shown["id"] == version["id"] and [link for link in shown["links"] if link["rel"] == "self"] == self_link
+    # Microversion headers are not read there, and none come back.
+    resp = await h.http.get("/compute/v2/flavors", headers={**h.alice, "OpenStack-API-Version": "compute 2.9999"})
+    assert resp.status == 200 and "OpenStack-API-Version" not in resp.headers
+    assert "X-Compute-Request-Id" in resp.headers
+
+
+async def test_extensions_list_names_what_tempest_looks_for(api):
+    h = api
+    listed = (await ok(await h.http.get(V + "/extensions", headers=h.alice), 200))["extensions"]
+    assert {"Hosts", "Consoles", "ServerExternalEvents"} <= {e["name"] for e in listed}
+    shown = await ok(await h.http.get(V + "/extensions/os-consoles", headers=h.alice), 200)
+    assert shown["extension"]["alias"] == "os-consoles"
+
+
+async def test_security_group_rule_parent_must_be_a_uuid(api):
+    h = api
+    resp = await h.http.post(V + "/os-security-group-rules", headers=h.alice, json={"security_group_rule": {
+        "parent_group_id": "not-a-uuid", "ip_protocol": "tcp", "from_port": 22, "to_port": 22}})
+    assert resp.status == 400, await resp.text()

@@ -39,6 +39,13 @@ async def test_snapshot_boots_a_new_server(cloud):
     assert (image["image_type"], image["instance_uuid"], image["base_image_ref"], image["purpose"]) == \
         ("snapshot", sid, h.image, "test")
     assert image["size"] > 0 and image["checksum"]
+    # The caller's metadata wins over what the snapshot records of itself, as in Nova.
+    await until(lambda: settled(h, sid), lambda s: s["OS-EXT-STS:task_state"] is None, what="the snapshot done")
+    resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV}, json={
+        "createImage": {"name": "snap2", "metadata": {"image_type": "test"}}})
+    assert resp.status == 202, await resp.text()
+    assert (await image_of(h, (await resp.json())["image_id"]))["image_type"] == "test"
+    await until(lambda: settled(h, sid), lambda s: s["OS-EXT-STS:task_state"] is None, what="the snapshot done")
     stored = h.deps.state_dir / "images" / image_id
     info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", str(stored)], check=True,
                                      capture_output=True, text=True).stdout)

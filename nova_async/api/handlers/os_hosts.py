@@ -35,7 +35,7 @@ async def list_hosts(request: web.Request) -> web.Response:
     zone = request.query.get("zone")
     rows = await service_store.services(state.pool, down_time, None, None)
     hosts = [{"host_name": r["host"], "service": r["binary_name"].removeprefix("nova-"), "zone": r["zone"]}
-             for r in rows if zone is None or r["zone"] == zone]
+             for r in rows if not zone or r["zone"] == zone]  # Nova: an empty zone is no filter
     return w.dump({"hosts": hosts})
 
 
@@ -66,6 +66,7 @@ async def update_host(request: web.Request) -> web.Response:
     host = request.match_info["host_name"]
     body = await w.read_json(request, UPDATE)
     if "maintenance_mode" in body:
+        await _existing(state, down_time, host)  # an unknown host is a 404 before the 501
         raise errors.NotImplementedHere("Virt driver does not implement host maintenance mode.")
     disabled = body["status"].lower() == "disable"
     try:
@@ -78,7 +79,10 @@ async def update_host(request: web.Request) -> web.Response:
 async def host_power_action(request: web.Request) -> web.Response:
     """reboot, shutdown and startup of a whole host."""
     state, down_time = _allowed(request)
-    host = request.match_info["host_name"]
+    await _existing(state, down_time, request.match_info["host_name"])
+    raise errors.NotImplementedHere("Virt driver does not implement host power management.")
+
+
+async def _existing(state, down_time, host: str) -> None:
     if not [r for r in await service_store.hypervisors(state.pool, down_time) if r["host"] == host]:
         raise errors.NotFound(f"Compute host {host} could not be found.")
-    raise errors.NotImplementedHere("Virt driver does not implement host power management.")

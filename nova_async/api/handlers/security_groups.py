@@ -22,7 +22,8 @@ _RULE = w.validator({
     "type": "object", "required": ["security_group_rule"], "additionalProperties": False,
     "properties": {"security_group_rule": {
         "type": "object", "required": ["parent_group_id"], "additionalProperties": False,
-        "properties": {"parent_group_id": {"type": "string"}, "group_id": {"type": ["string", "null"]},
+        "properties": {"parent_group_id": {"type": "string", "format": "uuid"},
+                       "group_id": {"type": ["string", "null"], "format": "uuid"},
                        "ip_protocol": {"type": ["string", "null"]}, "from_port": _PORT, "to_port": _PORT,
                        "cidr": {"type": ["string", "null"]}}}}})
 

@@ -1,4 +1,5 @@
-"""Version discovery: `GET /compute/` and `GET /compute/v2.1` (no token needed)."""
+"""Version discovery: `GET /compute/`, `GET /compute/v2.1` and `GET /compute/v2` (no token
+needed)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _v21(base: str) -> dict:
 
 def _v20(base: str) -> dict:
     # Nova lists the old v2.0 API beside v2.1 (DEPRECATED since its 2025.2 release, SUPPORTED
-    # before). We serve only v2.1: this entry is for clients that look for v2.0 in the list.
+    # before): v2.1's routes without microversions (routes.py mounts them at /v2 as well).
     return {"id": "v2.0", "status": "DEPRECATED", "version": "", "min_version": "",
             "updated": "2025-07-04T12:00:00Z", "links": [{"rel": "self", "href": f"{base}/compute/v2/"}]}
 
@@ -32,4 +33,8 @@ async def list_versions(request: web.Request) -> web.Response:
 
 @w.public
 async def show_version(request: web.Request) -> web.Response:
-    return w.dump({"version": _v21(request.app[STATE].base_url)})
+    base = request.app[STATE].base_url
+    if microversion.legacy_v2(request):
+        return w.dump({"version": {**_v20(base), "media-types": [
+            {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2"}]}})
+    return w.dump({"version": _v21(base)})

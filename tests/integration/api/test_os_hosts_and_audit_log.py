@@ -25,6 +25,8 @@ async def test_hosts_listed_shown_and_switched(cloud):
     assert {(x["host_name"], x["service"]) for x in hosts} >= {("sim-1", "compute"), ("sim-2", "compute")}
     zoned = (await ok(await h.http.get(V + "/os-hosts?zone=nova", headers=h.admin), 200))["hosts"]
     assert {x["host_name"] for x in zoned} == {"sim-1", "sim-2"}
+    blank = (await ok(await h.http.get(V + "/os-hosts?zone=", headers=h.admin), 200))["hosts"]
+    assert blank == hosts   # an empty zone filters nothing, as Nova
 
     shown = (await ok(await h.http.get(f"{V}/os-hosts/{h.host}", headers=h.admin), 200))["host"]
     by_project = {r["resource"]["project"]: r["resource"] for r in shown}
@@ -40,6 +42,7 @@ async def test_hosts_listed_shown_and_switched(cloud):
     await ok(await h.http.put(f"{V}/os-hosts/{h.host}", headers=h.admin, json={"status": "sideways"}), 400)
     await ok(await h.http.put(f"{V}/os-hosts/{h.host}", headers=h.admin, json={}), 400)
     await ok(await h.http.put(f"{V}/os-hosts/{h.host}", headers=h.admin, json={"maintenance_mode": "enable"}), 501)
+    await ok(await h.http.put(f"{V}/os-hosts/nowhere", headers=h.admin, json={"maintenance_mode": "enable"}), 404)
     await ok(await h.http.get(f"{V}/os-hosts/{h.host}/reboot", headers=h.admin), 501)
     await ok(await h.http.get(f"{V}/os-hosts/nowhere/reboot", headers=h.admin), 404)
     await ok(await h.http.get(V + "/os-hosts", headers=h.alice), 403)

@@ -48,6 +48,13 @@ async def test_the_default_class_is_every_projects_default(cloud):
         "quota_class_set"]["cores"] == 99
     assert (await ok(await h.http.get(V + "/os-quota-sets/proj-b", headers=h.admin), 200))["quota_set"]["cores"] == 20
 
+    # The older microversions' resources are kept and shown too, though nothing enforces them.
+    old = {"injected_files": 105, "floating_ips": 99, "security_group_rules": 99}
+    assert old.items() <= (await ok(await h.http.put(V + "/os-quota-class-sets/gold", headers=h.admin,
+                                                     json={"quota_class_set": old}), 200))["quota_class_set"].items()
+    assert old.items() <= (await ok(await h.http.get(V + "/os-quota-class-sets/gold", headers=h.admin), 200))[
+        "quota_class_set"].items()
+
 
 async def test_refusals(cloud):
     h = cloud

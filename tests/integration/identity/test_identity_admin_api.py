@@ -89,7 +89,7 @@ async def test_shapes_of_projects_users_roles_and_assignments(api):
     assert user["domain_id"] == "default" and "password" not in user and "password_hash" not in user
 
     _, body = await api.call("admin", "GET", "/v3/roles")
-    assert {r["name"] for r in body["roles"]} == {"admin", "member", "reader"}
+    assert {r["name"] for r in body["roles"]} == {"admin", "manager", "member", "reader", "service"}
     _, body = await api.call("admin", "GET", f"/v3/roles/{ids['member']}")
     assert body["role"]["name"] == "member"
 
