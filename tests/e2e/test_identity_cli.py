@@ -68,7 +68,7 @@ async def test_identity_with_openstack_and_nova_async_commands(work_dir):
         assert re.search(r"\| member +\| alice@Default +\| +\| demo@Default ", out), out
         assert re.search(r"\| admin +\| admin@Default +\| +\| admin@Default ", out), out
         out = await sh.ok("role", "list", "-f", "value", "-c", "Name")
-        assert sorted(out.split()) == ["admin", "member", "reader"]
+        assert sorted(out.split()) == ["admin", "manager", "member", "reader", "service"]
         assert re.search(r"\| alice +\|", await sh.ok("user", "list"))
         assert re.search(r"\| enabled +\| True ", await sh.ok("user", "show", "alice"))
         await sh.ok("user", "set", "--password", "alice-pw2", "alice")
