@@ -10,7 +10,8 @@ What it does, in order:
 1. installs tempest==47.0.0 into /var/cache/nova-async/conformance/tempest-venv (pip is the
    only network use, and only when that venv is missing or holds another version);
 2. starts this checkout's `nova-async serve` on a fresh state dir, a free loopback port and
-   2 simulated hosts, with an admin password of its own;
+   2 simulated hosts, with an admin password of its own (and, for the compute tests that need
+   a running guest, GUEST_TESTS, a second one on this machine's real libvirt: TCG guests);
 3. provisions flavors, a second image and a shared network, and writes a `tempest init`
    workspace whose tempest.conf uses dynamic credentials (our identity API creates projects,
    users and role assignments as admin);
@@ -21,6 +22,7 @@ The service is stopped and its state dir removed at the end; the workspace is ke
 the results) and its path printed.
 
 Usage: conformance/tempest_suites.py [--suites identity,image,network,compute] [--regex RE]
+                                     [--guests both|simulated|real]
 """
 
 from __future__ import annotations
@@ -77,17 +79,19 @@ def free_port() -> int:
 class Service:
     """`nova-async serve` on its own state dir; `stop()` ends it and removes that dir."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, simulated_hosts: int) -> None:
         self.state_dir = root / "state"
         self.log_path = root / "serve.log"
         self.password = secrets.token_urlsafe(16)
         self.url = f"http://127.0.0.1:{free_port()}"
+        self.hosts = simulated_hosts or 1   # none simulated: the one real host, qemu:///system
+        self.simulated_hosts = simulated_hosts
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         argv = [str(NOVA_ASYNC), "serve", "--listen", self.url.removeprefix("http://"),
                 "--state-dir", str(self.state_dir), "--admin-password", self.password,
-                "--simulate-hosts", "2"]
+                "--simulate-hosts", str(self.simulated_hosts)]
         log = self.log_path.open("w")
         # Its own process group: stop() can then end whatever it started (a private
         # PostgreSQL, helpers) and nothing else.
@@ -256,7 +260,7 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                               "cinder": has["volumev3"], "swift": False, "heat": False, "horizon": False},
         "compute": {"image_ref": image, "image_ref_alt": image_alt, "flavor_ref": flavor,
                     "flavor_ref_alt": flavor_alt, "fixed_network_name": fixed_network,
-                    "min_compute_nodes": 2, "min_microversion": min_mv, "max_microversion": max_mv,
+                    "min_compute_nodes": service.hosts, "min_microversion": min_mv, "max_microversion": max_mv,
                     "build_timeout": 120},
         "compute-feature-enabled": COMPUTE_FEATURES,
         "image": {"build_timeout": 120, "image_caching_enabled": False},
@@ -277,13 +281,25 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
 
 # --- 4. running the suites and reading their results ------------------------------------------
 
-def run_suite(tempest: Path, workspace: Path, suite: str, regex: str | None) -> dict:
-    """One suite's run; its subunit stream and failing ids are saved under the workspace."""
+# Compute tests that read what a running guest produces (its console log, its VNC server):
+# libvirt's test driver behind simulated hosts runs no guest, so these run in a second pass
+# against one real host (qemu:///system, TCG), and the first pass leaves them out.
+GUEST_TESTS = r"test_get_console_output|NoVNCConsoleTestJSON"
+
+
+def run_suite(tempest: Path, workspace: Path, suite: str, regex: str | None, guests: str) -> dict:
+    """One suite's run on one kind of host (`guests`: simulated or real, see GUEST_TESTS); its
+    subunit stream and failing ids are saved under the workspace."""
     pattern = regex or rf"^tempest\.api\.{re.escape(SUITES[suite])}"
+    select = ["--regex", pattern]
+    if suite == "compute" and guests == "simulated":
+        select += ["--exclude-regex", GUEST_TESTS]
+    elif suite == "compute":
+        select = ["--regex", rf"(?=.*(?:{pattern}))(?=.*(?:{GUEST_TESTS}))"]
     out = workspace / "results" / suite
     out.mkdir(parents=True, exist_ok=True)
     with (out / "run.log").open("w") as log:
-        subprocess.run([str(tempest), "run", "--concurrency", "2", "--regex", pattern],
+        subprocess.run([str(tempest), "run", "--concurrency", "2", *select],
                        cwd=workspace, stdout=log, stderr=subprocess.STDOUT)
     stestr = tempest.parent / "stestr"
     with (out / "subunit").open("wb") as sub:
@@ -321,19 +337,11 @@ def report(suite: str, result: dict) -> None:
         print(f"  {cls}: {', '.join(names)}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suites", default=",".join(SUITES), help="comma list of " + ", ".join(SUITES))
-    parser.add_argument("--regex", help="run only the tests this matches (overrides each suite's own)")
-    args = parser.parse_args()
-    chosen = [s.strip() for s in args.suites.split(",") if s.strip()]
-    if unknown := set(chosen) - set(SUITES):
-        parser.error(f"unknown suites: {', '.join(sorted(unknown))}")
-    tempest = ensure_tempest()
-    workspace = Path(tempfile.mkdtemp(prefix="tempest-"))
-    workspace.chmod(0o755)  # the private PostgreSQL (user postgres) lives in its state dir
-    service = Service(workspace)
-    totals = collections.Counter()
+def run_pass(tempest: Path, workspace: Path, chosen: list[str], regex: str | None, guests: str) -> collections.Counter:
+    """The chosen suites against one fresh service: two simulated hosts, or one real one."""
+    workspace.mkdir(mode=0o755)  # the private PostgreSQL (user postgres) lives in its state dir
+    service = Service(workspace, simulated_hosts=2 if guests == "simulated" else 0)
+    totals: collections.Counter = collections.Counter()
     try:
         service.start()
         # Its own workspace registry: nothing is added to ~/.tempest, and names never clash.
@@ -341,13 +349,34 @@ def main() -> None:
                         str(workspace / "ws")], check=True, stdout=subprocess.DEVNULL)
         ws = workspace / "ws"
         write_conf(ws, service, Api(service.url, service.password))
-        print(f"workspace: {ws}", flush=True)
+        print(f"workspace ({guests} hosts): {ws}", flush=True)
         for suite in chosen:
-            result = run_suite(tempest, ws, suite, args.regex)
-            report(suite, result)
+            result = run_suite(tempest, ws, suite, regex, guests)
+            report(suite if guests == "simulated" else f"{suite} (real guests)", result)
             totals.update({k: result[k] for k in ("passed", "failed", "skipped")})
     finally:
         service.stop()
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suites", default=",".join(SUITES), help="comma list of " + ", ".join(SUITES))
+    parser.add_argument("--regex", help="run only the tests this matches (overrides each suite's own)")
+    parser.add_argument("--guests", choices=("both", "simulated", "real"), default="both",
+                        help="compute's passes to run: simulated hosts, a real one for GUEST_TESTS, or both")
+    args = parser.parse_args()
+    chosen = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if unknown := set(chosen) - set(SUITES):
+        parser.error(f"unknown suites: {', '.join(sorted(unknown))}")
+    tempest = ensure_tempest()
+    workspace = Path(tempfile.mkdtemp(prefix="tempest-"))
+    workspace.chmod(0o755)
+    totals: collections.Counter = collections.Counter()
+    if args.guests != "real":
+        totals += run_pass(tempest, workspace / "simulated", chosen, args.regex, "simulated")
+    if args.guests != "simulated" and "compute" in chosen:
+        totals += run_pass(tempest, workspace / "real", ["compute"], args.regex, "real")
     print(f"passed/failed/skipped: {totals['passed']}/{totals['failed']}/{totals['skipped']}")
 
 

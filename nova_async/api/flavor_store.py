@@ -98,6 +98,7 @@ class ListFilter:
     marker: str | None = None        # a flavor id
     limit: int = 1000
     project_id: str | None = None    # a member's: its private flavors are listed too
+    name: str | None = None          # a regular expression (2.102)
 
 
 async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
@@ -107,7 +108,10 @@ async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
         raise errors.InvalidInput(f"marker [{f.marker}] not found")
     sql = Q.list.format(key=SORT_KEYS[f.sort_key], direction="DESC" if f.descending else "ASC",
                         after="<" if f.descending else ">")
-    return await pool.fetch(sql, f.is_public, f.min_ram, f.min_disk, f.marker, f.limit, f.project_id)
+    try:
+        return await pool.fetch(sql, f.is_public, f.min_ram, f.min_disk, f.marker, f.limit, f.project_id, f.name)
+    except asyncpg.InvalidRegularExpressionError:
+        raise errors.InvalidInput(f"Invalid regular expression in the name filter: {f.name!r}") from None
 
 
 async def delete(pool: Pool, flavor_id: str) -> None:

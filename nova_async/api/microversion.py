@@ -16,14 +16,30 @@ from nova_async.common import microversion as shared
 from nova_async.common.microversion import Version
 
 MIN = Version(2, 1)
-MAX = Version(2, 96)
+MAX = Version(2, 104)
 KEY = web.RequestKey("microversion", Version)
+# Handler → (the microversion from which unknown query parameters are refused, the known ones);
+# routes.QUERY_PARAMS, the route table's companion.
+QUERY_PARAMS = web.AppKey("query_params", dict)
+STRICT_QUERIES = Version(2, 102)   # from here every GET refuses what it does not know
 
 
 def legacy_v2(request: web.Request) -> bool:
     """Whether the route matched is one of the v2.0 API's (`<mount>/v2`, `<mount>/v2/...`)."""
     resource = request.match_info.route.resource
     return resource is not None and "v2" in resource.canonical.split("/")
+
+
+def _check_query(request: web.Request, version: Version) -> None:
+    """A 400 for a query parameter the route does not know, from the microversion on which
+    Nova's query schema for it stopped allowing extras (2.102 at the latest, for every GET)."""
+    since, known = request.config_dict[QUERY_PARAMS].get(request.match_info.handler, (STRICT_QUERIES, frozenset()))
+    if version < since:
+        return
+    for name in request.query:
+        if name not in known and not (name.startswith("_") and "_*" in known):
+            raise errors.InvalidInput(f"Invalid input for query parameters {name}. Value: {request.query[name]}. "
+                                      f"Additional properties are not allowed ({name!r} was unexpected)")
 
 
 def parse(request: web.Request) -> Version:
@@ -53,6 +69,8 @@ async def middleware(request: web.Request, handler) -> web.StreamResponse:
     legacy = legacy_v2(request)
     version = MIN if legacy else parse(request)
     request[KEY] = version
+    if request.method in ("GET", "HEAD") and request.query:
+        _check_query(request, version)
     response = await handler(request)
     if not legacy:
         response.headers[shared.HEADER] = f"compute {version}"

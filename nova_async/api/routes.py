@@ -29,6 +29,7 @@ from nova_async.api.handlers import (
     server_ips,
     server_meta,
     server_password,
+    server_shares,
     simple_tenant_usage,
     usage_audit_log,
     servers,
@@ -135,6 +136,10 @@ ROUTES = [
     ("GET", V + "/servers/{server_id}/ips", server_ips.list_ips),
     ("GET", V + "/servers/{server_id}/ips/{network_label}", server_ips.show_ips),
     ("GET", V + "/servers/{server_id}/os-server-password", server_password.show_password),
+    ("GET", V + "/servers/{server_id}/shares", server_shares.list_shares),
+    ("POST", V + "/servers/{server_id}/shares", server_shares.attach_share),
+    ("GET", V + "/servers/{server_id}/shares/{share_id}", server_shares.show_share),
+    ("DELETE", V + "/servers/{server_id}/shares/{share_id}", server_shares.detach_share),
     ("DELETE", V + "/servers/{server_id}/os-server-password", server_password.clear_password),
     ("GET", V + "/servers/{server_id}/metadata", server_meta.show_metadata),
     ("POST", V + "/servers/{server_id}/metadata", server_meta.merge_metadata),
@@ -176,9 +181,53 @@ ROUTES = [
 ]
 
 
+_PAGING = ("limit", "marker")
+_SERVER_LIST = (
+    "user_id", "project_id", "tenant_id", "launch_index", "image_ref", "image", "kernel_id", "ramdisk_id",
+    "hostname", "key_name", "power_state", "vm_state", "task_state", "host", "node", "flavor", "reservation_id",
+    "launched_at", "terminated_at", "availability_zone", "name", "display_name", "description",
+    "display_description", "locked_by", "uuid", "root_device_name", "config_drive", "access_ip_v4",
+    "access_ip_v6", "auto_disk_config", "progress", "sort_key", "sort_dir", "all_tenants", "soft_deleted",
+    "deleted", "status", "changes-since", "ip", "ip6", "created_at", "tags", "tags-any", "not-tags",
+    "not-tags-any", "changes-before", "locked", "_*", *_PAGING)   # "_*": any name starting with _
+
+# The query parameters each GET takes, as Nova's query schemas list them (names Nova takes and
+# nova-async ignores are here too, so a client that sends them gets what Nova gives), and the
+# microversion from which any other is a 400: 2.102 for every API, earlier for some. A GET not
+# listed takes none from 2.102.
+QUERY_PARAMS: dict[object, tuple[microversion.Version, frozenset[str]]] = {
+    handler: (microversion.Version(*since), frozenset(names)) for handler, since, names in (
+        (servers.list_servers, (2, 75), _SERVER_LIST),
+        (servers.list_servers_detail, (2, 75), _SERVER_LIST),
+        (flavors.list_flavors, (2, 102), ("is_public", "minRam", "minDisk", "sort_key", "sort_dir", "name", *_PAGING)),
+        (flavors.list_flavors_detail, (2, 102),
+         ("is_public", "minRam", "minDisk", "sort_key", "sort_dir", "name", *_PAGING)),
+        (keypairs.list_keypairs, (2, 75), ("user_id", *_PAGING)),
+        (keypairs.show_keypair, (2, 75), ("user_id",)),
+        (server_groups.list_server_groups, (2, 75), ("all_projects", "limit", "offset")),
+        (os_services.list_services, (2, 75), ("host", "binary")),
+        (quota_sets.show_limits, (2, 75), ("tenant_id",)),
+        (quota_sets.show_quota_set, (2, 75), ("user_id",)),
+        (quota_sets.show_detail, (2, 75), ("user_id",)),
+        (simple_tenant_usage.list_usages, (2, 75), ("start", "end", "detailed", *_PAGING)),
+        (simple_tenant_usage.show_usage, (2, 75), ("start", "end", *_PAGING)),
+        (os_services.list_hypervisors, (2, 53), ("hypervisor_hostname_pattern", "with_servers", *_PAGING)),
+        (os_services.list_hypervisors_detail, (2, 53), ("hypervisor_hostname_pattern", "with_servers", *_PAGING)),
+        (os_services.show_hypervisor, (2, 53), ("with_servers",)),
+        (os_migrations.list_migrations, (2, 59),
+         ("hidden", "host", "instance_uuid", "source_compute", "status", "migration_type", "changes-since",
+          "changes-before", "user_id", "project_id", *_PAGING)),
+        (instance_actions.list_instance_actions, (2, 102), ("changes-since", "changes-before", *_PAGING)),
+        (volume_attachments.list_volume_attachments, (2, 102), ("limit", "offset")),
+        (console_proxy.serial_console, (2, 102), ("token",)),
+        (console_proxy.vnc_console, (2, 102), ("token", "path")),
+    )}
+
+
 def build_app(state: ApiState) -> web.Application:
     app = w.api_app(faults.render_fault)
     app.middlewares.append(microversion.middleware)
+    app[microversion.QUERY_PARAMS] = QUERY_PARAMS
     app[STATE] = state
     w.add_routes(app, ROUTES + _legacy_v2(ROUTES), head=True)
     return app

@@ -20,6 +20,7 @@ from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 
 Q = queries("servers")
+IQ = queries("instances")
 # A summary list reads three columns, not whole rows: a request spec, user data and network
 # info are most of a row's bytes, and a poller listing a thousand servers reads them all.
 _LIST_SUMMARY = Q.list.format(columns="i.uuid, i.display_name, i.created_at")
@@ -95,9 +96,28 @@ def auto_disk_config(request: dict[str, Any]) -> bool | None:
 
 async def update(state: ApiState, pool: Pool, server_id: str, uuid: str, changes: dict[str, Any]) -> dict[str, Any]:
     """Set the fields `changes` names (others stay); the server as show answers it."""
+    if "pinned_availability_zone" in changes:
+        await _pin(state, pool, uuid, changes["pinned_availability_zone"])
     await pool.execute(Q.update, uuid, *(changes.get(k) for k in _UPDATABLE), *(k in changes for k in _UPDATABLE),
                        auto_disk_config(changes))
     row = await lookup.shown(state, pool, uuid)
     if row is None:
         raise lookup.not_found(server_id)
     return row
+
+
+async def _pin(state: ApiState, pool: Pool, uuid: str, zone: str | None) -> None:
+    """2.104: unpin (None), or pin to the zone the server is in now, as Nova: a pinned server
+    is unpinned before it can be pinned elsewhere (409)."""
+    row = await pool.fetchrow(IQ.get, uuid)
+    if row is None or zone == row["availability_zone"]:
+        return
+    if zone is not None:
+        if row["availability_zone"] is not None:
+            raise errors.Conflict("Cannot change pinned availability zone directly. Unpin first by setting "
+                                  "pinned_availability_zone to null.")
+        current = (await state.pool.fetchval(Q.host_zone, row["host"]) if row["host"] else None) or "nova"
+        if zone != current:
+            raise errors.Conflict(f"Server can only be pinned to its current availability zone '{current}', "
+                                  f"but '{zone}' was requested.")
+    await pool.execute(Q.pin_zone, uuid, zone)

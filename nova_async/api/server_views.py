@@ -101,6 +101,20 @@ def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
     return fault
 
 
+# The image properties Nova knows by name (its ImageMetaProps): from 2.98 a server's image shows
+# those of them its image had at boot, and no others.
+_KNOWN_PROPERTY_PREFIXES = ("hw_", "os_", "img_")
+_KNOWN_PROPERTIES = frozenset({"architecture", "auto_disk_config", "hypervisor_type", "hypervisor_version_requires",
+                               "ipxe_boot", "root_device_name", "traits_required", "vm_mode"})
+
+
+def image_properties(request_spec: dict[str, Any] | None) -> dict[str, str]:
+    """The image properties (2.98) of a server, from what its request spec kept at boot."""
+    kept = (request_spec or {}).get("image_properties") or {}
+    return {k: str(v)[:255] for k, v in kept.items()
+            if v is not None and (k.startswith(_KNOWN_PROPERTY_PREFIXES) or k in _KNOWN_PROPERTIES)}
+
+
 class View(enum.Enum):
     """Which answer a server is rendered for. Nova's update and rebuild answers carry only
     the base fields (plus the microversioned ones) before 2.75, every show field from 2.75;
@@ -117,8 +131,10 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
     are the names of the groups on its ports (shown only when it has any, as Nova; update and
     rebuild show none); `volumes` its attached volumes' mappings (volume_id, delete_on_termination)."""
     uuid = str(row["uuid"])
-    image = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
-             if row["image_ref"] else "")
+    image: dict[str, Any] | str = ({"id": row["image_ref"], "links": bookmark(base, "images", row["image_ref"])}
+                                   if row["image_ref"] else "")
+    if image and version >= (2, 98):
+        image["properties"] = image_properties(row["request_spec"])
     full = view is View.SHOW or version >= (2, 75)
     out: dict[str, Any] = {
         "id": uuid, "name": row["display_name"], "status": status(row["vm_state"], row["task_state"]),
@@ -183,6 +199,8 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
         out["server_groups"] = list(row["server_groups"])  # in show, update and rebuild; not in lists
     if version >= (2, 96) and full:
         out["pinned_availability_zone"] = row["availability_zone"]
+    if version >= (2, 100) and full:
+        out["scheduler_hints"] = dict((row["request_spec"] or {}).get("scheduler_hints") or {})
     if view is View.REBUILD and version >= (2, 57):
         out["user_data"] = row["user_data"]
     return out

@@ -61,12 +61,13 @@ def read_tail(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
 
 
 def last_lines(data: bytes, lines: int | None) -> bytes:
-    """The last `lines` lines (a final line without a newline counts); None: everything."""
+    """The last `lines` of `data` split at newlines, as Nova tails a console log: a log that
+    ends with a newline has an empty last line, which counts. None: everything."""
     if lines is None:
         return data
     if lines <= 0:
         return b""
-    pos = len(data) - 1 if data.endswith(b"\n") else len(data)
+    pos = len(data)
     for _ in range(lines):
         pos = data.rfind(b"\n", 0, pos)
         if pos < 0:

@@ -12,7 +12,8 @@ SELECT * FROM flavors WHERE id = $1;
 -- name: list
 -- $1: is_public filter (NULL = all), $2/$3: minimum ram/disk, $4 marker (a flavor id: the page
 -- starts after it in this order; it need not pass the filters, as Nova), $5 limit, $6 a
--- member's project (NULL for an admin): its private flavors are listed with the public ones.
+-- member's project (NULL for an admin): its private flavors are listed with the public ones;
+-- $7 a regular expression names must match (2.102; NULL: any).
 -- {key} and {direction} (asc/desc) come from api/flavor_store.py's table of sort keys, never
 -- from the request as written; the flavor id breaks ties, so the order is total.
 SELECT * FROM flavors
@@ -20,6 +21,7 @@ SELECT * FROM flavors
         OR ($6::text IS NOT NULL AND EXISTS (SELECT 1 FROM flavor_projects a
                                               WHERE a.flavor_id = flavors.id AND a.project_id = $6)))
    AND memory_mb >= $2 AND root_gb >= $3
+   AND ($7::text IS NULL OR name ~ $7)
    AND ($4::text IS NULL OR ({key}, id) {after} (SELECT {key}, id FROM flavors WHERE id = $4))
  ORDER BY {key} {direction}, id {direction}
  LIMIT $5;

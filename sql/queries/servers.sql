@@ -74,6 +74,19 @@ SELECT created_at, uuid FROM instances WHERE uuid = $1;
 SELECT uuid FROM instances
  WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL AND ($2::text IS NULL OR project_id = $2);
 
+-- name: host_zone
+-- The availability zone of compute host $1 (NULL when it has no service row).
+SELECT zone FROM services WHERE binary_name = 'nova-compute' AND host = $1;
+
+-- name: pin_zone
+-- PUT /servers/{id} from 2.104: pin server $1 to availability zone $2, or unpin it (NULL),
+-- for the server's row and for the request spec its later moves are scheduled by.
+UPDATE instances
+   SET availability_zone = $2,
+       request_spec = jsonb_set(request_spec, '{availability_zone}', coalesce(to_jsonb($2::text), 'null'::jsonb)),
+       updated_at = now()
+ WHERE uuid = $1 AND deleted_at IS NULL;
+
 -- name: zone_exists
 -- Whether some compute service is in availability zone $1.
 SELECT EXISTS (SELECT 1 FROM services WHERE binary_name = 'nova-compute' AND zone = $1);

@@ -242,7 +242,7 @@ async def test_compute_answers_carry_x_compute_request_id(api):
 async def test_the_compute_version_list_has_v2_0_beside_the_current_v2_1(api):
     h = api
     versions = {v["id"]: v for v in (await ok(await h.http.get("/compute/"), 200))["versions"]}
-    assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.96"
+    assert versions["v2.1"]["status"] == "CURRENT" and versions["v2.1"]["version"] == "2.104"
     assert versions["v2.0"]["status"] == "DEPRECATED" and versions["v2.0"]["version"] == ""
     assert versions["v2.0"]["links"][0]["href"].endswith("/compute/v2/")
 
@@ -332,3 +332,79 @@ async def test_security_group_rule_parent_must_be_a_uuid(api):
     resp = await h.http.post(V + "/os-security-group-rules", headers=h.alice, json={"security_group_rule": {
         "parent_group_id": "not-a-uuid", "ip_protocol": "tcp", "from_port": 22, "to_port": 22}})
     assert resp.status == 400, await resp.text()
+
+
+def mv(version: str) -> dict[str, str]:
+    return {"OpenStack-API-Version": f"compute {version}"}
+
+
+async def test_microversions_2_98_to_2_104_image_properties_hints_and_pinning(cloud):
+    h = cloud
+    patch = [{"op": "add", "path": "/hw_rng_model", "value": "virtio"}, {"op": "add", "path": "/note", "value": "x"}]
+    await ok(await h.http.patch(f"/image/v2/images/{h.image}", json=patch, headers={
+        **h.alice, "Content-Type": "application/openstack-images-v2.1-json-patch"}), 200)
+    server_id = await boot(h)
+    url = f"{V}/servers/{server_id}"
+    shown = (await ok(await h.http.get(url, headers={**h.alice, **mv("2.98")}), 200))["server"]
+    assert shown["image"]["properties"] == {"hw_rng_model": "virtio"}   # the names Nova knows, no others
+    assert "scheduler_hints" not in shown
+    assert "properties" not in (await ok(await h.http.get(url, headers={**h.alice, **mv("2.97")}), 200))["server"][
+        "image"]
+    shown = (await ok(await h.http.get(url, headers={**h.alice, **mv("2.100")}), 200))["server"]
+    assert shown["scheduler_hints"] == {}
+
+    async def pin(zone, status=200, version="2.104"):
+        resp = await h.http.put(url, headers={**h.alice, **mv(version)}, json={"server": {
+            "pinned_availability_zone": zone}})
+        return (await ok(resp, status)).get("server")
+
+    assert (await pin(None))["pinned_availability_zone"] is None
+    await pin("elsewhere", 409)                      # only the zone it is in now
+    assert (await pin("nova"))["pinned_availability_zone"] == "nova"
+    assert (await pin("nova"))["pinned_availability_zone"] == "nova"   # again: nothing to do
+    await pin(None)
+    await pin("nova", 400, version="2.103")          # not a field before 2.104
+
+
+async def test_2_102_drops_flavor_fields_filters_names_and_refuses_unknown_query_parameters(api):
+    h = api
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "tiny.one", "id": "t1", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
+    await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "big.one", "id": "b1", "ram": 512, "vcpus": 1, "disk": 1}}), 200)
+    new = (await ok(await h.http.get(V + "/flavors/t1", headers={**h.alice, **mv("2.102")}), 200))["flavor"]
+    assert "rxtx_factor" not in new and "OS-FLV-DISABLED:disabled" not in new
+    assert "rxtx_factor" in (await ok(await h.http.get(V + "/flavors/t1", headers=h.alice), 200))["flavor"]
+    named = await ok(await h.http.get(V + "/flavors?name=^tiny", headers={**h.alice, **mv("2.102")}), 200)
+    assert [f["id"] for f in named["flavors"]] == ["t1"]
+    await ok(await h.http.get(V + "/flavors?name=(", headers={**h.alice, **mv("2.102")}), 400)
+    await ok(await h.http.post(V + "/flavors", headers={**h.admin, **mv("2.102")}, json={"flavor": {
+        "name": "x", "ram": 512, "vcpus": 1, "disk": 1, "rxtx_factor": 1.0}}), 400)
+
+    # Unknown query parameters: a 400 from 2.102 everywhere, from 2.75 on the server list.
+    await ok(await h.http.get(V + "/os-availability-zone?bogus=1", headers={**h.alice, **mv("2.101")}), 200)
+    refused = await ok(await h.http.get(V + "/os-availability-zone?bogus=1", headers={**h.alice, **mv("2.102")}), 400)
+    assert "bogus" in refused["badRequest"]["message"]
+    await ok(await h.http.get(V + "/flavors?limit=1&sort_key=name", headers={**h.alice, **mv("2.102")}), 200)
+    await ok(await h.http.get(V + "/servers?bogus=1", headers={**h.alice, **mv("2.74")}), 200)
+    await ok(await h.http.get(V + "/servers?bogus=1", headers={**h.alice, **mv("2.75")}), 400)
+    await ok(await h.http.get(V + "/servers?_=123&name=x&all_tenants=0", headers={**h.alice, **mv("2.75")}), 200)
+    # The legacy v2.0 API reads no microversion: nothing is refused there.
+    await ok(await h.http.get("/compute/v2/servers?bogus=1", headers={**h.alice, **mv("2.102")}), 200)
+
+
+async def test_2_97_shares_none_to_attach_without_a_share_service(cloud):
+    h = cloud
+    server_id = await boot(h)
+    url, share = f"{V}/servers/{server_id}/shares", "6fd6fe1e-6f2c-4e7d-9d3f-1a2b3c4d5e6f"
+    await ok(await h.http.get(url, headers={**h.alice, **mv("2.96")}), 404)
+    assert (await ok(await h.http.get(url, headers={**h.alice, **mv("2.97")}), 200)) == {"shares": []}
+    await ok(await h.http.get(url, headers={**h.bob, **mv("2.97")}), 404)   # another project's server
+    await ok(await h.http.post(url, headers={**h.alice, **mv("2.97")}, json={"share": {"share_id": share}}), 404)
+    await ok(await h.http.post(url, headers={**h.alice, **mv("2.97")}, json={"share": {"share_id": "x"}}), 400)
+    await ok(await h.http.get(f"{url}/{share}", headers={**h.alice, **mv("2.97")}), 404)
+    await ok(await h.http.delete(f"{url}/{share}", headers={**h.alice, **mv("2.97")}), 404)
+    # spice-direct is a type from 2.99: unavailable here (no SPICE), so a 400 either way.
+    resp = await h.http.post(f"{V}/servers/{server_id}/remote-consoles", headers={**h.alice, **mv("2.99")},
+                             json={"remote_console": {"protocol": "spice", "type": "spice-direct"}})
+    assert resp.status == 400 and "Unavailable" in await resp.text()

@@ -38,6 +38,11 @@ CREATE = w.validator({
     }},
 })
 
+# 2.102 takes rxtx_factor away.
+CREATE_V2102 = w.validator({**CREATE.schema, "properties": {"flavor": {
+    **CREATE.schema["properties"]["flavor"],
+    "properties": {k: v for k, v in CREATE.schema["properties"]["flavor"]["properties"].items() if k != "rxtx_factor"}}}})
+
 EXTRA_SPECS = w.validator({
     "type": "object",
     "required": ["extra_specs"],
@@ -76,8 +81,9 @@ def view(row, base: str, version: microversion.Version, *, detail: bool = True) 
     swap: Any = row["swap"] if row["swap"] or version >= (2, 75) else ""
     out.update({"ram": row["memory_mb"], "disk": row["root_gb"], "vcpus": row["vcpus"],
                 "OS-FLV-EXT-DATA:ephemeral": row["ephemeral_gb"], "swap": swap,
-                "rxtx_factor": row["rxtx_factor"], "os-flavor-access:is_public": row["is_public"],
-                "OS-FLV-DISABLED:disabled": row["disabled"]})
+                "os-flavor-access:is_public": row["is_public"]})
+    if version < (2, 102):   # gone from 2.102
+        out.update({"rxtx_factor": row["rxtx_factor"], "OS-FLV-DISABLED:disabled": row["disabled"]})
     if version >= (2, 61):
         out["extra_specs"] = row["extra_specs"]
     return out
@@ -85,8 +91,8 @@ def view(row, base: str, version: microversion.Version, *, detail: bool = True) 
 
 async def create_flavor(request: web.Request) -> web.Response:
     require_admin(request)
-    spec = (await w.read_json(request, CREATE))["flavor"]
     version = microversion.of(request)
+    spec = (await w.read_json(request, CREATE_V2102 if version >= (2, 102) else CREATE))["flavor"]
     if "description" in spec and version < (2, 55):
         raise errors.InvalidInput("Invalid input: 'description' is not allowed before microversion 2.55.")
     public = spec.get("os-flavor-access:is_public", True)
@@ -125,14 +131,16 @@ async def _listing(request: web.Request, detail: bool) -> web.Response:
     # whatever they ask.
     is_public = _is_public(request.query.get("is_public")) if ctx.is_admin else True
     q = request.query
+    version = microversion.of(request)
     sort_key, sort_dir = q.get("sort_key") or "flavorid", q.get("sort_dir") or "asc"
-    if sort_key not in flavor_store.SORT_KEYS or sort_dir not in ("asc", "desc"):
+    if (sort_key not in flavor_store.SORT_KEYS or sort_dir not in ("asc", "desc")
+            or (sort_key == "rxtx_factor" and version >= (2, 102))):
         raise errors.InvalidInput(f"Invalid sort_key {sort_key!r} or sort_dir {sort_dir!r}.")
     limit = min(w.query_int(request, "limit", _MAX_LIMIT), _MAX_LIMIT)
     rows = await flavor_store.listing(state.pool, flavor_store.ListFilter(
         is_public, w.query_int(request, "minRam", 0), w.query_int(request, "minDisk", 0),
-        sort_key, sort_dir == "desc", q.get("marker"), limit, None if ctx.is_admin else ctx.project_id))
-    version = microversion.of(request)
+        sort_key, sort_dir == "desc", q.get("marker"), limit, None if ctx.is_admin else ctx.project_id,
+        q.get("name") if version >= (2, 102) else None))
     return w.dump({"flavors": [view(r, state.base_url, version, detail=detail) for r in rows],
                    **next_page(state.base_url, "flavors", "flavors/detail" if detail else "flavors", q,
                                [r["id"] for r in rows], limit)})

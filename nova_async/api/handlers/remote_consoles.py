@@ -23,13 +23,16 @@ def _schema(protocols: list[str], types: list[str]):
 _SCHEMA_26 = _schema(["vnc", "spice", "rdp", "serial"], ["novnc", "xvpvnc", "rdp-html5", "spice-html5", "serial"])
 _SCHEMA_28 = _schema(["vnc", "spice", "rdp", "serial", "mks"],
                      ["novnc", "xvpvnc", "rdp-html5", "spice-html5", "serial", "webmks"])
+_SCHEMA_299 = _schema(["vnc", "spice", "rdp", "serial", "mks"],
+                      ["novnc", "xvpvnc", "rdp-html5", "spice-html5", "spice-direct", "serial", "webmks"])
 
 
 async def create_remote_console(request: web.Request) -> web.Response:
     version = microversion.of(request)
     if version < Version(2, 6):
         raise errors.NotFound("The resource could not be found.")
-    body = await w.read_json(request, _SCHEMA_28 if version >= Version(2, 8) else _SCHEMA_26)
+    body = await w.read_json(request, _SCHEMA_299 if version >= Version(2, 99)
+                             else _SCHEMA_28 if version >= Version(2, 8) else _SCHEMA_26)
     wanted = body["remote_console"]
     url = await remote_consoles.open_console(request.app[STATE], w.context(request), request.match_info["server_id"],
                                              wanted["protocol"], wanted["type"])

@@ -116,6 +116,9 @@ def _update_schema(version) -> Any:
     if version >= (2, 90):
         props["hostname"] = {"type": "string", "minLength": 1, "maxLength": 63,
                              "pattern": "^[a-zA-Z0-9][a-zA-Z0-9.-]*$"}
+    if version >= (2, 104):
+        props["pinned_availability_zone"] = {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
+                                             "pattern": "^(?! )[^\\x00-\\x1f]*(?<! )$"}
     return w.validator({"type": "object", "required": ["server"], "additionalProperties": False,
                         "properties": {"server": {"type": "object", "properties": props,
                                                   "additionalProperties": False}}})

@@ -92,6 +92,8 @@ async def create_volume_attachment(request: web.Request) -> web.Response:
     created = await va.attach(state, ctx, request.match_info["server_id"], w.parse_uuid(body["volumeId"]),
                               device=body.get("device"), tag=body.get("tag"),
                               delete_on_termination=body.get("delete_on_termination", False))
+    if version >= (2, 101):
+        return web.Response(status=202)   # Nova's answer from 2.101: accepted, no body
     return w.dump({"volumeAttachment": _view(created, version, created=True)})
 
 

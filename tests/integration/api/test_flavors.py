@@ -65,9 +65,9 @@ async def test_malformed_json_and_microversions(api):
     assert resp.status == 400 and "badRequest" in await resp.json()
     resp = await h.http.get(V + "/flavors", headers={**h.admin, "OpenStack-API-Version": "compute 2.200"})
     assert resp.status == 406
-    assert "maximum is 2.96" in (await resp.json())["computeFault"]["message"]
+    assert "maximum is 2.104" in (await resp.json())["computeFault"]["message"]
     resp = await h.http.get(V + "/flavors", headers={**h.admin, "X-OpenStack-Nova-API-Version": "latest"})
-    assert resp.headers["OpenStack-API-Version"] == "compute 2.96"
+    assert resp.headers["OpenStack-API-Version"] == "compute 2.104"
     disc = await h.http.get(V)
-    assert (await disc.json())["version"]["version"] == "2.96"
+    assert (await disc.json())["version"]["version"] == "2.104"
     assert (await h.http.get(V + "/nowhere", headers=h.admin)).status == 404

@@ -15,14 +15,14 @@ def parse(headers):
     ({}, (2, 1)),
     ({"OpenStack-API-Version": "compute 2.61"}, (2, 61)),
     ({"X-OpenStack-Nova-API-Version": "2.47"}, (2, 47)),
-    ({"OpenStack-API-Version": "compute latest"}, (2, 96)),
+    ({"OpenStack-API-Version": "compute latest"}, (2, 104)),
     ({"OpenStack-API-Version": "placement 1.2, compute 2.10"}, (2, 10)),
 ])
 def test_versions_we_speak(headers, expected):
     assert parse(headers) == expected
 
 
-@pytest.mark.parametrize("value, error", [("2.97", errors.NotAcceptable), ("3.0", errors.NotAcceptable),
+@pytest.mark.parametrize("value, error", [("2.105", errors.NotAcceptable), ("3.0", errors.NotAcceptable),
                                           ("2.0", errors.NotAcceptable), ("two", errors.InvalidInput)])
 def test_versions_we_do_not(value, error):
     with pytest.raises(error):

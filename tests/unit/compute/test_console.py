@@ -2,11 +2,12 @@ from nova_async.compute.console import endpoint_in, last_lines, read_tail, rende
 from nova_async.compute.messages import ConsoleEndpoint, ConsoleKind
 
 
-def test_last_lines_counts_a_final_line_without_newline():
+def test_last_lines_tails_as_nova_does_a_final_newline_ending_an_empty_line():
     data = b"one\ntwo\nthree\n"
-    assert last_lines(data, 1) == b"three\n"
-    assert last_lines(data, 2) == b"two\nthree\n"
-    assert last_lines(data, 3) == last_lines(data, 99) == last_lines(data, None) == data
+    assert last_lines(data, 1) == b""                       # the empty line after the last newline
+    assert last_lines(data, 2) == b"three\n"
+    assert last_lines(data, 3).split(b"\n") == [b"two", b"three", b""]   # three lines, as Tempest counts
+    assert last_lines(data, 4) == last_lines(data, 99) == last_lines(data, None) == data
     assert last_lines(data, 0) == b""
     assert last_lines(b"one\ntwo", 1) == b"two"
     assert last_lines(b"", 5) == b""
