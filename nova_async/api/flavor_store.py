@@ -114,6 +114,11 @@ async def listing(pool: Pool, f: ListFilter) -> list[asyncpg.Record]:
         raise errors.InvalidInput(f"Invalid regular expression in the name filter: {f.name!r}") from None
 
 
+async def internal_ids(pool: Pool, flavor_ids: set[str]) -> dict[str, int]:
+    """flavorid → the flavor's number (Nova's integer id), for those that still exist."""
+    return {r["id"]: r["internal_id"] for r in await pool.fetch(Q.internal_ids, sorted(flavor_ids))}
+
+
 async def delete(pool: Pool, flavor_id: str) -> None:
     if await pool.fetchval(Q.delete, flavor_id) is None:
         raise errors.NotFound(f"Flavor {flavor_id} could not be found.")

@@ -58,3 +58,7 @@ DELETE FROM flavor_projects WHERE flavor_id = $1 AND project_id = $2 RETURNING f
 
 -- name: set_description
 UPDATE flavors SET description = $2, updated_at = now() WHERE id = $1 RETURNING *;
+
+-- name: internal_ids
+-- The numbers (Nova's integer flavor ids) of the flavors $1 names by flavorid.
+SELECT id, internal_id FROM flavors WHERE id = ANY($1::text[]);

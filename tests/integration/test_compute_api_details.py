@@ -408,3 +408,14 @@ async def test_2_97_shares_none_to_attach_without_a_share_service(cloud):
     resp = await h.http.post(f"{V}/servers/{server_id}/remote-consoles", headers={**h.alice, **mv("2.99")},
                              json={"remote_console": {"protocol": "spice", "type": "spice-direct"}})
     assert resp.status == 400 and "Unavailable" in await resp.text()
+
+
+async def test_external_events_for_a_server_on_a_host_are_accepted(cloud):
+    h = cloud
+    server_id = await boot(h)
+    events = {"events": [{"name": "network-changed", "server_uuid": server_id, "tag": "port"},
+                         {"name": "network-vif-plugged", "server_uuid": server_id, "status": "failed"}]}
+    answer = await ok(await h.http.post(V + "/os-server-external-events", headers=h.admin, json=events), 200)
+    assert [(e["code"], e["status"]) for e in answer["events"]] == [(200, "completed"), (200, "completed")]
+    resp = await h.http.post(V + "/os-server-external-events", headers=h.alice, json=events)
+    assert resp.status == 403

@@ -86,8 +86,9 @@ async def test_resize_and_confirm(cloud, stopped):
     assert (await migration_of(h, sid))["status"] == "confirmed"
     listed = (await ok(await h.http.get(f"{V}/os-migrations?instance_uuid={sid}", headers={**h.admin, **MV}),
                        200))["migrations"]
+    number = await h.pool.fetchval("SELECT internal_id FROM flavors WHERE id = $1", bigger)   # Nova's int id
     assert [(m["status"], m["migration_type"], m["uuid"], m["new_instance_type_id"]) for m in listed] == \
-        [("confirmed", "resize", str(migration["uuid"]), bigger)]
+        [("confirmed", "resize", str(migration["uuid"]), number)]
     assert (await h.http.get(f"{V}/os-migrations", headers=h.alice)).status == 403
     actions = (await ok(await h.http.get(f"{V}/servers/{sid}/os-instance-actions", headers=h.alice),
                         200))["instanceActions"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import microversion, migration_store
+from nova_async.api import flavor_store, microversion, migration_store
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -19,12 +19,14 @@ from nova_async.common.timeutil import iso_micro
 _HOST_FIELDS = ("source_compute", "source_node", "dest_compute", "dest_node", "dest_host")
 
 
-def _view(row, version, hosts: bool) -> dict[str, Any]:
+def _view(row, version, hosts: bool, numbers: dict[str, int]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": row["id"], "instance_uuid": str(row["instance_uuid"]), "status": row["status"],
         "source_compute": row["source_compute"], "source_node": row["source_node"],
         "dest_compute": row["dest_compute"], "dest_node": row["dest_node"], "dest_host": None,
-        "old_instance_type_id": row["old_flavor"].get("id"), "new_instance_type_id": row["new_flavor"].get("id"),
+        # Nova's integer flavor ids (None once a flavor is deleted), not the flavorids.
+        "old_instance_type_id": numbers.get(row["old_flavor"].get("id")),
+        "new_instance_type_id": numbers.get(row["new_flavor"].get("id")),
         "created_at": iso_micro(row["created_at"]), "updated_at": iso_micro(row["updated_at"])}
     if version >= (2, 23):
         out["migration_type"] = row["migration_type"]
@@ -52,4 +54,6 @@ async def list_migrations(request: web.Request) -> web.Response:
     rows = await migration_store.listing(state.cells, instance, q.get("status"), q.get("host"),
                                          q.get("migration_type"), project)
     version = microversion.of(request)
-    return w.dump({"migrations": [_view(r, version, ctx.is_admin) for r in rows]})
+    numbers = await flavor_store.internal_ids(state.pool, {r[k].get("id") for r in rows for k in ("old_flavor", "new_flavor")}
+                                              - {None})
+    return w.dump({"migrations": [_view(r, version, ctx.is_admin, numbers) for r in rows]})

@@ -64,7 +64,7 @@ async def create_events(request: web.Request) -> web.Response:
             answer.update(status="failed", code=422)
         else:
             answer.update(status="completed", code=200)
-            log.info("external event", event=event["name"], tag=event.get("tag"),
+            log.info("external event", name=event["name"], tag=event.get("tag"),
                      server=event["server_uuid"], host=row["host"])
         status = status if answer["code"] == 200 else 207
         out.append(answer)
