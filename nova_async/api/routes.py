@@ -7,6 +7,7 @@ from aiohttp import web
 from nova_async.api import faults, microversion
 from nova_async.api.handlers import (
     aggregates,
+    assisted_volume_snapshots,
     availability_zones,
     console_proxy,
     diagnostics,
@@ -68,6 +69,8 @@ ROUTES = [
     ("GET", V + "/os-services", os_services.list_services),
     ("GET", V + "/os-migrations", os_migrations.list_migrations),
     ("POST", V + "/os-server-external-events", server_external_events.create_events),
+    ("POST", V + "/os-assisted-volume-snapshots", assisted_volume_snapshots.create_snapshot),
+    ("DELETE", V + "/os-assisted-volume-snapshots/{snapshot_id}", assisted_volume_snapshots.delete_snapshot),
     ("PUT", V + "/os-services/{service_id}", os_services.update_service),
     ("GET", V + "/os-availability-zone", availability_zones.list_zones),
     ("GET", V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),

@@ -35,6 +35,11 @@ SELECT * FROM block_device_mappings WHERE id = $1;
 -- name: get_by_volume
 SELECT * FROM block_device_mappings WHERE instance_uuid = $1 AND volume_id = $2;
 
+-- name: attached_volume
+-- The mapping that attaches volume $1 to a live server, with that server's host (none: NULL).
+SELECT b.*, i.host FROM block_device_mappings b JOIN instances i ON i.uuid = b.instance_uuid
+ WHERE b.volume_id = $1 AND b.destination_type = 'volume' AND i.deleted_at IS NULL;
+
 -- name: set_volume
 UPDATE block_device_mappings SET volume_id = $2, attachment_id = $3, updated_at = now()
  WHERE id = $1

@@ -12,6 +12,7 @@ from nova_async.common import web as w
 # (name, alias, what it is)
 EXTENSIONS = [
     ("Aggregates", "os-aggregates", "Host aggregates and their metadata."),
+    ("AssistedVolumeSnapshots", "os-assisted-volume-snapshots", "Volume snapshots a volume service asks for."),
     ("AvailabilityZone", "os-availability-zone", "Availability zones of servers and hosts."),
     ("ConsoleOutput", "os-console-output", "A server's serial console log."),
     ("Consoles", "os-consoles", "Interactive consoles: noVNC and serial."),

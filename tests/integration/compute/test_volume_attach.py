@@ -403,3 +403,29 @@ async def test_restart_finishes_or_undoes_cut_off_attaches_and_detaches(pool, tm
         if dom.isActive():
             dom.destroy()
         dom.undefine()
+
+
+async def test_assisted_volume_snapshots_are_checked_and_acknowledged(cloud):
+    # Only a volume service that needs the hypervisor's help calls this; the volume role here
+    # never does, so an attached volume's request is acknowledged and nothing else changes.
+    h = cloud
+    server_id, _ = await boot(h)
+    volume_id = await new_volume(h)
+    await ok(await attach(h, server_id, volume_id), 200)
+    await volume_status(h, volume_id, "in-use")
+    snapshot_id = "0b1f0c57-4a39-4d5f-9a0e-2f7f5a1c9e11"
+    body = {"snapshot": {"volume_id": volume_id, "create_info": {
+        "snapshot_id": snapshot_id, "type": "qcow2", "new_file": "new_file"}}}
+    made = await ok(await h.http.post(f"{V}/os-assisted-volume-snapshots", headers=h.admin, json=body), 200)
+    assert made == {"snapshot": {"id": snapshot_id, "volumeId": volume_id}}
+    await fault(await h.http.post(f"{V}/os-assisted-volume-snapshots", headers=h.alice, json=body), 403, "forbidden")
+    other = await new_volume(h, name="loose")
+    await fault(await h.http.post(f"{V}/os-assisted-volume-snapshots", headers=h.admin, json={"snapshot": {
+        **body["snapshot"], "volume_id": other}}), 400, "badRequest")      # attached to nothing
+    url = f"{V}/os-assisted-volume-snapshots/{snapshot_id}"
+    resp = await h.http.delete(url, headers=h.admin, params={"delete_info": f'{{"volume_id": "{volume_id}"}}'})
+    assert resp.status == 204
+    await fault(await h.http.delete(url, headers=h.admin, params={"delete_info": f'{{"volume_id": "{other}"}}'}),
+                404, "itemNotFound")
+    await fault(await h.http.delete(url, headers=h.admin, params={"delete_info": "nope"}), 400, "badRequest")
+    await volume_status(h, volume_id, "in-use")
