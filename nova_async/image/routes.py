@@ -11,7 +11,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app
-from nova_async.image.handlers import actions, image_data, images, info, schemas, tags, versions
+from nova_async.image.handlers import actions, image_data, images, info, members, schemas, tags, versions
 from nova_async.image.state import STATE, ImageApi
 
 ROUTES = [
@@ -30,6 +30,11 @@ ROUTES = [
     ("POST", "/v2/images/{image_id}/actions/reactivate", actions.reactivate),
     ("PUT", "/v2/images/{image_id}/tags/{tag}", tags.add_tag),
     ("DELETE", "/v2/images/{image_id}/tags/{tag}", tags.remove_tag),
+    ("GET", "/v2/images/{image_id}/members", members.list_members),
+    ("POST", "/v2/images/{image_id}/members", members.create_member),
+    ("GET", "/v2/images/{image_id}/members/{member_id}", members.show_member),
+    ("PUT", "/v2/images/{image_id}/members/{member_id}", members.update_member),
+    ("DELETE", "/v2/images/{image_id}/members/{member_id}", members.delete_member),
     ("GET", "/v2/schemas/{name}", schemas.show_schema),
     ("GET", "/v2/info/import", info.show_import_info),
 ]
