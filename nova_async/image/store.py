@@ -56,6 +56,14 @@ class ImageFilters:
     # Which of the shared images offered to the caller's project a list shows: those it
     # answered so (Glance's member_status filter; 'all': any answer).
     member_status: str = "accepted"
+    # Columns asked for by value (EXACT_COLUMNS), already of the column's type.
+    exact: dict[str, Any] = field(default_factory=dict)
+
+
+# The image columns Glance also filters a list by, with `?column=value` (any other unknown
+# key is a property), and their types.
+EXACT_COLUMNS: dict[str, type] = {"size": int, "virtual_size": int, "min_disk": int, "min_ram": int,
+                                  "protected": bool, "checksum": str, "os_hash_value": str}
 
 
 def may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
@@ -165,6 +173,7 @@ async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyn
         Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
         f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
         f.size_min, f.size_max, f.member_status), f.sort)
+    rows = [r for r in rows if all(r[column] == value for column, value in f.exact.items())]
     if f.marker is not None:
         # A marker the filters exclude starts nothing: the page after it is empty.
         after = [i for i, r in enumerate(rows) if str(r["id"]) == str(parse_uuid(f.marker))]

@@ -15,8 +15,8 @@ from nova_async.image.state import STATE
 # ignored.
 _CONTROL = {"limit", "marker", "id", "name", "status", "visibility", "os_hidden", "owner", "tag",
             "disk_format", "container_format", "sort", "sort_key", "sort_dir", "size_min",
-            "size_max", "member_status"}
-_IGNORED = {"protected", "created_at", "updated_at"}
+            "size_max", "member_status", *store.EXACT_COLUMNS}
+_IGNORED = {"created_at", "updated_at"}
 _MAX_LIMIT = 1000
 
 
@@ -40,6 +40,12 @@ def _filters(request: web.Request) -> store.ImageFilters:
         raise errors.InvalidInput(f"Invalid member_status value: {member_status}")
     hidden = query_flag(request, "os_hidden")
     limit = query_int(request, "limit", minimum=1)
+    exact = {}
+    for column, kind in store.EXACT_COLUMNS.items():
+        value = (query_flag(request, column) if kind is bool
+                 else query_int(request, column) if kind is int else q.get(column))
+        if value is not None:
+            exact[column] = value
     return store.ImageFilters(
         ids=_many(request, "id"), names=_many(request, "name"), statuses=_many(request, "status"),
         visibility=visibility, os_hidden=bool(hidden), owner=q.get("owner"),
@@ -47,7 +53,7 @@ def _filters(request: web.Request) -> store.ImageFilters:
         container_formats=_many(request, "container_format"),
         size_min=query_int(request, "size_min"), size_max=query_int(request, "size_max"),
         sort=schemas.sort_order(q.get("sort"), q.getall("sort_key", []), q.getall("sort_dir", [])),
-        marker=q.get("marker"), member_status=member_status,
+        marker=q.get("marker"), member_status=member_status, exact=exact,
         limit=None if limit is None else min(limit, _MAX_LIMIT),
         properties={k: v for k, v in q.items() if k not in _CONTROL and k not in _IGNORED})
 
