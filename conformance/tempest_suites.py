@@ -256,8 +256,9 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
         # web-download import, no http store).
         "image": {"build_timeout": 120, "image_caching_enabled": False, "http_image": ""},
         # image_format_enforcement: an upload's bytes are stored whatever disk_format says.
+        # os_glance_reserved: the os_glance_ prefix is refused (403) on create and update.
         "image-feature-enabled": {"api_v2": True, "api_v1": False, "import_image": False,
-                                  "os_glance_reserved": False, "manage_locations": False,
+                                  "os_glance_reserved": True, "manage_locations": False,
                                   "image_format_enforcement": False},
         "network": {"project_network_cidr": "10.100.0.0/16", "build_timeout": 120, "shared_physical_network": False},
         "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": False,

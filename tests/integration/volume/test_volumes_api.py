@@ -87,6 +87,25 @@ async def test_volume_body_fields_follow_the_microversion_and_the_call(h):
     assert "provider_id" in (await resp.json())["volume"]
 
 
+async def test_snapshot_body_fields_follow_the_microversion_and_the_call(h):
+    """As Cinder: the owner and progress only in show and the detailed list; group_snapshot_id
+    from 3.14 and user_id from 3.41; consumes_quota (3.65) never."""
+    vol = await make_volume(h, h.alice, size=1)
+    status, body = await call(h, "POST", "/snapshots", h.alice, {"snapshot": {"volume_id": vol["id"]}})
+    created = body["snapshot"]
+    assert status == 202 and not {"user_id", "group_snapshot_id", "consumes_quota", "progress",
+                                  "os-extended-snapshot-attributes:project_id"} & set(created)
+    await settled(h)
+    status, body = await call(h, "GET", f"/snapshots/{created['id']}", h.alice)
+    assert body["snapshot"]["os-extended-snapshot-attributes:project_id"] == "proj-a"
+    assert "user_id" not in body["snapshot"] and "consumes_quota" not in body["snapshot"]
+    status, body = await call(h, "GET", "/snapshots", h.alice)
+    assert "os-extended-snapshot-attributes:progress" not in body["snapshots"][0]
+    resp = await h.http.get(f"{V3}/snapshots/detail", headers={**h.alice, "OpenStack-API-Version": "volume 3.44"})
+    [shown] = (await resp.json())["snapshots"]
+    assert shown["user_id"] and shown["group_snapshot_id"] is None and "consumes_quota" not in shown
+
+
 async def test_name_lookup_filters_and_pages(h):
     made = [await make_volume(h, h.alice, name=f"v{i}", size=i + 1, metadata={"n": str(i % 2)}) for i in range(4)]
     # the SDK's find: GET by name is a 404, then a list filtered by name
