@@ -22,8 +22,8 @@ from nova_async.db.queries import queries
 Q = queries("metadefs")
 Db = Pool | asyncpg.Connection
 
+# The kinds of definition a namespace holds (metadef_items.kind).
 OBJECT, PROPERTY, TAG = "object", "property", "tag"
-_KIND_NAMES = {OBJECT: "object", PROPERTY: "property", TAG: "tag"}
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _item_body(definition: dict[str, Any]) -> dict[str, Any]:
 
 
 def _missing(kind: str, name: str, namespace: str) -> errors.NotFound:
-    return errors.NotFound(f"Metadata definition {_KIND_NAMES[kind]} {name} was not found in namespace {namespace}.")
+    return errors.NotFound(f"Metadata definition {kind} {name} was not found in namespace {namespace}.")
 
 
 async def _insert_item(conn: asyncpg.Connection, ns: asyncpg.Record, kind: str, name: str,
@@ -172,7 +172,7 @@ async def _insert_item(conn: asyncpg.Connection, ns: asyncpg.Record, kind: str, 
     try:
         return await conn.fetchrow(Q.insert_item, ns["id"], kind, name, body)
     except asyncpg.UniqueViolationError:
-        raise _conflict(f"Metadata definition {_KIND_NAMES[kind]} {name} of namespace {ns['namespace']}") from None
+        raise _conflict(f"Metadata definition {kind} {name} of namespace {ns['namespace']}") from None
 
 
 async def list_items(pool: Pool, ctx: RequestContext, namespace: str, kind: str) -> list[asyncpg.Record]:
@@ -206,7 +206,7 @@ async def replace_item(pool: Pool, ctx: RequestContext, namespace: str, kind: st
         try:
             item = await conn.fetchrow(Q.update_item, ns["id"], kind, name, new_name, _item_body(definition))
         except asyncpg.UniqueViolationError:
-            raise _conflict(f"Metadata definition {_KIND_NAMES[kind]} {new_name} of namespace {namespace}") from None
+            raise _conflict(f"Metadata definition {kind} {new_name} of namespace {namespace}") from None
         if item is None:
             raise _missing(kind, name, namespace)
         return item
