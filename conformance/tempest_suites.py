@@ -263,9 +263,14 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                     "min_compute_nodes": service.hosts, "min_microversion": min_mv, "max_microversion": max_mv,
                     "build_timeout": 120},
         "compute-feature-enabled": COMPUTE_FEATURES,
-        "image": {"build_timeout": 120, "image_caching_enabled": False},
+        # http_image empty: nothing here fetches an image from a URL (no tasks API, no
+        # web-download import, no http store).
+        "image": {"build_timeout": 120, "image_caching_enabled": False, "http_image": ""},
+        # image_format_enforcement: an upload's bytes are stored whatever disk_format says.
+        # os_glance_reserved: the os_glance_ prefix is refused (403) on create and update.
         "image-feature-enabled": {"api_v2": True, "api_v1": False, "import_image": False,
-                                  "os_glance_reserved": False, "manage_locations": False},
+                                  "os_glance_reserved": True, "manage_locations": False,
+                                  "image_format_enforcement": False},
         "network": {"project_network_cidr": "10.100.0.0/16", "build_timeout": 120, "shared_physical_network": False},
         "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": False,
                                     "ipv6_subnet_attributes": False, "port_security": "port-security" in extensions},

@@ -467,6 +467,12 @@ async def find_image(state: ApiState, ctx: RequestContext, ref: str) -> ImageInf
         raise errors.InvalidInput(f"Image {image_ref} could not be found.") from None
     if image.status != "active":
         raise errors.InvalidInput(f"Image {image_ref} is not active.")
+    if "block_device_mapping" in image.properties:
+        # The image of a volume-backed server (volume_backed_image.py) has no disk of its
+        # own: Nova boots it by making volumes from the snapshots it names, which the boot
+        # here does not do yet. Refused, rather than booted from its zero bytes.
+        raise errors.InvalidInput(f"Image {image_ref} is the image of a volume-backed server (its disks are "
+                                  "volume snapshots); booting from such an image is not supported yet.")
     return image
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import flavor_store, lookup, quotas, server_store, service_store
+from nova_async.api import flavor_store, lookup, quotas, server_store, service_store, volume_backed_image
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -218,13 +218,17 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
         raise _refusal(row, action, uuid)
-    if not row["image_ref"]:
-        # Nova snapshots the volumes and makes an image that names them; the volume service
-        # takes no snapshot for compute yet, and this host has no root disk to copy.
-        raise errors.InvalidInput("Creating an image of a volume-backed server is not supported yet.")
+    if not row["image_ref"] and rotation is not None:
+        raise errors.InvalidInput("Backup is not supported for volume-backed instances.")
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])
+    if not row["image_ref"]:
+        image_id = await volume_backed_image.create(state, ctx, db, row, value["name"],
+                                                    dict(value.get("metadata") or {}),
+                                                    {**kind, "instance_uuid": uuid, "user_id": ctx.user_id,
+                                                     "owner_id": row["project_id"]})
+        return _snapshot_answer(state, image_id, version)
     properties: dict[str, str] = {}
     min_disk = min_ram = 0
     if row["image_ref"]:
@@ -261,6 +265,10 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
         await state.images.delete(image.id)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
+    return _snapshot_answer(state, image.id, version)
+
+
+def _snapshot_answer(state: ApiState, image_id: str, version: Version) -> web.Response:
     if version >= (2, 45):
-        return w.dump({"image_id": image.id}, status=202)
-    return web.Response(status=202, headers={"Location": f"{state.base_url}/image/v2/images/{image.id}"})
+        return w.dump({"image_id": image_id}, status=202)
+    return web.Response(status=202, headers={"Location": f"{state.base_url}/image/v2/images/{image_id}"})

@@ -29,6 +29,11 @@ class ImageClient:
         assert isinstance(reply, m.ImageInfo)
         return reply
 
+    async def upload_no_data(self, image_id: str) -> m.ImageInfo:
+        reply = await self.bus.call(TOPIC, m.UploadNoData(image_id=image_id))
+        assert isinstance(reply, m.ImageInfo)
+        return reply
+
     async def delete(self, image_id: str) -> None:
         await self.bus.call(TOPIC, m.DeleteImage(image_id=image_id))
 

@@ -50,6 +50,14 @@ class UploadImageFile(Message, frozen=True, kw_only=True):
     path: str
 
 
+class UploadNoData(Message, frozen=True, kw_only=True):
+    """Make the queued image active with no data (size 0), as Nova does for the image of a
+    volume-backed server, whose disks are volume snapshots its properties name. Answered
+    with the image."""
+
+    image_id: str
+
+
 class DeleteImage(Message, frozen=True, kw_only=True):
     """Delete the image (a snapshot that failed); nothing happens when it is already gone."""
 

@@ -31,6 +31,7 @@ class ImageRole(Role):
             m.GetImage: self._get_image,
             m.CreateImage: self._create_image,
             m.UploadImageFile: self._upload_file,
+            m.UploadNoData: self._upload_no_data,
             m.DeleteImage: self._delete_image,
             m.ListImages: self._list_images,
             m.SetImageProperties: self._set_properties,
@@ -67,6 +68,10 @@ class ImageRole(Role):
         row = await store.upload(self.pool, self._SYSTEM, msg.image_id, _read_file(msg.path), self.files)
         return views.image_info(row, store.file_path(row, self.files))
 
+    async def _upload_no_data(self, msg: m.UploadNoData, ctx: RequestContext) -> m.ImageInfo:
+        row = await store.upload(self.pool, self._SYSTEM, msg.image_id, _nothing(), self.files)
+        return views.image_info(row, store.file_path(row, self.files))
+
     async def _delete_image(self, msg: m.DeleteImage, ctx: RequestContext) -> None:
         try:
             await store.delete(self.pool, self._SYSTEM, msg.image_id, self.files)
@@ -90,6 +95,11 @@ class ImageRole(Role):
 
 def _caller(msg: m.ListImages | m.SetImageProperties | m.DeleteImageAs) -> RequestContext:
     return RequestContext(user_id="", project_id=msg.project_id, roles=("admin",) if msg.is_admin else ())
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""   # an async generator that yields nothing
 
 
 async def _read_file(path: str, chunk: int = 4 * 1024 * 1024) -> AsyncIterator[bytes]:

@@ -11,8 +11,13 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app
-from nova_async.image.handlers import actions, image_data, images, info, schemas, tags, versions
+from nova_async.image.handlers import (actions, image_data, images, info, members, metadef_definitions,
+                                       metadef_namespaces, metadef_resource_types, schemas, tags, versions)
 from nova_async.image.state import STATE, ImageApi
+
+_NS = "/v2/metadefs/namespaces/{namespace}"
+# A namespace's objects, properties and tags share their handlers.
+_DEFS = _NS + "/{kind:objects|properties|tags}"
 
 ROUTES = [
     ("GET", "", versions.show_versions),
@@ -30,7 +35,29 @@ ROUTES = [
     ("POST", "/v2/images/{image_id}/actions/reactivate", actions.reactivate),
     ("PUT", "/v2/images/{image_id}/tags/{tag}", tags.add_tag),
     ("DELETE", "/v2/images/{image_id}/tags/{tag}", tags.remove_tag),
+    ("GET", "/v2/images/{image_id}/members", members.list_members),
+    ("POST", "/v2/images/{image_id}/members", members.create_member),
+    ("GET", "/v2/images/{image_id}/members/{member_id}", members.show_member),
+    ("PUT", "/v2/images/{image_id}/members/{member_id}", members.update_member),
+    ("DELETE", "/v2/images/{image_id}/members/{member_id}", members.delete_member),
     ("GET", "/v2/schemas/{name}", schemas.show_schema),
+    ("GET", "/v2/schemas/metadefs/{name}", schemas.show_metadef_schema),
+    ("GET", "/v2/metadefs/resource_types", metadef_resource_types.list_resource_types),
+    ("GET", "/v2/metadefs/namespaces", metadef_namespaces.list_namespaces),
+    ("POST", "/v2/metadefs/namespaces", metadef_namespaces.create_namespace),
+    ("GET", _NS, metadef_namespaces.show_namespace),
+    ("PUT", _NS, metadef_namespaces.update_namespace),
+    ("DELETE", _NS, metadef_namespaces.delete_namespace),
+    ("GET", f"{_NS}/resource_types", metadef_resource_types.list_associations),
+    ("POST", f"{_NS}/resource_types", metadef_resource_types.create_association),
+    ("DELETE", f"{_NS}/resource_types/{{name}}", metadef_resource_types.delete_association),
+    ("GET", _DEFS, metadef_definitions.list_definitions),
+    ("POST", _DEFS, metadef_definitions.create_definition),
+    ("DELETE", _DEFS, metadef_definitions.delete_definitions),
+    ("GET", f"{_DEFS}/{{name}}", metadef_definitions.show_definition),
+    ("PUT", f"{_DEFS}/{{name}}", metadef_definitions.update_definition),
+    ("DELETE", f"{_DEFS}/{{name}}", metadef_definitions.delete_definition),
+    ("POST", f"{_NS}/tags/{{name}}", metadef_definitions.create_tag),
     ("GET", "/v2/info/import", info.show_import_info),
 ]
 

@@ -46,6 +46,20 @@ IMAGE = validator({
     "additionalProperties": {"type": "string", "maxLength": 65535},
 })
 
+# POST /v2/images/{id}/members and PUT …/members/{member}; the status's values are checked
+# by members.answer, after who may answer (Glance checks its policy first).
+NEW_MEMBER = validator({
+    "type": "object",
+    "properties": {"member": {"type": "string", "minLength": 1, "maxLength": 255}},
+    "required": ["member"],
+})
+MEMBER_ANSWER = validator({
+    "type": "object",
+    "properties": {"status": {"type": "string"}},
+    "required": ["status"],
+})
+MEMBER_STATUS_FILTERS = ("pending", "accepted", "rejected", "all")
+
 # RFC 6902 as Glance's "application/openstack-images-v2.1-json-patch" uses it. Glance also
 # takes the older v2.0 media type, whose operations name the op as the key:
 # {"replace": "/name", "value": ...}; patch_ops turns those into the v2.1 form.

@@ -2,9 +2,10 @@
 (queued → saving → active).
 
 Visibility, as Glance has it: public and community images are usable by everyone, private
-and shared ones by their owner's project (shared images have no member list here, so they
-behave like private ones), and an admin sees everything. An image a caller may not see does
-not exist for them (404); one they may see but not change answers 403."""
+ones by their owner's project, shared ones by their owner's and by the projects it was
+offered to (members.py; any member, whatever its answer), and an admin sees everything. An
+image a caller may not see does not exist for them (404); one they may see but not change
+answers 403."""
 
 from __future__ import annotations
 
@@ -52,13 +53,30 @@ class ImageFilters:
     sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
     marker: str | None = None
     limit: int | None = None
+    # Which of the shared images offered to the caller's project a list shows: those it
+    # answered so (Glance's member_status filter; 'all': any answer).
+    member_status: str = "accepted"
+    # Columns asked for by value (EXACT_COLUMNS), already of the column's type.
+    exact: dict[str, Any] = field(default_factory=dict)
+
+
+# The image columns Glance also filters a list by, with `?column=value` (any other unknown
+# key is a property), and their types.
+EXACT_COLUMNS: dict[str, type] = {"size": int, "virtual_size": int, "min_disk": int, "min_ram": int,
+                                  "protected": bool, "checksum": str, "os_hash_value": str}
 
 
 def may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
+    """Whether the caller sees the image without being one of its members."""
     return ctx.is_admin or row["visibility"] in ("public", "community") or row["owner"] == ctx.project_id
 
 
-def _may_change(row: asyncpg.Record, ctx: RequestContext) -> bool:
+async def _is_member(db: Db, row: asyncpg.Record, ctx: RequestContext) -> bool:
+    return (row["visibility"] == "shared" and bool(ctx.project_id)
+            and await db.fetchrow(Q.get_member, row["id"], ctx.project_id) is not None)
+
+
+def may_change(row: asyncpg.Record, ctx: RequestContext) -> bool:
     return ctx.is_admin or row["owner"] == ctx.project_id
 
 
@@ -78,19 +96,20 @@ def _unique(tags: list[str]) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-async def _visible(db: Db, ctx: RequestContext, image_id: str, *, for_update: bool = False) -> asyncpg.Record:
+async def visible(db: Db, ctx: RequestContext, image_id: str, *, for_update: bool = False) -> asyncpg.Record:
+    """The image, if the caller may see it (404 otherwise)."""
     canonical = parse_uuid(image_id)
     if canonical is None:
         raise _not_found(image_id)
     row = await (db.fetchrow(Q.get_image_for_update, canonical) if for_update else GET_IMAGE(db, canonical))
-    if row is None or not may_see(row, ctx):
+    if row is None or not (may_see(row, ctx) or await _is_member(db, row, ctx)):
         raise _not_found(image_id)
     return row
 
 
 async def _changeable(db: Db, ctx: RequestContext, image_id: str, *, for_update: bool = False) -> asyncpg.Record:
-    row = await _visible(db, ctx, image_id, for_update=for_update)
-    if not _may_change(row, ctx):
+    row = await visible(db, ctx, image_id, for_update=for_update)
+    if not may_change(row, ctx):
         raise errors.Forbidden(f"You are not permitted to modify image {image_id}.")
     return row
 
@@ -110,7 +129,7 @@ async def create(db: Db, ctx: RequestContext, core: dict[str, Any], props: dict[
 
 
 async def get(db: Db, ctx: RequestContext, image_id: str) -> asyncpg.Record:
-    return await _visible(db, ctx, image_id)
+    return await visible(db, ctx, image_id)
 
 
 class _Last:
@@ -146,14 +165,15 @@ def _sorted(rows: list[asyncpg.Record], keys: list[tuple[str, str]]) -> list[asy
 async def list_images(db: Db, ctx: RequestContext, f: ImageFilters) -> list[asyncpg.Record]:
     if f.marker is not None:
         try:
-            await _visible(db, ctx, f.marker)
+            await visible(db, ctx, f.marker)
         except errors.NotFound:
             raise errors.InvalidInput(f"Invalid marker: image {f.marker} could not be found.") from None
     ids = None if f.ids is None else [i for i in map(parse_uuid, f.ids) if i]
     rows = _sorted(await db.fetch(
         Q.list_images, ctx.is_admin, ctx.project_id, f.visibility, ids, f.names, f.statuses,
         f.os_hidden, f.owner, f.tags, f.properties, f.disk_formats, f.container_formats,
-        f.size_min, f.size_max), f.sort)
+        f.size_min, f.size_max, f.member_status), f.sort)
+    rows = [r for r in rows if all(r[column] == value for column, value in f.exact.items())]
     if f.marker is not None:
         # A marker the filters exclude starts nothing: the page after it is empty.
         after = [i for i, r in enumerate(rows) if str(r["id"]) == str(parse_uuid(f.marker))]
@@ -166,7 +186,7 @@ async def list_for_compute(db: Db, ctx: RequestContext, f: Any) -> list[asyncpg.
     marker_at = marker_id = None
     if f.marker:
         try:
-            marker = await _visible(db, ctx, f.marker)
+            marker = await visible(db, ctx, f.marker)
         except errors.NotFound:
             raise errors.InvalidInput(f"marker [{f.marker}] not found") from None
         marker_at, marker_id = marker["created_at"], marker["id"]
@@ -330,7 +350,7 @@ async def change_activation(pool: Pool, ctx: RequestContext, image_id: str, acti
     only an active or deactivated image can change."""
     target, sources = _ACTIONS[action]
     async with pool.acquire() as conn, conn.transaction():
-        row = await _visible(conn, ctx, image_id, for_update=True)
+        row = await visible(conn, ctx, image_id, for_update=True)
         if not (ctx.is_admin or (row["owner"] == ctx.project_id and "member" in ctx.roles)):
             raise errors.Forbidden(f"Only an admin or the image's owner may {action} an image.")
         if row["status"] == target:

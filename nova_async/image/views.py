@@ -64,6 +64,16 @@ def image_list(rows: list[asyncpg.Record], next_link: str | None) -> dict[str, A
     return out
 
 
+def member(row: asyncpg.Record) -> dict[str, Any]:
+    return {"image_id": str(row["image_id"]), "member_id": row["member"], "status": row["status"],
+            "created_at": iso(row["created_at"]), "updated_at": iso(row["updated_at"]),
+            "schema": "/v2/schemas/member"}
+
+
+def member_list(rows: list[asyncpg.Record]) -> dict[str, Any]:
+    return {"members": [member(r) for r in rows], "schema": "/v2/schemas/members"}
+
+
 def image_info(row: asyncpg.Record, path: str) -> m.ImageInfo:
     return m.ImageInfo(id=str(row["id"]), name=row["name"] or "", status=row["status"], size=row["size"],
                        disk_format=row["disk_format"], container_format=row["container_format"],

@@ -28,6 +28,11 @@ class VolumeClient:
         assert isinstance(reply, m.VolumeInfo)
         return reply
 
+    async def snapshot(self, msg: m.SnapshotVolume, context: RequestContext | None = None) -> m.SnapshotInfo:
+        reply = await self.bus.call(TOPIC, msg, context=context)
+        assert isinstance(reply, m.SnapshotInfo)
+        return reply
+
     async def delete(self, volume_id: str, context: RequestContext | None = None) -> None:
         await self.bus.call(TOPIC, m.DeleteVolume(volume_id=volume_id), context=context)
 

@@ -46,6 +46,25 @@ class CreateVolume(Message, frozen=True, kw_only=True):
     availability_zone: str = "nova"
 
 
+class SnapshotVolume(Message, frozen=True, kw_only=True):
+    """A snapshot of the volume as `project_id` (the compute API's createImage of a
+    volume-backed server): taken even while the volume is in use (Cinder's force), made in
+    the background; answered at once with the snapshot, `creating`."""
+
+    volume_id: str
+    project_id: str
+    user_id: str
+    name: str = ""
+    description: str = ""
+
+
+class SnapshotInfo(Message, frozen=True, kw_only=True):
+    id: str
+    volume_id: str
+    status: str
+    size: int
+
+
 class DeleteVolume(Message, frozen=True, kw_only=True):
     """Delete a volume that has no attachment left (delete_on_termination). Idempotent:
     a volume already gone is fine."""

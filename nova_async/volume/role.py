@@ -17,7 +17,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.db.queries import queries
 from nova_async.role import Deps, Role
-from nova_async.volume import attachments, backends, lifecycle, routes, volumes
+from nova_async.volume import attachments, backends, lifecycle, routes, snapshots, volumes
 from nova_async.volume import messages as m
 from nova_async.volume.client import TOPIC
 from nova_async.volume.state import VolumeApi
@@ -43,6 +43,7 @@ class VolumeRole(Role):
             m.GetVolume: self._get_volume,
             m.CreateVolume: self._create_volume,
             m.DeleteVolume: self._delete_volume,
+            m.SnapshotVolume: self._snapshot_volume,
         }
         self.handlers.update(attachments.bus_handlers(self))
 
@@ -91,6 +92,17 @@ class VolumeRole(Role):
         except errors.OverQuota as exc:
             raise errors.Conflict(exc.message, code="over_quota") from None
         return info(row)
+
+    async def _snapshot_volume(self, msg: m.SnapshotVolume, ctx: RequestContext) -> m.SnapshotInfo:
+        caller = RequestContext(user_id=msg.user_id, project_id=msg.project_id, roles=("member",),
+                                request_id=ctx.request_id)
+        try:
+            row = await snapshots.create(self.api, caller, {"volume_id": msg.volume_id, "name": msg.name or None,
+                                                            "description": msg.description or None, "force": True})
+        except errors.OverQuota as exc:
+            raise errors.Conflict(exc.message, code="over_quota") from None
+        return m.SnapshotInfo(id=str(row["id"]), volume_id=str(row["volume_id"]), status=row["status"],
+                              size=row["size"])
 
     async def _delete_volume(self, msg: m.DeleteVolume, ctx: RequestContext) -> None:
         row = await self.pool.fetchrow(Q.get_volume, volumes._uuid(msg.volume_id)) if volumes._uuid(

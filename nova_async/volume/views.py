@@ -10,10 +10,6 @@ import asyncpg
 from nova_async.common.context import RequestContext
 from nova_async.volume.volumes import DEFAULT_TYPE, DEFAULT_TYPE_ID
 
-# Cinder's service_uuid names the cinder-volume service holding a volume: here, one.
-SERVICE_UUID = "0b7f2c5e-3d1a-4c55-8a9e-9d4c1a2b7e60"
-
-
 def ts(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
@@ -34,24 +30,38 @@ def attachment(a: asyncpg.Record) -> dict[str, Any]:
             "attached_at": ts(a["attached_at"])}
 
 
+# Microversions that add a field to a volume's body (Cinder's view builder); the newer ones
+# (shared_targets/service_uuid 3.48, cluster_name 3.61, volume_type_id 3.63, consumes_quota
+# 3.65) are past this API's maximum, so they are never shown.
+GROUP_ID_VERSION = (3, 13)
+PROVIDER_ID_VERSION = (3, 21)
+
+
 def volume(base: str, ctx: RequestContext, host: str, row: asyncpg.Record,
-           attached: list[asyncpg.Record]) -> dict[str, Any]:
+           attached: list[asyncpg.Record], version: tuple[int, int], *, extended: bool) -> dict[str, Any]:
+    """A volume as Cinder shows it at `version`. `extended`: show and the detailed list, where
+    Cinder's extensions add the owner, the image's metadata and (for admins) the host and
+    migration fields; create and update answer without them."""
     view = {
         "id": str(row["id"]), "name": row["name"], "description": row["description"], "status": row["status"],
         "size": row["size"], "availability_zone": row["availability_zone"],
         "created_at": ts(row["created_at"]), "updated_at": ts(row["updated_at"]),
         "attachments": [attachment(a) for a in attached if a["status"] in ("attached", "detaching")],
         "bootable": "true" if row["bootable"] else "false", "encrypted": False,
-        "multiattach": row["multiattach"], "volume_type": DEFAULT_TYPE, "volume_type_id": DEFAULT_TYPE_ID,
+        "multiattach": row["multiattach"], "volume_type": DEFAULT_TYPE,
         "snapshot_id": str(row["snapshot_id"]) if row["snapshot_id"] else None,
         "source_volid": str(row["source_volid"]) if row["source_volid"] else None,
         "metadata": dict(row["metadata"]), "user_id": row["user_id"],
-        "os-vol-tenant-attr:tenant_id": row["project_id"],
         "links": links(base, "volumes", row["project_id"], str(row["id"])),
         "consistencygroup_id": None, "replication_status": "disabled", "migration_status": None,
-        "group_id": None, "provider_id": None, "service_uuid": SERVICE_UUID, "shared_targets": False,
-        "cluster_name": None, "consumes_quota": True,
     }
+    if version >= GROUP_ID_VERSION:
+        view["group_id"] = None
+    if version >= PROVIDER_ID_VERSION and ctx.is_admin:
+        view["provider_id"] = None
+    if not extended:
+        return view
+    view["os-vol-tenant-attr:tenant_id"] = row["project_id"]
     if row["image_id"] or row["image_metadata"]:
         view["volume_image_metadata"] = dict(row["image_metadata"])
     if ctx.is_admin:
@@ -61,22 +71,33 @@ def volume(base: str, ctx: RequestContext, host: str, row: asyncpg.Record,
     return view
 
 
-def snapshot(row: asyncpg.Record) -> dict[str, Any]:
-    return {"id": str(row["id"]), "name": row["name"], "description": row["description"],
-            "volume_id": str(row["volume_id"]), "status": row["status"], "size": row["size"],
-            "created_at": ts(row["created_at"]), "updated_at": ts(row["updated_at"]),
-            "metadata": dict(row["metadata"]), "user_id": row["user_id"], "group_snapshot_id": None,
-            "consumes_quota": True, "progress": "100%" if row["status"] == "available" else "0%",
-            "os-extended-snapshot-attributes:project_id": row["project_id"],
-            "os-extended-snapshot-attributes:progress": "100%" if row["status"] == "available" else "0%"}
+# Microversions that add a field to a snapshot's body (Cinder's v3 view builder; the
+# consumes_quota of 3.65 is past this API's maximum).
+GROUP_SNAPSHOT_VERSION = (3, 14)
+SNAPSHOT_USER_ID_VERSION = (3, 41)
+
+
+def snapshot(row: asyncpg.Record, version: tuple[int, int], *, extended: bool) -> dict[str, Any]:
+    """A snapshot as Cinder shows it at `version` in a create, update or detailed answer.
+    `extended`: show and the detailed list, where Cinder's extension adds the owner and
+    the progress."""
+    view = snapshot_summary(row)
+    if version >= GROUP_SNAPSHOT_VERSION:
+        view["group_snapshot_id"] = None
+    if version >= SNAPSHOT_USER_ID_VERSION:
+        view["user_id"] = row["user_id"]
+    if extended:
+        view["os-extended-snapshot-attributes:project_id"] = row["project_id"]
+        view["os-extended-snapshot-attributes:progress"] = "100%" if row["status"] == "available" else "0%"
+    return view
 
 
 def snapshot_summary(row: asyncpg.Record) -> dict[str, Any]:
-    view = snapshot(row)
-    for key in ("os-extended-snapshot-attributes:project_id", "os-extended-snapshot-attributes:progress",
-                "progress"):
-        view.pop(key)
-    return view
+    """A snapshot in the plain list, and the base of every other view."""
+    return {"id": str(row["id"]), "name": row["name"], "description": row["description"],
+            "volume_id": str(row["volume_id"]), "status": row["status"], "size": row["size"],
+            "created_at": ts(row["created_at"]), "updated_at": ts(row["updated_at"]),
+            "metadata": dict(row["metadata"])}
 
 
 def volume_type() -> dict[str, Any]:

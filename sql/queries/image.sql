@@ -1,5 +1,6 @@
 -- Images (Glance v2 subset). Who may see what is decided here, in one place per query:
--- $admin sees all; everyone sees public and community images; owners see their own.
+-- $admin sees all; everyone sees public and community images; owners see their own; the
+-- members of a shared image see it (in lists: those whose answer is the asked member_status).
 
 -- name: insert_image
 INSERT INTO images (id, name, disk_format, container_format, visibility, min_disk, min_ram,
@@ -15,11 +16,16 @@ SELECT * FROM images WHERE id = $1 FOR UPDATE;
 
 -- name: list_images
 -- $1 admin, $2 caller's project, $3 visibility filter (NULL: all but others' community
--- images; 'all': everything visible), then optional filters. Every match comes back: the
+-- images; 'all': everything visible), $15 the member status that lists a shared image to a
+-- member ('all': any), then optional filters. Every match comes back: the
 -- caller's sort keys are chosen per request, so ordering, the marker and the page are
 -- applied by store.list_images (an image catalogue is small).
 SELECT * FROM images
- WHERE ($1 OR visibility IN ('public', 'community') OR owner = $2)
+ WHERE ($1 OR visibility IN ('public', 'community') OR owner = $2
+        OR (visibility = 'shared'
+            AND EXISTS (SELECT 1 FROM image_members m
+                         WHERE m.image_id = images.id AND m.member = $2
+                           AND ($15::text = 'all' OR m.status = $15))))
    AND (CASE WHEN $3::text IS NULL THEN visibility <> 'community' OR owner = $2
              WHEN $3 = 'all' THEN true
              ELSE visibility = $3 END)
@@ -68,11 +74,15 @@ UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';
 
 -- name: list_for_compute
 -- The compute API's image list (its proxy, before 2.36): what the caller ($1 admin, $2
--- project) may see but others' community and shared images, by exact name ($3), statuses
+-- project) may see but others' community images, and shared ones only once accepted (Glance's
+-- default list, which Nova's proxy asks for), by exact name ($3), statuses
 -- ($4), at least this min_ram and min_disk ($5, $6), holding these properties ($7), changed
 -- at or after $8; after the marker ($9, $10), at most $11.
 SELECT * FROM images
- WHERE ($1 OR visibility = 'public' OR owner = $2)
+ WHERE ($1 OR visibility = 'public' OR owner = $2
+        OR (visibility = 'shared'
+            AND EXISTS (SELECT 1 FROM image_members m
+                         WHERE m.image_id = images.id AND m.member = $2 AND m.status = 'accepted')))
    AND ($3::text IS NULL OR name = $3)
    AND ($4::text[] IS NULL OR status = ANY($4))
    AND min_ram >= $5 AND min_disk >= $6
@@ -91,3 +101,28 @@ UPDATE images SET tags = $2, updated_at = now() WHERE id = $1;
 
 -- name: set_image_status
 UPDATE images SET status = $2, updated_at = now() WHERE id = $1 RETURNING *;
+
+-- Image members: the projects a shared image is offered to, and their answers.
+
+-- name: get_member
+SELECT * FROM image_members WHERE image_id = $1 AND member = $2;
+
+-- name: list_members
+-- $2 NULL: every member (the owner, an admin); else only that project's own membership.
+SELECT * FROM image_members
+ WHERE image_id = $1 AND ($2::text IS NULL OR member = $2)
+ ORDER BY created_at, member;
+
+-- name: count_members
+SELECT count(*) FROM image_members WHERE image_id = $1;
+
+-- name: insert_member
+INSERT INTO image_members (image_id, member) VALUES ($1, $2) RETURNING *;
+
+-- name: set_member_status
+UPDATE image_members SET status = $3, updated_at = now()
+ WHERE image_id = $1 AND member = $2
+RETURNING *;
+
+-- name: delete_member
+DELETE FROM image_members WHERE image_id = $1 AND member = $2 RETURNING member;

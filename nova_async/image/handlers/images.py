@@ -11,12 +11,12 @@ from nova_async.common.web import check, context, dump, query_flag, query_int, r
 from nova_async.image import schemas, store, views
 from nova_async.image.state import STATE
 
-# Query parameters that are not property filters. Those we do not act on (there are no
-# image members) are accepted and ignored.
+# Query parameters that are not property filters. Those we do not act on are accepted and
+# ignored.
 _CONTROL = {"limit", "marker", "id", "name", "status", "visibility", "os_hidden", "owner", "tag",
             "disk_format", "container_format", "sort", "sort_key", "sort_dir", "size_min",
-            "size_max"}
-_IGNORED = {"member_status", "protected", "created_at", "updated_at"}
+            "size_max", "member_status", *store.EXACT_COLUMNS}
+_IGNORED = {"created_at", "updated_at"}
 _MAX_LIMIT = 1000
 
 
@@ -35,8 +35,17 @@ def _filters(request: web.Request) -> store.ImageFilters:
     visibility = q.get("visibility")
     if visibility is not None and visibility not in (*schemas.VISIBILITIES, "all"):
         raise errors.InvalidInput(f"Invalid visibility value: {visibility}")
+    member_status = q.get("member_status", "accepted")
+    if member_status not in schemas.MEMBER_STATUS_FILTERS:
+        raise errors.InvalidInput(f"Invalid member_status value: {member_status}")
     hidden = query_flag(request, "os_hidden")
     limit = query_int(request, "limit", minimum=1)
+    exact = {}
+    for column, kind in store.EXACT_COLUMNS.items():
+        value = (query_flag(request, column) if kind is bool
+                 else query_int(request, column) if kind is int else q.get(column))
+        if value is not None:
+            exact[column] = value
     return store.ImageFilters(
         ids=_many(request, "id"), names=_many(request, "name"), statuses=_many(request, "status"),
         visibility=visibility, os_hidden=bool(hidden), owner=q.get("owner"),
@@ -44,7 +53,7 @@ def _filters(request: web.Request) -> store.ImageFilters:
         container_formats=_many(request, "container_format"),
         size_min=query_int(request, "size_min"), size_max=query_int(request, "size_max"),
         sort=schemas.sort_order(q.get("sort"), q.getall("sort_key", []), q.getall("sort_dir", [])),
-        marker=q.get("marker"),
+        marker=q.get("marker"), member_status=member_status, exact=exact,
         limit=None if limit is None else min(limit, _MAX_LIMIT),
         properties={k: v for k, v in q.items() if k not in _CONTROL and k not in _IGNORED})
 

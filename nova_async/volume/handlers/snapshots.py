@@ -6,6 +6,7 @@ from aiohttp import web
 
 from nova_async.common.web import dump, read_json
 from nova_async.volume import schemas, snapshots, views
+from nova_async.volume.microversion import VERSION_KEY
 from nova_async.volume.handlers.common import (SNAPSHOT_SORT_KEYS, all_projects, api, caller, metadata_filter,
                                                next_link, page)
 
@@ -16,7 +17,7 @@ async def create_snapshot(request: web.Request) -> web.Response:
     req = schemas.renamed(body["snapshot"])
     req["force"] = schemas.truthy(req.get("force", False))
     row = await snapshots.create(api(request), ctx, req)
-    return dump({"snapshot": views.snapshot(row)}, status=202)
+    return dump({"snapshot": views.snapshot(row, request[VERSION_KEY], extended=False)}, status=202)
 
 
 async def _listed(request: web.Request):
@@ -39,7 +40,7 @@ async def list_snapshots(request: web.Request) -> web.Response:
 
 async def list_snapshots_detail(request: web.Request) -> web.Response:
     rows, more = await _listed(request)
-    body: dict = {"snapshots": [views.snapshot(r) for r in rows]}
+    body: dict = {"snapshots": [views.snapshot(r, request[VERSION_KEY], extended=True) for r in rows]}
     if more:
         body["snapshots_links"] = more
     return dump(body)
@@ -47,8 +48,8 @@ async def list_snapshots_detail(request: web.Request) -> web.Response:
 
 async def show_snapshot(request: web.Request) -> web.Response:
     ctx = caller(request)
-    return dump({"snapshot": views.snapshot(await snapshots.get(api(request), ctx,
-                                                                 request.match_info["snapshot_id"]))})
+    row = await snapshots.get(api(request), ctx, request.match_info["snapshot_id"])
+    return dump({"snapshot": views.snapshot(row, request[VERSION_KEY], extended=True)})
 
 
 async def update_snapshot(request: web.Request) -> web.Response:
@@ -56,7 +57,7 @@ async def update_snapshot(request: web.Request) -> web.Response:
     body = await read_json(request, schemas.update_snapshot)
     row = await snapshots.update(api(request), ctx, request.match_info["snapshot_id"],
                                  schemas.renamed(body["snapshot"]))
-    return dump({"snapshot": views.snapshot(row)})
+    return dump({"snapshot": views.snapshot(row, request[VERSION_KEY], extended=False)})
 
 
 async def delete_snapshot(request: web.Request) -> web.Response:

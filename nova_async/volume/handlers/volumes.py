@@ -7,6 +7,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import check, dump, query_flag, read_body, read_json
 from nova_async.volume import schemas, views, volumes
+from nova_async.volume.microversion import VERSION_KEY
 from nova_async.volume.handlers.common import (VOLUME_SORT_KEYS, all_projects, api, base, caller,
                                                metadata_filter, next_link, page)
 
@@ -21,7 +22,8 @@ async def create_volume(request: web.Request) -> web.Response:
             raise errors.InvalidInput(f"Invalid input received: Volume size '{req['size']}' must be an integer "
                                       "and greater than 0.")
     row = await volumes.create(api(request), ctx, req)
-    return dump({"volume": views.volume(base(request), ctx, api(request).host, row, [])}, status=202)
+    return dump({"volume": views.volume(base(request), ctx, api(request).host, row, [], request[VERSION_KEY],
+                                        extended=False)}, status=202)
 
 
 async def _listed(request: web.Request):
@@ -45,29 +47,31 @@ async def list_volumes(request: web.Request) -> web.Response:
 async def list_volumes_detail(request: web.Request) -> web.Response:
     ctx, rows, more = await _listed(request)
     attached = await volumes.attachments(api(request), rows)
-    body: dict = {"volumes": [views.volume(base(request), ctx, api(request).host, r, attached.get(str(r["id"]), []))
-                              for r in rows]}
+    body: dict = {"volumes": [views.volume(base(request), ctx, api(request).host, r, attached.get(str(r["id"]), []),
+                                           request[VERSION_KEY], extended=True) for r in rows]}
     if more:
         body["volumes_links"] = more
     return dump(body)
 
 
-async def _render(request: web.Request, ctx, row) -> web.Response:
+async def _render(request: web.Request, ctx, row, *, extended: bool) -> web.Response:
     attached = await volumes.attachments(api(request), [row])
     return dump({"volume": views.volume(base(request), ctx, api(request).host, row,
-                                        attached.get(str(row["id"]), []))})
+                                        attached.get(str(row["id"]), []), request[VERSION_KEY],
+                                        extended=extended)})
 
 
 async def show_volume(request: web.Request) -> web.Response:
     ctx = caller(request)
-    return await _render(request, ctx, await volumes.get(api(request), ctx, request.match_info["volume_id"]))
+    row = await volumes.get(api(request), ctx, request.match_info["volume_id"])
+    return await _render(request, ctx, row, extended=True)
 
 
 async def update_volume(request: web.Request) -> web.Response:
     ctx = caller(request)
     body = await read_json(request, schemas.update_volume)
     row = await volumes.update(api(request), ctx, request.match_info["volume_id"], schemas.renamed(body["volume"]))
-    return await _render(request, ctx, row)
+    return await _render(request, ctx, row, extended=False)
 
 
 async def delete_volume(request: web.Request) -> web.Response:

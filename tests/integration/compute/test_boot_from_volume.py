@@ -8,6 +8,7 @@ create --boot-from-volume` see on one host."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from tests.integration.compute.support import (BFV_MV, CINDER, V3, bdm_rows, bfv_body, boot_bfv, domain_disks,
                                                new_volume, volume, volume_attachments, volume_path, volume_status)
 from tests.integration.test_server_lifecycle import MV, ROLES, V, ok, show_server, sim_cloud, wait_status
-from tests.integration.volume.helpers import make_snapshot
+from tests.integration.volume.helpers import call, make_snapshot
 from tests.waiting import until
 
 
@@ -119,9 +120,40 @@ async def test_rebuild_with_another_image_is_refused(cloud):
                              json={"rebuild": {"imageRef": other["id"]}})
     body = await ok(resp, 400)
     assert "different image for a volume-backed server" in body["badRequest"]["message"]
-    # no image of it either (yet): a clear 400, not an image that fails later
+
+
+async def test_image_of_a_volume_backed_server(cloud):
+    """As Nova: each volume is snapshotted (in use), and the image, active with no data,
+    names the snapshots in its block_device_mapping; no backup of such a server; a boot from
+    that image is refused until the boot can make volumes from it."""
+    h = cloud
+    vol = await image_volume(h)
+    sid = await boot_bfv(h, bfv_body(h, [
+        {"boot_index": 0, "uuid": vol, "source_type": "volume", "destination_type": "volume"},
+        {"boot_index": -1, "source_type": "blank", "destination_type": "volume", "volume_size": 1,
+         "delete_on_termination": True}]))
+    await wait_status(h, sid, "ACTIVE")
     resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
-                             json={"createImage": {"name": "snap"}})
+                             json={"createImage": {"name": "snap", "metadata": {"purpose": "test"}}})
+    image_id = (await ok(resp, 202))["image_id"]
+    image = await ok(await h.http.get(f"/image/v2/images/{image_id}", headers=h.alice), 200)
+    assert image["status"] == "active" and image["size"] == 0 and image["bdm_v2"] == "True"
+    assert image["purpose"] == "test" and image["root_device_name"] == "/dev/vda"
+    source = await ok(await h.http.get(f"/image/v2/images/{h.image}", headers=h.alice), 200)
+    assert image["disk_format"] == source["disk_format"]   # the root volume's image's
+    root, blank = json.loads(image["block_device_mapping"])
+    assert (root["boot_index"], root["source_type"], root["destination_type"]) == (0, "snapshot", "volume")
+    assert blank["source_type"] == "snapshot" and blank["delete_on_termination"] is True
+    for mapping in (root, blank):
+        snapshot = await until(lambda m=mapping: call(h, "GET", f"/snapshots/{m['snapshot_id']}", h.alice),
+                               lambda r: r[1]["snapshot"]["status"] == "available", what="the snapshot")
+        assert snapshot[1]["snapshot"]["name"] == "snapshot for snap"
+
+    resp = await h.http.post(f"{V}/servers/{sid}/action", headers={**h.alice, **MV},
+                             json={"createBackup": {"name": "b", "backup_type": "daily", "rotation": 1}})
+    assert "volume-backed" in (await ok(resp, 400))["badRequest"]["message"]
+    resp = await h.http.post(f"{V}/servers", headers={**h.alice, **MV}, json={"server": {
+        "name": "vm2", "flavorRef": h.flavor, "imageRef": image_id, "networks": [{"uuid": h.net}]}})
     assert "volume-backed" in (await ok(resp, 400))["badRequest"]["message"]
 
 

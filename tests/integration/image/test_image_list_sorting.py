@@ -1,5 +1,6 @@
 """GET /v2/images sorts by the caller's keys and filters by size, as Glance does
-(`openstack image list --sort size:desc`, Tempest's list tests)."""
+(`openstack image list --sort size:desc`, Tempest's list tests), and by a column's exact
+value (`?size=`, `?min_ram=`, `?protected=`)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ async def test_sort_keys_directions_and_size_range(h):
     assert await _names(h, "sort=name:asc&size_max=20") == ["a", "c"]
     assert await _names(h, "sort=name:asc&size_min=11&size_max=29") == ["c"]
     assert await _names(h, "") == ["d", "c", "a", "b"]  # newest first by default
+
+
+async def test_exact_column_filters(h):
+    for name, size in (("b", 30), ("a", 10)):
+        await _image(h, name, size)
+    assert await _names(h, "size=30") == ["b"]
+    assert await _names(h, "size=31") == []
+    assert await _names(h, "min_ram=0&sort=name:asc") == ["a", "b"]
+    assert await _names(h, "protected=true") == []
+    resp = await h.http.get("/image/v2/images?size=big", headers=h.alice)
+    assert resp.status == 400
 
 
 async def test_pages_follow_the_chosen_order(h):

@@ -58,8 +58,52 @@ async def test_create_show_list_update_delete(h):
     status, _ = await call(h, "DELETE", f"/volumes/{vid}", h.alice)
     assert status == 202
     await settled(h)
+
     status, body = await call(h, "GET", f"/volumes/{vid}", h.alice)
     assert status == 404 and "itemNotFound" in body
+
+
+async def test_volume_body_fields_follow_the_microversion_and_the_call(h):
+    """As Cinder: the owner and the image metadata only in show and the detailed list; fields
+    of later microversions only when asked for; nothing past this API's maximum (Tempest's
+    schemas refuse any field they do not know)."""
+    status, body = await call(h, "POST", "/proj-a/volumes", h.alice, {"volume": {"size": 1}})
+    created = body["volume"]
+    late = {"cluster_name", "consumes_quota", "volume_type_id", "shared_targets", "service_uuid"}
+    assert status == 202 and not late & set(created)
+    assert "os-vol-tenant-attr:tenant_id" not in created and "group_id" not in created
+    await settled(h)
+    vid = created["id"]
+    status, body = await call(h, "GET", f"/proj-a/volumes/{vid}", h.alice)
+    assert body["volume"]["os-vol-tenant-attr:tenant_id"] == "proj-a" and not late & set(body["volume"])
+    status, body = await call(h, "GET", "/proj-a/volumes/detail", h.alice)
+    assert body["volumes"][0]["os-vol-tenant-attr:tenant_id"] == "proj-a"
+    status, body = await call(h, "PUT", f"/proj-a/volumes/{vid}", h.alice, {"volume": {"name": "n"}})
+    assert status == 200 and "os-vol-tenant-attr:tenant_id" not in body["volume"]
+    resp = await h.http.get(f"{V3}/proj-a/volumes/{vid}", headers={**h.alice, "OpenStack-API-Version": "volume 3.44"})
+    shown = (await resp.json())["volume"]
+    assert shown["group_id"] is None and "provider_id" not in shown and not late & set(shown)
+    resp = await h.http.get(f"{V3}/volumes/{vid}", headers={**h.admin, "OpenStack-API-Version": "volume 3.44"})
+    assert "provider_id" in (await resp.json())["volume"]
+
+
+async def test_snapshot_body_fields_follow_the_microversion_and_the_call(h):
+    """As Cinder: the owner and progress only in show and the detailed list; group_snapshot_id
+    from 3.14 and user_id from 3.41; consumes_quota (3.65) never."""
+    vol = await make_volume(h, h.alice, size=1)
+    status, body = await call(h, "POST", "/snapshots", h.alice, {"snapshot": {"volume_id": vol["id"]}})
+    created = body["snapshot"]
+    assert status == 202 and not {"user_id", "group_snapshot_id", "consumes_quota", "progress",
+                                  "os-extended-snapshot-attributes:project_id"} & set(created)
+    await settled(h)
+    status, body = await call(h, "GET", f"/snapshots/{created['id']}", h.alice)
+    assert body["snapshot"]["os-extended-snapshot-attributes:project_id"] == "proj-a"
+    assert "user_id" not in body["snapshot"] and "consumes_quota" not in body["snapshot"]
+    status, body = await call(h, "GET", "/snapshots", h.alice)
+    assert "os-extended-snapshot-attributes:progress" not in body["snapshots"][0]
+    resp = await h.http.get(f"{V3}/snapshots/detail", headers={**h.alice, "OpenStack-API-Version": "volume 3.44"})
+    [shown] = (await resp.json())["snapshots"]
+    assert shown["user_id"] and shown["group_snapshot_id"] is None and "consumes_quota" not in shown
 
 
 async def test_name_lookup_filters_and_pages(h):
