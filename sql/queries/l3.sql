@@ -117,6 +117,14 @@ UPDATE floatingips SET description = $2, updated_at = now() WHERE id = $1;
 -- name: delete_floatingip
 DELETE FROM floatingips WHERE id = $1;
 
+-- name: delete_unassociated_floatingips
+-- A network delete's first step, as Neutron's: the floating IPs of external network $1 that
+-- nothing uses go (their ports, returned, are the caller's to delete); associated ones stay
+-- and keep the network in use.
+DELETE FROM floatingips
+ WHERE floating_network_id = $1 AND port_id IS NULL AND router_id IS NULL
+RETURNING floating_port_id;
+
 -- name: gateway_router_for
 -- The router that can NAT a fixed IP of subnet $2 to external network $1: a gateway on $1
 -- and an interface on $2. Held (FOR SHARE) so that it keeps both until the caller commits.

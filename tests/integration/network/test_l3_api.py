@@ -307,6 +307,25 @@ async def test_floating_ip_lifecycle_like_openstack_cli(h):
     assert again["floating_ip_address"] == "203.0.113.3"
 
 
+async def test_deleting_an_external_network_takes_its_unused_floating_ips(h):
+    """Neutron's answer: unassociated floating IPs go with their network; one that a router
+    holds the network for (its gateway) keeps it, and then nothing is deleted."""
+    ext = (await call(h, "POST", NET, h.admin, {"network": {"name": "ext2", "router:external": True}}, 201))["network"]
+    sub = (await call(h, "POST", SUBNET, h.admin, {"subnet": {"network_id": ext["id"], "cidr": "198.51.100.0/24",
+                                                              "ip_version": 4, "enable_dhcp": False}}, 201))["subnet"]
+    fip = (await call(h, "POST", FIP, h.admin, {"floatingip": {"floating_network_id": ext["id"]}}, 201))["floatingip"]
+    r = await router(h, h.admin, external_gateway_info={"network_id": ext["id"]})
+    error = await fault(h, "DELETE", f"{NET}/{ext['id']}", h.admin, status=409)
+    assert error["type"] == "NetworkInUse"
+    assert (await call(h, "GET", f"{FIP}/{fip['id']}", h.admin))["floatingip"]["id"] == fip["id"]
+
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.admin, {"router": {"external_gateway_info": None}})
+    await call(h, "DELETE", f"{NET}/{ext['id']}", h.admin, status=204)
+    assert (await fault(h, "GET", f"{FIP}/{fip['id']}", h.admin, status=404))["type"] == "FloatingIPNotFound"
+    await fault(h, "GET", f"{SUBNET}/{sub['id']}", h.admin, status=404)
+    assert (await call(h, "GET", f"{PORT}?network_id={ext['id']}", h.admin))["ports"] == []
+
+
 async def test_floating_ip_bad_requests(h):
     net, sub, pub, r, port = await setup_reachable(h, h.alice)
     err = await fault(h, "POST", FIP, h.alice, {"floatingip": {"floating_network_id": net["id"]}})
