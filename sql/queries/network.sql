@@ -303,6 +303,10 @@ UPDATE ports
  WHERE id = $1
 RETURNING *;
 
+-- name: set_port_address_pairs
+-- A new port's allowed address pairs (an update sets them with the rest, in update_port).
+UPDATE ports SET allowed_address_pairs = $2 WHERE id = $1;
+
 -- name: release_port_ip
 DELETE FROM ip_allocations WHERE port_id = $1 AND subnet_id = $2 AND ip_address = $3::inet;
 
