@@ -166,6 +166,43 @@ async def test_router_lifecycle_like_openstack_cli(h):
     await call(h, "PUT", f"{ROUTER}/{r2['id']}/add_router_interface", h.alice, {"subnet_id": sub["id"]})
 
 
+async def test_router_ports_are_up_while_the_router_is(h):
+    """Tempest waits for an interface port to be ACTIVE before it removes it; Neutron's L3
+    agent reports it so once the router is built, and DOWN while the router is admin-down."""
+    _, sub1 = await private_net(h, h.alice)
+    _, sub2 = await private_net(h, h.alice, cidr="10.0.1.0/24", name="net2")
+    r = await router(h, h.alice)
+    first = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"subnet_id": sub1["id"]})
+    second = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"subnet_id": sub2["id"]})
+    net3, _ = await private_net(h, h.alice, cidr="10.0.2.0/24", name="net3")
+    by_port = (await call(h, "POST", PORT, h.alice, {"port": {"network_id": net3["id"]}}, 201))["port"]
+    assert by_port["status"] == "DOWN"  # until it is the router's
+    third = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"port_id": by_port["id"]})
+    pub = await public(h, h.alice)
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.alice, {"router": {"external_gateway_info": {"network_id": pub["id"]}}})
+
+    async def statuses():
+        listed = (await call(h, "GET", f"{PORT}?device_id={r['id']}", h.admin))["ports"]
+        return {p["id"]: p["status"] for p in listed}
+    ids = {first["port_id"], second["port_id"], third["port_id"]}
+    up = await statuses()
+    assert len(up) == 4 and ids < set(up) and set(up.values()) == {"ACTIVE"}
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.alice, {"router": {"admin_state_up": False}})
+    assert set((await statuses()).values()) == {"DOWN"}
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.alice, {"router": {"admin_state_up": True}})
+    assert set((await statuses()).values()) == {"ACTIVE"}
+
+    # An interface port's fixed IP given again by subnet keeps its address (the gateway IP).
+    updated = (await call(h, "PUT", f"{PORT}/{first['port_id']}", h.alice,
+                          {"port": {"fixed_ips": [{"subnet_id": sub1["id"]}]}}))["port"]
+    assert updated["fixed_ips"] == [{"subnet_id": sub1["id"], "ip_address": "10.0.0.1"}]
+    assert updated["status"] == "ACTIVE" and updated["device_id"] == r["id"]
+    # Removing one interface leaves the others as they were.
+    await call(h, "PUT", f"{ROUTER}/{r['id']}/remove_router_interface", h.alice, {"port_id": second["port_id"]})
+    left = await statuses()
+    assert second["port_id"] not in left and {first["port_id"], third["port_id"]} < set(left)
+
+
 async def test_router_interface_by_port_and_bad_requests(h):
     net, sub = await private_net(h, h.alice)
     r = await router(h, h.alice, external_gateway_info={"network_id": (await public(h, h.alice))["id"]})
