@@ -183,6 +183,7 @@ def floatingip(row: asyncpg.Record) -> dict[str, Any]:
 
 
 EXTENSIONS = [
+    ("agent", "agent", "The agent management extension."),
     ("external-net", "Neutron external network", "Adds external network attribute to network resource."),
     ("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding between L2 Neutron networks "
      "and access to external networks via a NAT gateway."),

@@ -520,6 +520,17 @@ async def test_extensions_listed_for_the_cli(h):
     assert (await by_name.json())["extensions"] == []
 
 
+async def test_agents_are_listed_as_none(h):
+    """No Neutron agents report here (the roles do their work in-process): the list is empty
+    for everyone, as a Neutron server's before any agent reports, and any id is unknown."""
+    assert "agent" in {e["alias"] for e in (await call(h, "GET", "/network/v2.0/extensions", h.alice))["extensions"]}
+    for who in (h.alice, h.admin):
+        assert await call(h, "GET", "/network/v2.0/agents", who) == {"agents": []}
+    url = "/network/v2.0/agents/0b9c1e1e-8d5a-4a4e-9d6a-3f3f0e9b1c11"
+    for method, body in (("GET", None), ("PUT", {"agent": {"admin_state_up": False}}), ("DELETE", None)):
+        assert (await fault(h, method, url, h.admin, body, status=404))["type"] == "AgentNotFound"
+
+
 async def test_racing_requests_keep_quotas_and_interfaces_exact(h):
     """Concurrent creations never pass the quota, and one subnet never gets two routers."""
     for i in range(8):
