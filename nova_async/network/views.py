@@ -197,6 +197,8 @@ EXTENSIONS = [
     ("net-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
     ("net-mtu-writable", "Network MTU (writable)", "Provides a writable MTU attribute for a network resource."),
     ("port-security", "Port Security", "Provides port security"),
+    ("ip-substring-filtering", "IP address substring filtering",
+     "Provides IP address substring filtering when listing ports"),
     ("project-id", "project_id field enabled", "Extension that indicates that project_id field is enabled."),
     ("security-group", "security-group", "The security groups extension."),
     ("standard-attr-description", "standard-attr-description", "Extension to add descriptions to standard attributes"),
