@@ -83,7 +83,10 @@ def _may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
 
 async def make_port(conn: asyncpg.Connection, new: NewPort) -> asyncpg.Record:
     port_id = str(uuid.uuid4())
-    status = "ACTIVE" if new.host else "DOWN"
+    # A port is ACTIVE once bound to a host; a router's ports are ACTIVE from the start, as
+    # Neutron's reference back end (OVN) reports them, whatever the router's admin state (the
+    # switch side of a router port is up; an admin-down router is the router's own state).
+    status = "ACTIVE" if new.host or new.device_owner in (ROUTER_INTERFACE, ROUTER_GATEWAY) else "DOWN"
     if len(new.subnets) == 1 and new.subnets[0][1] is None:
         return await _make_port_with_ip(conn, new, port_id, status)
     for _ in range(_MAC_ATTEMPTS):

@@ -3,9 +3,8 @@
 A router's interfaces and its gateway are ports (device_id = the router's id) whose
 addresses come from ip_allocations like any guest's: an interface holds its subnet's
 gateway_ip, the gateway an address on a `router:external` network. The data plane makes
-them real from those rows; here they are only made, checked and removed, and their status
-follows the router's admin_state_up (sync_router_ports_status in sql/queries/l3.sql says
-why). Every change to a router runs under its row lock, taken before any subnet's (the
+them real from those rows; here they are only made, checked and removed (ACTIVE from the
+start: ports.make_port says why). Every change to a router runs under its row lock, taken before any subnet's (the
 order used everywhere here), so an interface cannot be removed while a floating IP is being
 associated through it. A router is visible to its own project only (and to admins)."""
 
@@ -114,7 +113,6 @@ async def create_router(pool: Pool, ctx: RequestContext, body: dict[str, Any]) -
         if body.get("external_gateway_info"):
             row = await conn.fetchrow(Q.lock_router, router_id)
             await _set_gateway(conn, ctx, row, body["external_gateway_info"])
-            await conn.execute(Q.sync_router_ports_status, router_id)
         return await conn.fetchrow(Q.get_router, router_id)
 
 
@@ -130,7 +128,6 @@ async def update_router(pool: Pool, ctx: RequestContext, router_id: str, body: d
                 await _set_gateway(conn, ctx, row, body["external_gateway_info"])
             else:  # null or {}: Neutron's way to clear it
                 await _clear_gateway(conn, row)
-        await conn.execute(Q.sync_router_ports_status, row["id"])
         return await conn.fetchrow(Q.get_router, row["id"])
 
 
@@ -223,11 +220,8 @@ async def add_interface(pool: Pool, ctx: RequestContext, router_id: str, body: d
     async with pool.acquire() as conn, conn.transaction():
         row = await _locked(conn, ctx, router_id)
         if subnet_id:
-            added = await _add_by_subnet(conn, ctx, row, subnet_id)
-        else:
-            added = await _add_by_port(conn, ctx, row, port_id or "")
-        await conn.execute(Q.sync_router_ports_status, row["id"])
-        return added
+            return await _add_by_subnet(conn, ctx, row, subnet_id)
+        return await _add_by_port(conn, ctx, row, port_id or "")
 
 
 async def _attached_subnets(conn: asyncpg.Connection, router_id: Any) -> set[str]:

@@ -42,18 +42,6 @@ UPDATE routers
    SET gateway_network_id = $2, gateway_port_id = $3, enable_snat = $4, updated_at = now()
  WHERE id = $1;
 
--- name: sync_router_ports_status
--- Router $1's interface and gateway ports are ACTIVE while it is admin-up and DOWN while it
--- is not: the data plane builds an admin-up router on every host it runs on (there is no
--- agent to report a port up, so the state the router asks for is the state shown, as
--- Neutron's L3 agent reports it once it has done its work).
-UPDATE ports p
-   SET status = CASE WHEN r.admin_state_up THEN 'ACTIVE' ELSE 'DOWN' END, updated_at = now()
-  FROM routers r
- WHERE r.id = $1 AND p.device_id = r.id::text
-   AND p.device_owner IN ('network:router_interface', 'network:router_gateway')
-   AND p.status <> CASE WHEN r.admin_state_up THEN 'ACTIVE' ELSE 'DOWN' END;
-
 -- name: delete_router
 DELETE FROM routers WHERE id = $1;
 
@@ -80,8 +68,9 @@ SELECT EXISTS (SELECT 1 FROM floatingips f
                 WHERE f.router_id = $1 AND a.subnet_id = $2);
 
 -- name: claim_port_for_device
--- A free port becomes device $2's (owner $3); no row when it already belongs to a device.
-UPDATE ports SET device_id = $2, device_owner = $3, updated_at = now()
+-- A free port becomes device $2's (owner $3, a router's: ACTIVE, as ports.make_port says
+-- why); no row when it already belongs to a device.
+UPDATE ports SET device_id = $2, device_owner = $3, status = 'ACTIVE', updated_at = now()
  WHERE id = $1 AND device_id = ''
 RETURNING *;
 
