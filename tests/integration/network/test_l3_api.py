@@ -77,8 +77,16 @@ async def test_the_external_network_is_made_once_and_everyone_sees_it(h):
     sub = (await call(h, "GET", f"{SUBNET}/{pub['subnets'][0]}", h.alice))["subnet"]
     assert sub["cidr"] == EXT_CIDR and sub["gateway_ip"] == "203.0.113.1" and sub["enable_dhcp"] is False
     assert sub["allocation_pools"] == [{"start": "203.0.113.2", "end": "203.0.113.254"}]
+    # Its subnet is every project's to see, and says so (Neutron's subnet-external-network).
+    assert sub["router:external"] is True
+    seen = await call(h, "GET", f"{SUBNET}?network_id={pub['id']}", h.bob)
+    assert [(s["id"], s["router:external"]) for s in seen["subnets"]] == [(sub["id"], True)]
+    aliases = {e["alias"] for e in (await call(h, "GET", "/network/v2.0/extensions", h.bob))["extensions"]}
+    assert "subnet-external-network" in aliases
+    _, mine = await private_net(h, h.alice)
+    assert mine["router:external"] is False
     listed = await call(h, "GET", NET, h.alice, None)
-    assert [n["name"] for n in listed["networks"]] == ["public"]
+    assert [n["name"] for n in listed["networks"]] == ["public", "net1"]
     # Only an admin makes another external network.
     await fault(h, "POST", NET, h.alice, {"network": {"name": "ext2", "router:external": True}}, status=403)
 
