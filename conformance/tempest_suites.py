@@ -266,7 +266,10 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                                   "os_glance_reserved": False, "manage_locations": False},
         "network": {"project_network_cidr": "10.100.0.0/16", "build_timeout": 120, "shared_physical_network": False,
                     "public_network_id": public_id, "floating_network_name": public_name},
-        "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": False,
+        # IPv6 subnets, ports, router interfaces and rules exist (guests take their v6 address
+        # from the config drive); ipv6_ra_mode/ipv6_address_mode are not kept, so no subnet
+        # attributes, and no DHCPv6 tests.
+        "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": True,
                                     "ipv6_subnet_attributes": False, "port_security": "port-security" in extensions,
                                     "floating_ips": "router" in extensions and bool(public_id)},
         "validation": {"run_validation": False},
