@@ -4,7 +4,9 @@
 caller's transaction, with the subnets it draws from already row-locked, so the port and
 its addresses appear together or not at all. A port is visible to its own project and to
 the owner of its network. A port the API makes joins its security groups in the same
-transaction (security_groups.py says which)."""
+transaction (security_groups.py says which) and takes its allowed address pairs, checked
+here for create and update alike (port_update.py has the rules that tie them to port
+security)."""
 
 from __future__ import annotations
 
