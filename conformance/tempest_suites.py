@@ -213,6 +213,14 @@ def shared_network(api: Api) -> str:
     return net["name"]
 
 
+def public_network(api: Api) -> tuple[str, str]:
+    """The id and name of the external network the service makes on its first start (routers'
+    gateways, floating IPs), or empty strings when it has none."""
+    neutron = api.endpoint("network").rstrip("/") + "/v2.0"
+    nets = api.call("GET", f"{neutron}/networks?router:external=true")["networks"]
+    return (nets[0]["id"], nets[0]["name"]) if nets else ("", "")
+
+
 def compute_versions(api: Api) -> tuple[str, str]:
     """The compute API's min and max microversions, from its version document."""
     version = api.call("GET", api.endpoint("compute").rstrip("/"))["version"]
@@ -242,6 +250,7 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
     extensions = network_extensions(api)
     has = {kind: api.endpoint(kind) is not None for kind in ("compute", "image", "network", "volumev3")}
     fixed_network = shared_network(api) if has["network"] else ""
+    public_id, public_name = public_network(api) if has["network"] else ("", "")
     min_mv, max_mv = compute_versions(api)
     bool_ = lambda v: str(v).lower() if isinstance(v, bool) else v  # noqa: E731
     sections = {
@@ -271,9 +280,14 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
         "image-feature-enabled": {"api_v2": True, "api_v1": False, "import_image": False,
                                   "os_glance_reserved": True, "manage_locations": False,
                                   "image_format_enforcement": False},
-        "network": {"project_network_cidr": "10.100.0.0/16", "build_timeout": 120, "shared_physical_network": False},
-        "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": False,
-                                    "ipv6_subnet_attributes": False, "port_security": "port-security" in extensions},
+        "network": {"project_network_cidr": "10.100.0.0/16", "build_timeout": 120, "shared_physical_network": False,
+                    "public_network_id": public_id, "floating_network_name": public_name},
+        # IPv6 subnets, ports, router interfaces and rules exist (guests take their v6 address
+        # from the config drive); ipv6_ra_mode/ipv6_address_mode are not kept, so no subnet
+        # attributes, and no DHCPv6 tests.
+        "network-feature-enabled": {"api_extensions": ",".join(extensions), "ipv6": True,
+                                    "ipv6_subnet_attributes": False, "port_security": "port-security" in extensions,
+                                    "floating_ips": "router" in extensions and bool(public_id)},
         "validation": {"run_validation": False},
         "volume": {"catalog_type": "volumev3", "build_timeout": 120},
         "volume-feature-enabled": {"backup": False, "snapshot": False},

@@ -3,9 +3,10 @@
 A project sees its own networks plus shared and external ones; anything else does not
 exist for it (404). Only an admin makes shared or external networks, turns either flag
 on or off, or creates on behalf of another project; only the owner (or an admin) changes
-or deletes one, and never deletes while ports remain. As Neutron: a caller who may see a
-network but not change it (another project's shared network) gets 403, one who may not
-see it 404."""
+or deletes one, and never deletes while ports remain (an external network's floating IPs
+that nothing uses go with it, as in Neutron; an associated one keeps it in use). As
+Neutron: a caller who may see a network but not change it (another project's shared
+network) gets 403, one who may not see it 404."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from nova_async.db.queries import queries
 from nova_async.network import dhcp_ports, ipam, providers, quotas
 
 Q = queries("network")
+LQ = queries("l3")
 
 Db = Pool | asyncpg.Connection
 
@@ -142,6 +144,8 @@ async def delete_network(pool: Pool, ctx: RequestContext, network_id: str) -> No
         await ipam.lock_subnets(conn, [s["id"] for s in await conn.fetch(Q.network_subnets, row["id"])])
         await conn.fetchrow(Q.lock_network, row["id"])
         await dhcp_ports.release_network(conn, row["id"])
+        for fip in await conn.fetch(LQ.delete_unassociated_floatingips, row["id"]):
+            await conn.execute(Q.delete_port, fip["floating_port_id"])
         if await conn.fetchval(Q.network_has_ports, row["id"]):
             raise errors.Conflict(f"Unable to complete operation on network {network_id}. There are "
                                   "one or more ports still in use on the network.", code="network_in_use")

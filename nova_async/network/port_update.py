@@ -16,7 +16,6 @@ change `port_security_enabled` and `allowed_address_pairs`; a bound port keeps i
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import asyncpg
@@ -29,40 +28,6 @@ from nova_async.db.queries import queries
 from nova_async.network import ipam, networks, ports, security_groups
 
 Q = queries("network")
-
-# Neutron's default `max_allowed_address_pair`.
-MAX_ADDRESS_PAIRS = 10
-
-
-def check_address_pairs(pairs: list[dict[str, str]]) -> list[dict[str, str | None]]:
-    """Validated pairs, addresses in canonical form; a pair without a MAC gets the port's
-    later (`mac_address` None here)."""
-    if len(pairs) > MAX_ADDRESS_PAIRS:
-        raise errors.InvalidInput(f"The number of allowed address pair exceeds the maximum {MAX_ADDRESS_PAIRS}.",
-                                  code="address_pairs_exhausted")
-    out: list[dict[str, str | None]] = []
-    for pair in pairs:
-        text = pair["ip_address"]
-        try:
-            value = str(ipaddress.ip_network(text, strict=True) if "/" in text else ipaddress.ip_address(text))
-        except ValueError:
-            raise errors.InvalidInput(f"Invalid input for allowed_address_pairs: '{text}' is neither a valid IP "
-                                      "address nor a CIDR.") from None
-        out.append({"ip_address": value, "mac_address": pair["mac_address"].lower() if "mac_address" in pair else None})
-    return out
-
-
-def _with_macs(pairs: list[dict[str, str | None]], mac: str) -> list[dict[str, str]]:
-    filled = [{"ip_address": p["ip_address"], "mac_address": p["mac_address"] or mac} for p in pairs]
-    seen = set()
-    for p in filled:
-        key = (p["ip_address"], p["mac_address"])
-        if key in seen:
-            raise errors.InvalidInput(f"Request contains duplicate address pair: mac_address {key[1]} "
-                                      f"ip_address {key[0]}.", code="duplicate_address_pair")
-        seen.add(key)
-    return filled
-
 
 def check_group_ids(ids: list[str]) -> list[str]:
     out = []
@@ -80,7 +45,7 @@ def _group_not_found(group_id: str) -> errors.NotFound:
 
 
 async def update_port(pool: Pool, ctx: RequestContext, port_id: str, body: dict[str, Any]) -> asyncpg.Record:
-    pairs = check_address_pairs(body["allowed_address_pairs"]) if "allowed_address_pairs" in body else None
+    pairs = ports.check_address_pairs(body["allowed_address_pairs"]) if "allowed_address_pairs" in body else None
     groups = check_group_ids(body["security_groups"]) if "security_groups" in body else None
     async with pool.acquire() as conn, conn.transaction():
         seen = await ports.get_port(conn, ctx, port_id)
@@ -120,7 +85,7 @@ async def update_port(pool: Pool, ctx: RequestContext, port_id: str, body: dict[
                                               code="port_security_required_for_groups")
                 raise errors.Conflict("Port has security group associated. Cannot disable port security or IP "
                                       "address until security group is removed.", code="port_security_has_groups")
-        final_pairs = _with_macs(pairs, mac) if pairs is not None else row["allowed_address_pairs"]
+        final_pairs = ports.with_macs(pairs, mac) if pairs is not None else row["allowed_address_pairs"]
         if final_pairs and not security:
             raise errors.Conflict("Port Security must be enabled in order to have allowed address pairs on a port.",
                                   code="address_pair_needs_port_security")

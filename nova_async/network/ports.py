@@ -4,7 +4,9 @@
 caller's transaction, with the subnets it draws from already row-locked, so the port and
 its addresses appear together or not at all. A port is visible to its own project and to
 the owner of its network. A port the API makes joins its security groups in the same
-transaction (security_groups.py says which)."""
+transaction (security_groups.py says which) and takes its allowed address pairs, checked
+here for create and update alike (port_update.py has the rules that tie them to port
+security)."""
 
 from __future__ import annotations
 
@@ -83,7 +85,10 @@ def _may_see(row: asyncpg.Record, ctx: RequestContext) -> bool:
 
 async def make_port(conn: asyncpg.Connection, new: NewPort) -> asyncpg.Record:
     port_id = str(uuid.uuid4())
-    status = "ACTIVE" if new.host else "DOWN"
+    # A port is ACTIVE once bound to a host; a router's ports are ACTIVE from the start, as
+    # Neutron's reference back end (OVN) reports them, whatever the router's admin state (the
+    # switch side of a router port is up; an admin-down router is the router's own state).
+    status = "ACTIVE" if new.host or new.device_owner in (ROUTER_INTERFACE, ROUTER_GATEWAY) else "DOWN"
     if len(new.subnets) == 1 and new.subnets[0][1] is None:
         return await _make_port_with_ip(conn, new, port_id, status)
     for _ in range(_MAC_ATTEMPTS):
@@ -131,6 +136,40 @@ async def _make_port_with_ip(conn: asyncpg.Connection, new: NewPort, port_id: st
     raise errors.Conflict("Could not find a free MAC address.", code="mac_generation_failed")
 
 
+# Neutron's default `max_allowed_address_pair`.
+MAX_ADDRESS_PAIRS = 10
+
+
+def check_address_pairs(pairs: list[dict[str, str]]) -> list[dict[str, str | None]]:
+    """Validated pairs, addresses in canonical form; a pair without a MAC gets the port's
+    later (`mac_address` None here)."""
+    if len(pairs) > MAX_ADDRESS_PAIRS:
+        raise errors.InvalidInput(f"The number of allowed address pair exceeds the maximum {MAX_ADDRESS_PAIRS}.",
+                                  code="address_pairs_exhausted")
+    out: list[dict[str, str | None]] = []
+    for pair in pairs:
+        text = pair["ip_address"]
+        try:
+            value = str(ipaddress.ip_network(text, strict=True) if "/" in text else ipaddress.ip_address(text))
+        except ValueError:
+            raise errors.InvalidInput(f"Invalid input for allowed_address_pairs: '{text}' is neither a valid IP "
+                                      "address nor a CIDR.") from None
+        out.append({"ip_address": value, "mac_address": pair["mac_address"].lower() if "mac_address" in pair else None})
+    return out
+
+
+def with_macs(pairs: list[dict[str, str | None]], mac: str) -> list[dict[str, str]]:
+    filled = [{"ip_address": p["ip_address"], "mac_address": p["mac_address"] or mac} for p in pairs]
+    seen = set()
+    for p in filled:
+        key = (p["ip_address"], p["mac_address"])
+        if key in seen:
+            raise errors.InvalidInput(f"Request contains duplicate address pair: mac_address {key[1]} "
+                                      f"ip_address {key[0]}.", code="duplicate_address_pair")
+        seen.add(key)
+    return filled
+
+
 def subnet_for(subnets: list[asyncpg.Record], entry: dict[str, str], network_id: str) -> asyncpg.Record:
     if "subnet_id" in entry:
         for s in subnets:
@@ -150,11 +189,14 @@ async def create_ports(pool: Pool, ctx: RequestContext, bodies: list[dict[str, A
     """One port or a bulk list: all made, or none (one transaction). Every subnet the batch
     draws from is row-locked, in id order, before the first port is made."""
     projects = [networks.owner_project(ctx, body) for body in bodies]
+    pairs = [check_address_pairs(body.get("allowed_address_pairs") or []) for body in bodies]
     async with pool.acquire() as conn, conn.transaction():
         await quotas.check_batch(conn, "port", projects)
         plans = []
         for body in bodies:
             net = await networks.get_network(conn, ctx, body["network_id"])
+            if "allowed_address_pairs" in body and not (ctx.is_admin or net["project_id"] == ctx.project_id):
+                raise networks.not_allowed("create_port:allowed_address_pairs")
             available = await conn.fetch(Q.network_subnets, net["id"])
             if "fixed_ips" in body:
                 wanted = [(subnet_for(available, e, body["network_id"]), e.get("ip_address"))
@@ -165,16 +207,21 @@ async def create_ports(pool: Pool, ctx: RequestContext, bodies: list[dict[str, A
             plans.append((body, net, wanted, groups))
         locked = await ipam.lock_subnets(conn, [s["id"] for _, _, wanted, _ in plans for s, _ in wanted])
         made = []
-        for (body, net, wanted, groups), project in zip(plans, projects):
+        for (body, net, wanted, groups), project, asked in zip(plans, projects, pairs):
             row = await make_port(conn, NewPort(
-            network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
-            name=body.get("name", ""), description=body.get("description", ""),
-            mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
-            device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
-            host=body.get("binding:host_id", "")))
+                network=net, project_id=project, subnets=[(locked[str(s["id"])], ip) for s, ip in wanted],
+                name=body.get("name", ""), description=body.get("description", ""),
+                mac_address=body.get("mac_address"), device_id=body.get("device_id", ""),
+                device_owner=body.get("device_owner", ""), admin_state_up=body.get("admin_state_up", True),
+                host=body.get("binding:host_id", "")))
             enabled = body.get("port_security_enabled", True)
+            if asked and not enabled:
+                raise errors.Conflict("Port Security must be enabled in order to have allowed address pairs on "
+                                      "a port.", code="address_pair_needs_port_security")
             await security_groups.join_port(conn, row["id"], groups, enabled)
-            made.append(row if enabled else await conn.fetchrow(Q.get_port, row["id"]))
+            if asked:
+                await conn.execute(Q.set_port_address_pairs, row["id"], with_macs(asked, str(row["mac_address"])))
+            made.append(row if enabled and not asked else await conn.fetchrow(Q.get_port, row["id"]))
         return made
 
 

@@ -3,10 +3,11 @@
 A router's interfaces and its gateway are ports (device_id = the router's id) whose
 addresses come from ip_allocations like any guest's: an interface holds its subnet's
 gateway_ip, the gateway an address on a `router:external` network. The data plane makes
-them real from those rows; here they are only made, checked and removed. Every change to a
-router runs under its row lock, taken before any subnet's (the order used everywhere here),
-so an interface cannot be removed while a floating IP is being associated through it. A
-router is visible to its own project only (and to admins)."""
+them real from those rows; here they are only made, checked and removed (ACTIVE from the
+start: ports.make_port says why). Every change to a router runs under its row lock, taken
+before any subnet's (the order used everywhere here), so an interface cannot be removed
+while a floating IP is being associated through it. A router is visible to its own project
+only (and to admins)."""
 
 from __future__ import annotations
 

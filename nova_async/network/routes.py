@@ -10,7 +10,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app, dump
-from nova_async.network.handlers import (extensions, floatingips, networks, ports, quotas, routers,
+from nova_async.network.handlers import (agents, extensions, floatingips, networks, ports, quotas, routers,
                                          security_groups, subnets, versions)
 from nova_async.network.state import STATE, NetworkApi
 
@@ -59,6 +59,10 @@ ROUTES = [
     ("POST", f"{V2}/security-group-rules", security_groups.create_security_group_rule),
     ("GET", f"{V2}/security-group-rules/{{rule_id}}", security_groups.show_security_group_rule),
     ("DELETE", f"{V2}/security-group-rules/{{rule_id}}", security_groups.delete_security_group_rule),
+    ("GET", f"{V2}/agents", agents.list_agents),
+    ("GET", f"{V2}/agents/{{agent_id}}", agents.show_agent),
+    ("PUT", f"{V2}/agents/{{agent_id}}", agents.update_agent),
+    ("DELETE", f"{V2}/agents/{{agent_id}}", agents.delete_agent),
     ("GET", f"{V2}/quotas/{{project_id}}", quotas.show_quota),
     ("GET", f"{V2}/quotas/{{project_id}}/details", quotas.show_quota_details),
 ]
@@ -92,6 +96,7 @@ NEUTRON_TYPES = {
     "external_gateway_not_found": "ExternalGatewayForFloatingIPNotFound",
     "invalid_ip_for_network": "InvalidIpForNetwork",
     "extension_not_found": "ExtensionNotFound",
+    "agent_not_found": "AgentNotFound",
     # updates and bulk creates
     "policy_not_authorized": "PolicyNotAuthorized",
     "invalid_shared_setting": "InvalidSharedSetting",

@@ -79,6 +79,12 @@ SUBNET = validator(_wrapped("subnet", {
     },
 }))
 
+_ADDRESS_PAIRS = {
+    "type": "array",
+    "items": {"type": "object", "required": ["ip_address"], "additionalProperties": False,
+              "properties": {"ip_address": {"type": "string"}, "mac_address": {"type": "string", "pattern": _MAC}}},
+}
+
 PORT = validator(_wrapped("port", {
     "type": "object",
     "required": ["network_id"],
@@ -101,6 +107,7 @@ PORT = validator(_wrapped("port", {
                       "properties": {"subnet_id": {"type": "string"}, "ip_address": {"type": "string"}}},
         },
         "port_security_enabled": {"type": "boolean"},
+        "allowed_address_pairs": _ADDRESS_PAIRS,
         **_OWNER,
     },
 }))
@@ -166,12 +173,6 @@ FLOATINGIP_UPDATE = validator(_wrapped("floatingip", {
     "type": "object", "additionalProperties": False,
     "properties": {**_FLOATINGIP, "qos_policy_id": {"type": "null"}}}))
 
-
-_ADDRESS_PAIRS = {
-    "type": "array",
-    "items": {"type": "object", "required": ["ip_address"], "additionalProperties": False,
-              "properties": {"ip_address": {"type": "string"}, "mac_address": {"type": "string", "pattern": _MAC}}},
-}
 
 NETWORK_UPDATE = validator(_wrapped("network", {
     "type": "object",

@@ -104,12 +104,13 @@ def _port(value: Any, name: str) -> int | None:
     except (TypeError, ValueError):
         number = -1
     if isinstance(value, bool) or not 0 <= number <= 65535:
-        raise errors.InvalidInput(f"Invalid value for port {value} ({name}).",
-                                  code="security_group_invalid_port_value")
+        raise errors.InvalidInput(f"Invalid value for port {value}.", code="security_group_invalid_port_value")
     return number
 
 
 def _ports(protocol: str | None, low: int | None, high: int | None) -> tuple[int | None, int | None]:
+    """Neutron's port-range rules, in its order: TCP-like protocols need both ends (a single
+    port is min == max), ICMP reads them as type and code, no other protocol takes any."""
     if low is None and high is None:
         return None, None
     number = protocol_number(protocol)
@@ -117,26 +118,23 @@ def _ports(protocol: str | None, low: int | None, high: int | None) -> tuple[int
         raise errors.InvalidInput("Must also specify protocol if port range is given.",
                                   code="security_group_protocol_required_with_ports")
     if number in WITH_PORTS:
-        if low is None or high is None:
-            # Neutron takes a single port given for both ends
-            low = high = low if high is None else high
         if low == 0 or high == 0:
             raise errors.InvalidInput("Invalid value for port 0.", code="security_group_invalid_port_value")
-        if low > high:
+        if low is None or high is None or low > high:
             raise errors.InvalidInput("For TCP/UDP protocols, port_range_min must be <= port_range_max",
                                       code="security_group_invalid_port_range")
         return low, high
     if number in ICMP:
-        for value, what in ((low, "type"), (high, "code")):
+        for value, what, attr in ((low, "type", "port_range_min"), (high, "code", "port_range_max")):
             if value is not None and value > 255:
-                raise errors.InvalidInput(f"Invalid value for ICMP {what} (port_range_min/max) {value}: "
-                                          "it must be 0 to 255.", code="security_group_invalid_icmp_value")
+                raise errors.InvalidInput(f"Invalid value for ICMP {what} ({attr}) {value}. It must be 0 to 255.",
+                                          code="security_group_invalid_icmp_value")
         if low is None:
             raise errors.InvalidInput(f"ICMP code (port-range-max) {high} is provided but ICMP type "
                                       "(port-range-min) is missing.", code="security_group_missing_icmp_type")
         return low, high
-    raise errors.InvalidInput(f"Invalid protocol {protocol} for port range, only supported for TCP, UDP, "
-                              "UDPLITE, SCTP and DCCP.", code="security_group_invalid_protocol_for_port")
+    raise errors.InvalidInput(f"Invalid protocol {number} for port range, only supported for TCP, UDP, "
+                              "UDPLITE, SCTP and DCCP protocols.", code="security_group_invalid_protocol_for_port")
 
 
 def _prefix(value: str | None, ethertype: str) -> str | None:

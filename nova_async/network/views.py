@@ -93,6 +93,7 @@ def subnet(row: asyncpg.Record) -> dict[str, Any]:
         "service_types": [],
         "segment_id": None,
         "dns_publish_fixed_ip": False,
+        "router:external": row["external"],   # subnet-external-network
         **_times(row),
     }
 
@@ -183,6 +184,7 @@ def floatingip(row: asyncpg.Record) -> dict[str, Any]:
 
 
 EXTENSIONS = [
+    ("agent", "agent", "The agent management extension."),
     ("external-net", "Neutron external network", "Adds external network attribute to network resource."),
     ("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding between L2 Neutron networks "
      "and access to external networks via a NAT gateway."),
@@ -196,6 +198,11 @@ EXTENSIONS = [
     ("net-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
     ("net-mtu-writable", "Network MTU (writable)", "Provides a writable MTU attribute for a network resource."),
     ("port-security", "Port Security", "Provides port security"),
+    ("subnet-external-network", "Subnet External Network",
+     "Informs if the subnet belongs to an external network (router:external); such subnets are visible "
+     "to every project"),
+    ("ip-substring-filtering", "IP address substring filtering",
+     "Provides IP address substring filtering when listing ports"),
     ("project-id", "project_id field enabled", "Extension that indicates that project_id field is enabled."),
     ("security-group", "security-group", "The security groups extension."),
     ("standard-attr-description", "standard-attr-description", "Extension to add descriptions to standard attributes"),

@@ -68,8 +68,9 @@ SELECT EXISTS (SELECT 1 FROM floatingips f
                 WHERE f.router_id = $1 AND a.subnet_id = $2);
 
 -- name: claim_port_for_device
--- A free port becomes device $2's (owner $3); no row when it already belongs to a device.
-UPDATE ports SET device_id = $2, device_owner = $3, updated_at = now()
+-- A free port becomes device $2's (owner $3, a router's: ACTIVE, as ports.make_port says
+-- why); no row when it already belongs to a device.
+UPDATE ports SET device_id = $2, device_owner = $3, status = 'ACTIVE', updated_at = now()
  WHERE id = $1 AND device_id = ''
 RETURNING *;
 
@@ -116,6 +117,14 @@ UPDATE floatingips SET description = $2, updated_at = now() WHERE id = $1;
 
 -- name: delete_floatingip
 DELETE FROM floatingips WHERE id = $1;
+
+-- name: delete_unassociated_floatingips
+-- A network delete's first step, as Neutron's: the floating IPs of external network $1 that
+-- nothing uses go (their ports, returned, are the caller's to delete); associated ones stay
+-- and keep the network in use.
+DELETE FROM floatingips
+ WHERE floating_network_id = $1 AND port_id IS NULL AND router_id IS NULL
+RETURNING floating_port_id;
 
 -- name: gateway_router_for
 -- The router that can NAT a fixed IP of subnet $2 to external network $1: a gateway on $1

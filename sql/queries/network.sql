@@ -49,7 +49,7 @@ DELETE FROM networks WHERE id = $1;
 INSERT INTO subnets (id, network_id, project_id, name, description, cidr, ip_version, gateway_ip,
                      allocation_pools, enable_dhcp, dns_nameservers, host_routes)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-RETURNING *;
+RETURNING *, (SELECT external FROM networks WHERE id = network_id);
 
 -- name: get_subnet
 SELECT s.*, n.project_id AS network_project_id, n.shared, n.external
@@ -64,7 +64,7 @@ SELECT * FROM subnets WHERE id = $1 FOR UPDATE;
 SELECT * FROM subnets WHERE network_id = $1 ORDER BY ip_version, created_at, id;
 
 -- name: list_subnets
-SELECT s.*
+SELECT s.*, n.external
   FROM subnets s JOIN networks n ON n.id = s.network_id
  WHERE ($1 OR s.project_id = $2 OR n.project_id = $2 OR n.shared OR n.external)
    AND ($3::uuid[] IS NULL OR s.id = ANY($3))
@@ -283,7 +283,7 @@ UPDATE subnets
        dns_nameservers = $7, host_routes = $8,
        revision_number = revision_number + 1, updated_at = now()
  WHERE id = $1
-RETURNING *;
+RETURNING *, (SELECT external FROM networks WHERE id = network_id);
 
 -- name: subnet_allocations
 SELECT a.ip_address, a.port_id, p.device_owner
@@ -302,6 +302,10 @@ UPDATE ports
        allowed_address_pairs = $11, revision_number = revision_number + 1, updated_at = now()
  WHERE id = $1
 RETURNING *;
+
+-- name: set_port_address_pairs
+-- A new port's allowed address pairs (an update sets them with the rest, in update_port).
+UPDATE ports SET allowed_address_pairs = $2 WHERE id = $1;
 
 -- name: release_port_ip
 DELETE FROM ip_allocations WHERE port_id = $1 AND subnet_id = $2 AND ip_address = $3::inet;

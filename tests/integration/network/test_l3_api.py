@@ -77,8 +77,16 @@ async def test_the_external_network_is_made_once_and_everyone_sees_it(h):
     sub = (await call(h, "GET", f"{SUBNET}/{pub['subnets'][0]}", h.alice))["subnet"]
     assert sub["cidr"] == EXT_CIDR and sub["gateway_ip"] == "203.0.113.1" and sub["enable_dhcp"] is False
     assert sub["allocation_pools"] == [{"start": "203.0.113.2", "end": "203.0.113.254"}]
+    # Its subnet is every project's to see, and says so (Neutron's subnet-external-network).
+    assert sub["router:external"] is True
+    seen = await call(h, "GET", f"{SUBNET}?network_id={pub['id']}", h.bob)
+    assert [(s["id"], s["router:external"]) for s in seen["subnets"]] == [(sub["id"], True)]
+    aliases = {e["alias"] for e in (await call(h, "GET", "/network/v2.0/extensions", h.bob))["extensions"]}
+    assert "subnet-external-network" in aliases
+    _, mine = await private_net(h, h.alice)
+    assert mine["router:external"] is False
     listed = await call(h, "GET", NET, h.alice, None)
-    assert [n["name"] for n in listed["networks"]] == ["public"]
+    assert [n["name"] for n in listed["networks"]] == ["public", "net1"]
     # Only an admin makes another external network.
     await fault(h, "POST", NET, h.alice, {"network": {"name": "ext2", "router:external": True}}, status=403)
 
@@ -164,6 +172,42 @@ async def test_router_lifecycle_like_openstack_cli(h):
     assert error["type"] == "RouterNotFound"
     # Now the subnet is free for r2.
     await call(h, "PUT", f"{ROUTER}/{r2['id']}/add_router_interface", h.alice, {"subnet_id": sub["id"]})
+
+
+async def test_router_ports_are_active(h):
+    """Tempest waits for an interface port to be ACTIVE before it removes it (on a router it
+    made admin-down): Neutron's reference back end, OVN, reports a router's ports ACTIVE as
+    soon as they are made, whatever the router's admin state."""
+    _, sub1 = await private_net(h, h.alice)
+    _, sub2 = await private_net(h, h.alice, cidr="10.0.1.0/24", name="net2")
+    r = await router(h, h.alice, admin_state_up=False)
+    first = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"subnet_id": sub1["id"]})
+    second = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"subnet_id": sub2["id"]})
+    net3, _ = await private_net(h, h.alice, cidr="10.0.2.0/24", name="net3")
+    by_port = (await call(h, "POST", PORT, h.alice, {"port": {"network_id": net3["id"]}}, 201))["port"]
+    assert by_port["status"] == "DOWN"  # until it is the router's
+    third = await call(h, "PUT", f"{ROUTER}/{r['id']}/add_router_interface", h.alice, {"port_id": by_port["id"]})
+    pub = await public(h, h.alice)
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.alice, {"router": {"external_gateway_info": {"network_id": pub["id"]}}})
+
+    async def statuses():
+        listed = (await call(h, "GET", f"{PORT}?device_id={r['id']}", h.admin))["ports"]
+        return {p["id"]: p["status"] for p in listed}
+    ids = {first["port_id"], second["port_id"], third["port_id"]}
+    up = await statuses()
+    assert len(up) == 4 and ids < set(up) and set(up.values()) == {"ACTIVE"}
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.alice, {"router": {"admin_state_up": True}})
+    assert await statuses() == up
+
+    # An interface port's fixed IP given again by subnet keeps its address (the gateway IP).
+    updated = (await call(h, "PUT", f"{PORT}/{first['port_id']}", h.alice,
+                          {"port": {"fixed_ips": [{"subnet_id": sub1["id"]}]}}))["port"]
+    assert updated["fixed_ips"] == [{"subnet_id": sub1["id"], "ip_address": "10.0.0.1"}]
+    assert updated["status"] == "ACTIVE" and updated["device_id"] == r["id"]
+    # Removing one interface leaves the others as they were.
+    await call(h, "PUT", f"{ROUTER}/{r['id']}/remove_router_interface", h.alice, {"port_id": second["port_id"]})
+    left = await statuses()
+    assert second["port_id"] not in left and {first["port_id"], third["port_id"]} < set(left)
 
 
 async def test_router_interface_by_port_and_bad_requests(h):
@@ -305,6 +349,25 @@ async def test_floating_ip_lifecycle_like_openstack_cli(h):
     # The address is free again, and the lowest: the next one takes it.
     again = (await call(h, "POST", FIP, h.alice, {"floatingip": {"floating_network_id": pub["id"]}}, 201))["floatingip"]
     assert again["floating_ip_address"] == "203.0.113.3"
+
+
+async def test_deleting_an_external_network_takes_its_unused_floating_ips(h):
+    """Neutron's answer: unassociated floating IPs go with their network; one that a router
+    holds the network for (its gateway) keeps it, and then nothing is deleted."""
+    ext = (await call(h, "POST", NET, h.admin, {"network": {"name": "ext2", "router:external": True}}, 201))["network"]
+    sub = (await call(h, "POST", SUBNET, h.admin, {"subnet": {"network_id": ext["id"], "cidr": "198.51.100.0/24",
+                                                              "ip_version": 4, "enable_dhcp": False}}, 201))["subnet"]
+    fip = (await call(h, "POST", FIP, h.admin, {"floatingip": {"floating_network_id": ext["id"]}}, 201))["floatingip"]
+    r = await router(h, h.admin, external_gateway_info={"network_id": ext["id"]})
+    error = await fault(h, "DELETE", f"{NET}/{ext['id']}", h.admin, status=409)
+    assert error["type"] == "NetworkInUse"
+    assert (await call(h, "GET", f"{FIP}/{fip['id']}", h.admin))["floatingip"]["id"] == fip["id"]
+
+    await call(h, "PUT", f"{ROUTER}/{r['id']}", h.admin, {"router": {"external_gateway_info": None}})
+    await call(h, "DELETE", f"{NET}/{ext['id']}", h.admin, status=204)
+    assert (await fault(h, "GET", f"{FIP}/{fip['id']}", h.admin, status=404))["type"] == "FloatingIPNotFound"
+    await fault(h, "GET", f"{SUBNET}/{sub['id']}", h.admin, status=404)
+    assert (await call(h, "GET", f"{PORT}?network_id={ext['id']}", h.admin))["ports"] == []
 
 
 async def test_floating_ip_bad_requests(h):
@@ -462,6 +525,17 @@ async def test_extensions_listed_for_the_cli(h):
     by_name = await h.http.get("/network/v2.0/extensions", params={"name": "external-gateway-multihoming"},
                                headers=h.alice)
     assert (await by_name.json())["extensions"] == []
+
+
+async def test_agents_are_listed_as_none(h):
+    """No Neutron agents report here (the roles do their work in-process): the list is empty
+    for everyone, as a Neutron server's before any agent reports, and any id is unknown."""
+    assert "agent" in {e["alias"] for e in (await call(h, "GET", "/network/v2.0/extensions", h.alice))["extensions"]}
+    for who in (h.alice, h.admin):
+        assert await call(h, "GET", "/network/v2.0/agents", who) == {"agents": []}
+    url = "/network/v2.0/agents/0b9c1e1e-8d5a-4a4e-9d6a-3f3f0e9b1c11"
+    for method, body in (("GET", None), ("PUT", {"agent": {"admin_state_up": False}}), ("DELETE", None)):
+        assert (await fault(h, method, url, h.admin, body, status=404))["type"] == "AgentNotFound"
 
 
 async def test_racing_requests_keep_quotas_and_interfaces_exact(h):

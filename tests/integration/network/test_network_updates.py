@@ -235,6 +235,35 @@ async def test_port_allowed_address_pairs(h):
     assert shown["allowed_address_pairs"] == [] and shown["port_security_enabled"] is False
 
 
+async def test_port_create_takes_allowed_address_pairs(h):
+    net = await make_net(h, h.alice)
+    await make_subnet(h, h.alice, net["id"])
+    pairs = [{"ip_address": "10.0.0.100"}, {"ip_address": "192.168.0.0/24", "mac_address": "FA:16:3E:AA:BB:CC"}]
+    port = await make_port(h, h.alice, net["id"], allowed_address_pairs=pairs)
+    expected = [{"ip_address": "10.0.0.100", "mac_address": port["mac_address"]},
+                {"ip_address": "192.168.0.0/24", "mac_address": "fa:16:3e:aa:bb:cc"}]
+    assert port["allowed_address_pairs"] == expected
+    assert (await show(h, f"{PORT}/{port['id']}", h.alice))["allowed_address_pairs"] == expected
+    listed = await show(h, f"{PORT}?network_id={net['id']}", h.alice)
+    assert [p["allowed_address_pairs"] for p in listed] == [expected]
+
+    async def refused_create(headers, network_id, status, kind, **extra):
+        resp = await h.http.post(PORT, json={"port": {"network_id": network_id, **extra}}, headers=headers)
+        assert (await neutron_error(resp, status))["type"] == kind
+
+    await refused_create(h.alice, net["id"], 409, "AddressPairAndPortSecurityRequired",
+                         port_security_enabled=False, allowed_address_pairs=pairs)
+    await refused_create(h.alice, net["id"], 400, "DuplicateAddressPairInRequest",
+                         allowed_address_pairs=[{"ip_address": "10.0.0.9"}, {"ip_address": "10.0.0.9"}])
+    await refused_create(h.alice, net["id"], 400, "HTTPBadRequest", allowed_address_pairs=[{"ip_address": "x"}])
+    # Only the network's owner (or an admin) sets them, as on update.
+    shared = await make_net(h, h.admin, name="shared", shared=True)
+    await make_subnet(h, h.admin, shared["id"], cidr="10.5.0.0/24")
+    await refused_create(h.bob, shared["id"], 403, "PolicyNotAuthorized",
+                         allowed_address_pairs=[{"ip_address": "10.5.0.9"}])
+    assert len(await show(h, f"{PORT}?network_id={net['id']}", h.alice)) == 1  # the refused ones left nothing
+
+
 async def test_a_project_cannot_update_another_projects_port(h):
     net = await make_net(h, h.alice)
     await make_subnet(h, h.alice, net["id"])

@@ -144,6 +144,10 @@ async def test_rules_are_checked_and_normalised_as_neutron_does(h):
 
     bad = [
         ({"protocol": "tcp", "port_range_min": 30, "port_range_max": 20}, 400, "SecurityGroupInvalidPortRange"),
+        # a TCP-like range needs both ends (Neutron takes no single-ended range)
+        ({"protocol": "tcp", "port_range_max": 6}, 400, "SecurityGroupInvalidPortRange"),
+        ({"protocol": "udp", "port_range_min": 53}, 400, "SecurityGroupInvalidPortRange"),
+        ({"protocol": "tcp", "port_range_min": -16, "port_range_max": 80}, 400, "SecurityGroupInvalidPortValue"),
         ({"port_range_min": 22, "port_range_max": 22}, 400, "SecurityGroupProtocolRequiredWithPorts"),
         ({"protocol": "gre", "port_range_min": 1, "port_range_max": 2}, 400, "SecurityGroupInvalidProtocolForPort"),
         ({"protocol": "tcp", "port_range_min": 0, "port_range_max": 10}, 400, "SecurityGroupInvalidPortValue"),
@@ -165,6 +169,17 @@ async def test_rules_are_checked_and_normalised_as_neutron_does(h):
     for rule, status, kind in bad:
         body = {"security_group_rule": {"security_group_id": gid, "direction": "ingress", **rule}}
         await fault(await h.http.post(RULE, json=body, headers=h.alice), status, kind)
+    # the messages say which value was wrong, in Neutron's words
+    for rule, words in [
+        ({"protocol": "tcp", "port_range_min": 80, "port_range_max": 65536}, "Invalid value for port 65536"),
+        ({"protocol": "tcp", "port_range_max": 6}, "port_range_min must be <= port_range_max"),
+        ({"protocol": "icmp", "port_range_min": 1, "port_range_max": 256}, "Invalid value for ICMP code"),
+        ({"protocol": "icmp", "port_range_min": 300, "port_range_max": 1}, "Invalid value for ICMP type"),
+        ({"protocol": "icmp", "port_range_max": 6}, "ICMP type (port-range-min) is missing"),
+    ]:
+        body = {"security_group_rule": {"security_group_id": gid, "direction": "ingress", **rule}}
+        resp = await h.http.post(RULE, json=body, headers=h.alice)
+        assert resp.status == 400 and words in (await resp.json())["NeutronError"]["message"]
 
     shown = (await get(h, f"{RULE}/{ssh['id']}", h.alice))["security_group_rule"]
     assert shown == ssh
