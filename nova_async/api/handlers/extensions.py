@@ -59,6 +59,7 @@ EXTENSIONS = [
     ("SuspendServer", "os-suspend-server", "Suspending and resuming servers."),
     ("OSTenantNetworks", "os-tenant-networks", "A project's networks (until 2.35)."),
     ("UserData", "os-user-data", "User data given to a server at its creation."),
+    ("Volumes", "os-volumes", "Volumes and their snapshots, from the volume service (until 2.35)."),
 ]
 _UPDATED = "2014-12-03T00:00:00Z"
 
