@@ -274,7 +274,7 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                                     "ipv6_subnet_attributes": False, "port_security": "port-security" in extensions},
         "validation": {"run_validation": False},
         "volume": {"catalog_type": "volumev3", "build_timeout": 120},
-        "volume-feature-enabled": {"backup": False, "snapshot": False},
+        "volume-feature-enabled": {"backup": False, "snapshot": True},
     }
     conf = workspace / "etc" / "tempest.conf"
     conf.write_text("".join(f"[{name}]\n" + "".join(f"{k} = {bool_(v)}\n" for k, v in values.items()) + "\n"
