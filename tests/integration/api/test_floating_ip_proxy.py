@@ -134,3 +134,19 @@ async def test_add_and_remove_a_floating_ip_on_a_server(cloud):
     shown = (await ok(await h.http.get(f"{FIPS}/{second['id']}", headers=h.alice), 200))["floating_ip"]
     assert shown["fixed_ip"] == fixed
     await ok(await h.http.delete(f"{FIPS}/{second['id']}", headers=h.alice), 202)
+
+
+async def test_adding_an_associated_floating_ip_to_another_server_moves_it(cloud):
+    h = cloud
+    first = await _routed_server(h)
+    second = await wait_status(h, (await ok(await h.http.post(V + "/servers", headers=h.alice,
+                                                              json=boot_body(h, name="vm2")), 202))["server"]["id"],
+                               "ACTIVE")
+    fip = (await ok(await h.http.post(FIPS, headers=h.alice, json={}), 200))["floating_ip"]
+    await _action(h, first["id"], {"addFloatingIp": {"address": fip["ip"]}}, h.alice, 202)
+    await _action(h, second["id"], {"addFloatingIp": {"address": fip["ip"]}}, h.alice, 202)
+    shown = (await ok(await h.http.get(f"{FIPS}/{fip['id']}", headers=h.alice), 200))["floating_ip"]
+    assert shown["instance_id"] == second["id"]
+    assert shown["fixed_ip"] == second["addresses"]["net1"][0]["addr"]
+    await _action(h, first["id"], {"removeFloatingIp": {"address": fip["ip"]}}, h.alice, 409)
+    await _action(h, second["id"], {"removeFloatingIp": {"address": fip["ip"]}}, h.alice, 202)
