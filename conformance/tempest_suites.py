@@ -205,11 +205,18 @@ def network_extensions(api: Api) -> list[str]:
 
 def shared_network(api: Api) -> str:
     """A shared network with a subnet, the one compute tests boot servers on (Tempest's dynamic
-    credentials then need not create a network, subnet and router per test project)."""
+    credentials then need not create a network, subnet and router per test project), routed
+    to the external network when there is one, as devstack routes its `private` network (a
+    floating IP reaches a server only through such a router)."""
     neutron = api.endpoint("network").rstrip("/") + "/v2.0"
     net = api.call("POST", f"{neutron}/networks", {"network": {"name": "tempest-shared", "shared": True}})["network"]
-    api.call("POST", f"{neutron}/subnets", {"subnet": {"network_id": net["id"], "cidr": "10.254.0.0/24",
-                                                        "ip_version": 4, "name": "tempest-shared"}})
+    subnet = api.call("POST", f"{neutron}/subnets", {"subnet": {"network_id": net["id"], "cidr": "10.254.0.0/24",
+                                                                 "ip_version": 4, "name": "tempest-shared"}})["subnet"]
+    external = api.call("GET", f"{neutron}/networks?router:external=true")["networks"]
+    if external:
+        router = api.call("POST", f"{neutron}/routers", {"router": {
+            "name": "tempest-shared", "external_gateway_info": {"network_id": external[0]["id"]}}})["router"]
+        api.call("PUT", f"{neutron}/routers/{router['id']}/add_router_interface", {"subnet_id": subnet["id"]})
     return net["name"]
 
 
@@ -290,7 +297,7 @@ def write_conf(workspace: Path, service: Service, api: Api) -> Path:
                                     "floating_ips": "router" in extensions and bool(public_id)},
         "validation": {"run_validation": False},
         "volume": {"catalog_type": "volumev3", "build_timeout": 120},
-        "volume-feature-enabled": {"backup": False, "snapshot": False},
+        "volume-feature-enabled": {"backup": False, "snapshot": True},
     }
     conf = workspace / "etc" / "tempest.conf"
     conf.write_text("".join(f"[{name}]\n" + "".join(f"{k} = {bool_(v)}\n" for k, v in values.items()) + "\n"

@@ -63,3 +63,9 @@ class NetworkClient:
         reply = await self.bus.call(TOPIC, m.NetworkRequest(id=id), context=context)
         assert isinstance(reply, m.NetworkReply)
         return reply.networks
+
+    async def floating_ips(self, context: RequestContext, action: str, **fields: str) -> m.FloatingIpReply:
+        """Nova's floating IP proxy (messages.FloatingIpRequest), as the caller `context`."""
+        reply = await self.bus.call(TOPIC, m.FloatingIpRequest(action=action, **fields), context=context)
+        assert isinstance(reply, m.FloatingIpReply)
+        return reply

@@ -136,3 +136,34 @@ class NetworkReply(Message, frozen=True, kw_only=True):
     """Networks as Neutron's API shows them to that caller."""
 
     networks: list[dict[str, Any]] = []
+
+
+class FloatingIpRequest(Message, frozen=True, kw_only=True):
+    """Nova's deprecated os-floating-ips / os-floating-ip-pools proxy and its addFloatingIp /
+    removeFloatingIp server actions, answered by the Neutron API's own domain code with the
+    caller's context (the bus context). `action`: list | show | create | delete (by `id`),
+    pools, associate (`address` to `instance_uuid`, on `fixed_address` or its first IPv4
+    address) | disassociate (`address` from `instance_uuid`). `pool` names an external
+    network by name or id; empty: the one this service made (settings' external_network)."""
+
+    action: str
+    id: str = ""
+    pool: str = ""
+    address: str = ""
+    instance_uuid: str = ""
+    fixed_address: str = ""
+
+
+class FloatingIpInfo(Message, frozen=True, kw_only=True):
+    """A floating IP as Nova's proxy shows it."""
+
+    id: str
+    address: str
+    pool: str                       # its external network's name (its id when it has none)
+    fixed_address: str | None = None
+    instance_uuid: str | None = None   # the device of the port it is associated with
+
+
+class FloatingIpReply(Message, frozen=True, kw_only=True):
+    floating_ips: list[FloatingIpInfo] = []
+    pools: list[str] = []

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from nova_async.common.context import RequestContext
 from nova_async.network import dhcp_ports, instance_ports, providers, proxy, routes, security_groups
+from nova_async.network import floatingip_proxy
 from nova_async.network import messages as m
 from nova_async.network.client import TOPIC
 from nova_async.network.state import NetworkApi
@@ -33,6 +34,7 @@ class NetworkRole(Role):
             m.ChangeInstanceSecurityGroup: self._change_instance_group,
             m.SecurityGroupRequest: self._security_group_request,
             m.NetworkRequest: self._network_request,
+            m.FloatingIpRequest: self._floating_ip_request,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -69,3 +71,6 @@ class NetworkRole(Role):
     async def _security_group_request(self, msg: m.SecurityGroupRequest, ctx: RequestContext
                                       ) -> m.SecurityGroupReply:
         return await proxy.answer(self.pool, ctx, msg)
+
+    async def _floating_ip_request(self, msg: m.FloatingIpRequest, ctx: RequestContext) -> m.FloatingIpReply:
+        return await floatingip_proxy.answer(self.pool, ctx, msg, self.settings.network.external_network)

@@ -67,3 +67,11 @@ class VolumeClient:
         reply = await self.bus.call(TOPIC, m.VolumesOfInstance(instance_uuid=instance_uuid))
         assert isinstance(reply, m.AttachmentList)
         return list(reply.attachments)
+
+    async def proxy(self, context: RequestContext, kind: str, action: str, id: str = "",
+                    body: dict[str, Any] | None = None) -> m.VolumeProxyReply:
+        """Nova's os-volumes / os-snapshots proxy (messages.VolumeProxyRequest), as `context`."""
+        reply = await self.bus.call(TOPIC, m.VolumeProxyRequest(kind=kind, action=action, id=id, body=body or {}),
+                                    context=context)
+        assert isinstance(reply, m.VolumeProxyReply)
+        return reply

@@ -159,3 +159,52 @@ class AttachmentRecord(Message, frozen=True, kw_only=True):
 
 class AttachmentList(Message, frozen=True, kw_only=True):
     attachments: list[AttachmentRecord] = []
+
+
+class VolumeProxyRequest(Message, frozen=True, kw_only=True):
+    """Nova's deprecated os-volumes / os-snapshots proxy, answered by the Cinder API's own
+    domain code with the caller's context (the bus context). `kind`: volume | snapshot;
+    `action`: list | show | create | delete (show and delete by `id`); `body`: what Cinder's
+    create takes (name, description, size, snapshot_id, volume_type, metadata,
+    availability_zone for a volume; volume_id, name, description, force for a snapshot)."""
+
+    kind: str
+    action: str
+    id: str = ""
+    body: dict[str, Any] = {}
+
+
+class ProxiedAttachment(Message, frozen=True, kw_only=True):
+    server_id: str
+    device: str | None = None
+
+
+class ProxiedVolume(Message, frozen=True, kw_only=True):
+    """A volume as Nova's proxy reads Cinder's view of it."""
+
+    id: str
+    status: str
+    size: int
+    availability_zone: str
+    created_at: str
+    name: str | None = None
+    description: str | None = None
+    volume_type: str | None = None
+    snapshot_id: str | None = None
+    metadata: dict[str, str] = {}
+    attachments: list[ProxiedAttachment] = []
+
+
+class ProxiedSnapshot(Message, frozen=True, kw_only=True):
+    id: str
+    volume_id: str
+    status: str
+    size: int
+    created_at: str
+    name: str | None = None
+    description: str | None = None
+
+
+class VolumeProxyReply(Message, frozen=True, kw_only=True):
+    volumes: list[ProxiedVolume] = []
+    snapshots: list[ProxiedSnapshot] = []

@@ -17,7 +17,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.db.queries import queries
 from nova_async.role import Deps, Role
-from nova_async.volume import attachments, backends, lifecycle, routes, snapshots, volumes
+from nova_async.volume import attachments, backends, lifecycle, proxy, routes, snapshots, volumes
 from nova_async.volume import messages as m
 from nova_async.volume.client import TOPIC
 from nova_async.volume.state import VolumeApi
@@ -44,6 +44,7 @@ class VolumeRole(Role):
             m.CreateVolume: self._create_volume,
             m.DeleteVolume: self._delete_volume,
             m.SnapshotVolume: self._snapshot_volume,
+            m.VolumeProxyRequest: self._proxy_request,
         }
         self.handlers.update(attachments.bus_handlers(self))
 
@@ -111,6 +112,9 @@ class VolumeRole(Role):
             return
         await volumes.delete(self.api, RequestContext(user_id="", project_id="", roles=("admin",)),
                              msg.volume_id, cascade=False, background=False)
+
+    async def _proxy_request(self, msg: m.VolumeProxyRequest, ctx: RequestContext) -> m.VolumeProxyReply:
+        return await proxy.answer(self.api, ctx, msg)
 
 
 def info(row) -> m.VolumeInfo:

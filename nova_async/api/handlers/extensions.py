@@ -31,6 +31,8 @@ EXTENSIONS = [
     ("FlavorDisabled", "OS-FLV-DISABLED", "Whether a flavor is disabled."),
     ("FlavorManage", "os-flavor-manage", "Creating and deleting flavors."),
     ("FlavorAccess", "os-flavor-access", "Private flavors and the projects that may use them."),
+    ("FloatingIpPools", "os-floating-ip-pools", "The pools floating IPs come from (until 2.35)."),
+    ("FloatingIps", "os-floating-ips", "Floating IPs, and adding them to servers (until 2.35 and 2.43)."),
     ("Hosts", "os-hosts", "The hosts and the services on them."),
     ("Hypervisors", "os-hypervisors", "Compute nodes and what they hold."),
     ("InstanceActions", "os-instance-actions", "The actions taken on a server, and their events."),
@@ -58,6 +60,7 @@ EXTENSIONS = [
     ("SuspendServer", "os-suspend-server", "Suspending and resuming servers."),
     ("OSTenantNetworks", "os-tenant-networks", "A project's networks (until 2.35)."),
     ("UserData", "os-user-data", "User data given to a server at its creation."),
+    ("Volumes", "os-volumes", "Volumes and their snapshots, from the volume service (until 2.35)."),
 ]
 _UPDATED = "2014-12-03T00:00:00Z"
 

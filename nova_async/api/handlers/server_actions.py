@@ -20,6 +20,8 @@ and metadata changes (409) until unlocked; an admin's lock only an admin can lif
 
 `addSecurityGroup` / `removeSecurityGroup` put a security group on the server's ports or
 take it off them (the network service keeps them; api/security_groups.py).
+`addFloatingIp` / `removeFloatingIp` (until 2.43) do the same with a floating IP
+(api/floating_ips.py).
 
 An admin's `os-resetState` sets the vm_state and clears the task; `injectNetworkInfo` has
 nothing to push; `forceDelete` and `restore` find no soft-deleted server (deletes are never
@@ -40,7 +42,7 @@ import jsonschema
 from aiohttp import web
 
 from nova_async.api import microversion, server_ops, server_resize, server_views
-from nova_async.api import lookup, remote_consoles, security_groups, volume_attachments
+from nova_async.api import floating_ips, lookup, remote_consoles, security_groups, volume_attachments
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
 from nova_async.common import web as w
@@ -149,6 +151,20 @@ def _security_group(*, add: bool) -> ActionHandler:
     return handle
 
 
+async def _add_floating_ip(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                           version: microversion.Version) -> web.Response:
+    floating_ips.check_action_version(version)
+    await floating_ips.add_to_server(state, ctx, uuid, value["address"], value.get("fixed_address"))
+    return web.Response(status=202)
+
+
+async def _remove_floating_ip(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any],
+                              version: microversion.Version) -> web.Response:
+    floating_ips.check_action_version(version)
+    await floating_ips.remove_from_server(state, ctx, uuid, value["address"])
+    return web.Response(status=202)
+
+
 ACTIONS: dict[str, Action] = {
     "reboot": Action(_body("reboot", {
         "type": "object", "required": ["type"], "additionalProperties": False,
@@ -205,6 +221,10 @@ ACTIONS: dict[str, Action] = {
     # Remote consoles before 2.6: the type in the body names the protocol.
     "addSecurityGroup": Action(_body("addSecurityGroup", _SECURITY_GROUP), _security_group(add=True)),
     "removeSecurityGroup": Action(_body("removeSecurityGroup", _SECURITY_GROUP), _security_group(add=False)),
+    # The floating IP proxy's actions, until 2.43 (api/floating_ips.py).
+    "addFloatingIp": Action(_body("addFloatingIp", floating_ips.ADD_SCHEMA), _add_floating_ip, versioned=True),
+    "removeFloatingIp": Action(_body("removeFloatingIp", floating_ips.REMOVE_SCHEMA), _remove_floating_ip,
+                               versioned=True),
     **{name: Action(_body(name, schema), remote_consoles.legacy_console, versioned=True)
        for name, schema in remote_consoles.LEGACY_ACTIONS.items()},
 }
