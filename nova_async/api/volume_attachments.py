@@ -82,6 +82,13 @@ async def show(state: ApiState, ctx: RequestContext, server_id: str, volume_id: 
     return _of(bdm)
 
 
+async def mappings_of_volume(state: ApiState, volume_id: str) -> list[asyncpg.Record]:
+    """The mappings that attach volume `volume_id` to live servers, each with its server's
+    host (every cell asked; none for an id that is no uuid)."""
+    uuid = parse_uuid(volume_id)
+    return await state.cells.gather(BQ.attached_volume, uuid) if uuid else []
+
+
 async def volumes_attached(state: ApiState, rows: list[Any]) -> dict[str, list[asyncpg.Record]]:
     """The attached volumes of each listed server, by server uuid: one query per cell."""
     uuids = [str(r["uuid"]) for r in rows]

@@ -17,14 +17,12 @@ import json
 import structlog
 from aiohttp import web
 
+from nova_async.api import volume_attachments
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
-from nova_async.common.web import parse_uuid
-from nova_async.db.queries import queries
 
 log = structlog.get_logger("api")
-BQ = queries("block_devices")
 
 _CREATE = w.validator({
     "type": "object", "required": ["snapshot"], "additionalProperties": False,
@@ -49,8 +47,7 @@ def _service_only(request: web.Request, action: str) -> None:
 async def _attached(request: web.Request, volume_id: str, missing: type[errors.NovaAsyncError]) -> None:
     """The volume is attached to a server on a host; `missing` (Nova's 400 on create, 404 on
     delete) otherwise."""
-    uuid = parse_uuid(volume_id)
-    rows = await request.app[STATE].cells.gather(BQ.attached_volume, uuid) if uuid else []
+    rows = await volume_attachments.mappings_of_volume(request.app[STATE], volume_id)
     if not rows:
         raise missing(f"No volume Block Device Mapping with id {volume_id}.")
     if not any(r["host"] for r in rows):
