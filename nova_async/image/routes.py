@@ -11,7 +11,7 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app
-from nova_async.image.handlers import (actions, image_data, images, info, members, metadef_definitions,
+from nova_async.image.handlers import (actions, image_data, image_tasks, images, info, members, metadef_definitions,
                                        metadef_namespaces, metadef_resource_types, schemas, tags, versions)
 from nova_async.image.state import STATE, ImageApi
 
@@ -31,6 +31,7 @@ ROUTES = [
     ("DELETE", "/v2/images/{image_id}", images.delete_image),
     ("PUT", "/v2/images/{image_id}/file", image_data.update_image_file),
     ("GET", "/v2/images/{image_id}/file", image_data.show_image_file),
+    ("GET", "/v2/images/{image_id}/tasks", image_tasks.list_image_tasks),
     ("POST", "/v2/images/{image_id}/actions/deactivate", actions.deactivate),
     ("POST", "/v2/images/{image_id}/actions/reactivate", actions.reactivate),
     ("PUT", "/v2/images/{image_id}/tags/{tag}", tags.add_tag),

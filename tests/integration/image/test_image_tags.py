@@ -50,3 +50,14 @@ async def test_add_and_remove_tags(h):
     assert resp.status == 400
     resp = await h.http.put("/image/v2/images/nope/tags/x", headers=h.alice)
     assert resp.status == 404
+
+
+async def test_an_images_task_list_is_empty_and_private(h):
+    # Nothing is imported here, so no task ever works on an image (Tempest's compute tests
+    # wait on this list after a snapshot).
+    resp = await h.http.post("/image/v2/images", headers=h.alice, json={
+        "name": "mine", "disk_format": "qcow2", "container_format": "bare"})
+    image_id = (await resp.json())["id"]
+    resp = await h.http.get(f"/image/v2/images/{image_id}/tasks", headers=h.alice)
+    assert resp.status == 200 and await resp.json() == {"tasks": []}
+    assert (await h.http.get(f"/image/v2/images/{image_id}/tasks", headers=h.bob)).status == 404
