@@ -33,7 +33,7 @@ from nova_async.common.context import RequestContext
 from nova_async.compute.messages import ResizeStepName
 from nova_async.db import instances
 from nova_async.db.queries import queries
-from nova_async.image.messages import CreateImage
+from nova_async.image.messages import CreateImage, ImageInfo
 from nova_async.scheduler.messages import Flavor
 
 IQ = queries("instances")
@@ -210,6 +210,28 @@ async def create_backup(state: ApiState, ctx: RequestContext, uuid: str, value: 
                            rotation=int(value["rotation"]))
 
 
+async def snapshot_image(state: ApiState, ctx: RequestContext, row, name: str, kind: dict[str, str],
+                         metadata: dict[str, str]) -> ImageInfo:
+    """A new queued image for a snapshot of the server's root disk (createImage, createBackup,
+    shelve): private to its project, with Nova's snapshot properties and what it inherits
+    from the image the server was booted from (kernel, ramdisk…), so it boots like it."""
+    properties: dict[str, str] = {}
+    min_disk = min_ram = 0
+    try:
+        base = await state.images.get(row["image_ref"], row["project_id"], is_admin=True)
+    except errors.NotFound:
+        base = None  # deleted since the boot: nothing to inherit
+    if base is not None:
+        properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
+        min_disk, min_ram = base.min_disk, base.min_ram
+    properties.update(metadata)
+    properties.update({**kind, "instance_uuid": str(row["uuid"]), "base_image_ref": row["image_ref"] or "",
+                       "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
+    return await state.images.create(CreateImage(
+        name=name, project_id=row["project_id"], properties=properties,
+        min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
+
+
 async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any], version: Version, *,
                     action: str, kind: dict[str, str], rotation: int | None = None) -> web.Response:
     db, row = await _server(state, ctx, uuid)
@@ -223,22 +245,7 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
     if "metadata" in value:
         quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]),
                               value["metadata"])
-    properties: dict[str, str] = {}
-    min_disk = min_ram = 0
-    if row["image_ref"]:
-        try:
-            base = await state.images.get(row["image_ref"], row["project_id"], is_admin=True)
-        except errors.NotFound:
-            base = None  # deleted since the boot: nothing to inherit
-        if base is not None:
-            properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
-            min_disk, min_ram = base.min_disk, base.min_ram
-    properties.update(value.get("metadata") or {})
-    properties.update({**kind, "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
-                       "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
-    image = await state.images.create(CreateImage(
-        name=value["name"], project_id=row["project_id"], properties=properties,
-        min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
+    image = await snapshot_image(state, ctx, row, value["name"], kind, value.get("metadata") or {})
     try:
         async with db.acquire() as conn, conn.transaction():
             claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)
