@@ -87,6 +87,15 @@ async def test_shelved_server_stays_on_its_host_until_offloaded(pool, tmp_path):
         assert (await action_names(h, sid))[0] == ("shelveOffload", None)
 
 
+async def test_a_shelved_server_is_offloaded_after_shelved_offload_time(pool, tmp_path):
+    async with sim_cloud(pool, tmp_path, compute={**SIM1, "shelved_offload_time": 1}) as h:
+        sid = await boot(h)
+        await action(h, sid, {"shelve": None}, 202)
+        server = await wait_status(h, sid, "SHELVED_OFFLOADED", "ERROR", headers=h.admin)
+        assert server["OS-EXT-SRV-ATTR:host"] is None and await allocations(h, sid) == {}
+        assert [a for a, _ in await action_names(h, sid)][:2] == ["shelveOffload", "shelve"]
+
+
 async def test_unshelve_body_by_microversion(cloud):
     h = cloud
     sid = await boot(h)
