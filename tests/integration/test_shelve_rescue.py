@@ -49,6 +49,7 @@ async def test_shelve_offloads_then_unshelve_schedules_and_claims_again(cloud):
     for host in h.roles["compute"].hosts.values():
         assert await host.hypervisor.is_running(domain_name(sid)) is None
     assert server["image"]["id"] == h.image       # still shows the image it was booted from
+    assert server["OS-EXT-AZ:availability_zone"] == "nova" and server["hostId"] == ""
 
     await action(h, sid, {"unshelve": None}, 202)
     server = await wait_status(h, sid, "ACTIVE", "ERROR", headers=h.admin)
