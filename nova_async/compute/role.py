@@ -4,7 +4,8 @@ Per host, in order: open its libvirt connection → register (service, compute n
 placement provider) → reconcile with the database (recovery.py) → then take work from
 `compute.<host>`, refresh inventories, keep power states true to the guests
 (lifecycle.py: on libvirt's events, and periodically), and — when
-compute.resize_confirm_window is set — confirm resizes left waiting longer than that.
+compute.resize_confirm_window is set — confirm resizes left waiting longer than that, and —
+when compute.shelved_offload_time is above 0 — offload servers shelved longer than that.
 The role is ready once every host has reconciled; from then one heartbeat every
 `report_interval` keeps all its hosts' services up.
 
