@@ -118,6 +118,29 @@ async def test_unshelve_body_by_microversion(cloud):
             await wait_status(h, sid, "SHELVED_OFFLOADED")
 
 
+async def test_unshelve_with_no_host_to_take_it_stays_offloaded(cloud):
+    """No host takes it (both disabled): still SHELVED_OFFLOADED, no task, no claim, and the
+    action says Error; once a host is back, the unshelve works."""
+    h = cloud
+    sid = await boot(h)
+    await action(h, sid, {"shelve": None}, 202)
+    await wait_status(h, sid, "SHELVED_OFFLOADED")
+    new = {"OpenStack-API-Version": "compute 2.53"}   # service ids are uuids from 2.53
+    services = (await ok(await h.http.get(f"{V}/os-services?binary=nova-compute", headers={**h.admin, **new}),
+                         200))["services"]
+    for service in services:
+        await ok(await h.http.put(f"{V}/os-services/{service['id']}", headers={**h.admin, **new},
+                                  json={"status": "disabled"}), 200)
+    await action(h, sid, {"unshelve": None}, 202)
+    server = await settled(h, sid, h.admin)
+    assert server["status"] == "SHELVED_OFFLOADED" and server["OS-EXT-SRV-ATTR:host"] is None
+    assert await allocations(h, sid) == {} and (await action_names(h, sid))[0] == ("unshelve", "Error")
+    await ok(await h.http.put(f"{V}/os-services/{services[0]['id']}", headers={**h.admin, **new},
+                              json={"status": "enabled"}), 200)
+    await action(h, sid, {"unshelve": None}, 202)
+    assert (await wait_status(h, sid, "ACTIVE", "ERROR"))["status"] == "ACTIVE"
+
+
 async def test_wrong_states_are_409(cloud):
     h = cloud
     sid = await boot(h)
