@@ -263,6 +263,7 @@ class ComputeRole(Role):
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
         await snapshot.abandon_interrupted(host)
+        await shelve.drop_leftover_images(host)
         await volumes.recover(host)
         work = (await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
                 + await recovery.interrupted_resizes(host) + await recovery.interrupted_shelves_and_rescues(host))

@@ -247,14 +247,31 @@ async def unshelve(host: Host, msg: UnshelveInstance, request_id: str) -> None:
     except Exception as exc:
         await _unshelve_failed(host, row, request_id, exc)
         return
-    if row["shelved_image_id"]:
-        try:   # the guest's disk now stands on its own copy of it (the image cache's)
-            await host.image.delete(row["shelved_image_id"])
-        except Exception as exc:
-            log.warning("could not delete the shelved image", image_id=row["shelved_image_id"], error=describe(exc))
+    if row["shelved_image_id"]:   # the guest's disk now stands on its own copy (the image cache's)
+        await _drop_shelved_image(host, uuid, row["shelved_image_id"])
     log.info("instance unshelved")
     await instances.finish_action(host.pool, uuid, request_id)
     await host.notify("instance.unshelve.end", uuid)
+
+
+async def _drop_shelved_image(host: Host, instance_uuid: str, image_id: str) -> None:
+    """The shelved image deleted, then forgotten: a restart in between finds it still named
+    and deletes it then (drop_leftover_images)."""
+    try:
+        await host.image.delete(image_id)
+    except Exception as exc:
+        log.warning("could not delete the shelved image; trying again at the next start", image_id=image_id,
+                    error=describe(exc))
+        return
+    await host.pool.execute(SQ.forget_shelved_image, instance_uuid, image_id)
+
+
+async def drop_leftover_images(host: Host) -> None:
+    """At start-up: shelved images of servers unshelved here that a restart kept alive."""
+    for r in await host.pool.fetch(SQ.leftover_shelved_images, host.name):
+        log.info("deleting the shelved image of an unshelved server", instance_uuid=str(r["uuid"]),
+                 image_id=r["shelved_image_id"])
+        await _drop_shelved_image(host, str(r["uuid"]), r["shelved_image_id"])
 
 
 async def _unshelve_failed(host: Host, row: asyncpg.Record, request_id: str, exc: Exception) -> None:

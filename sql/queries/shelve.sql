@@ -59,8 +59,10 @@ UPDATE instances SET host = $2, node = $3, updated_at = now()
 RETURNING *;
 
 -- name: set_unshelved
+-- ACTIVE again; shelved_image_id stays until that image is deleted (forget_shelved_image), so a
+-- restart in between still finds it to delete (leftover_shelved_images).
 UPDATE instances
-   SET vm_state = 'active', task_state = NULL, power_state = 1, shelved_image_id = NULL, shelved_at = NULL,
+   SET vm_state = 'active', task_state = NULL, power_state = 1, shelved_at = NULL,
        shelved_host = NULL, launched_at = coalesce(launched_at, now()), updated_at = now()
  WHERE uuid = $1 AND deleted_at IS NULL AND task_state = 'unshelving'
 RETURNING *;
@@ -84,6 +86,12 @@ RETURNING *;
 -- name: forget_shelved_image
 UPDATE instances SET shelved_image_id = NULL, updated_at = now()
  WHERE uuid = $1 AND shelved_image_id = $2;
+
+-- name: leftover_shelved_images
+-- Servers on host $1 unshelved whose shelved image a restart kept from being deleted.
+SELECT uuid, shelved_image_id FROM instances
+ WHERE host = $1 AND deleted_at IS NULL AND shelved_image_id IS NOT NULL AND task_state IS NULL
+   AND vm_state NOT IN ('shelved', 'shelved_offloaded');
 
 -- name: interrupted_on_host
 -- Shelves, offloads, unshelves, rescues and unrescues a restart interrupted on host $1, with

@@ -239,6 +239,27 @@ async def test_a_restart_in_the_middle_is_finished(pool, tmp_path, interrupted):
         assert (await action_names(h, sid))[0][1] is None
 
 
+async def test_a_shelved_image_a_restart_kept_is_deleted_at_the_next_start(pool, tmp_path):
+    """Unshelved, but the process went down before its shelved image was deleted (the row
+    still names it): the next start deletes it."""
+    async with running(pool, ROLES, tmp_path, compute=SIM1) as h:
+        await seed(h)
+        sid = await boot(h)
+        await action(h, sid, {"shelve": None}, 202)
+        await wait_status(h, sid, "SHELVED_OFFLOADED")
+        [image] = await shelved_images(h)
+        await action(h, sid, {"unshelve": None}, 202)
+        await wait_status(h, sid, "ACTIVE")
+        # As if the delete had not happened: the image back, the row naming it.
+        left = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
+            "name": "vm1-shelved", "disk_format": "qcow2", "container_format": "bare"}), 201)
+        await h.cell1.execute("UPDATE instances SET shelved_image_id = $2 WHERE uuid = $1", sid, left["id"])
+    async with running(pool, ROLES, tmp_path, compute=SIM1) as h:
+        await image_of(h, left["id"], "GONE")
+        assert await h.cell1.fetchval("SELECT shelved_image_id FROM instances WHERE uuid = $1", sid) is None
+        assert image["id"] != left["id"]
+
+
 async def until_placed(h, sid: str) -> None:
     await until(lambda: h.cell1.fetchval("SELECT host FROM instances WHERE uuid = $1", sid), lambda host: host,
                 what="the unshelve's host chosen")
