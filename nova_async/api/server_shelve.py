@@ -19,10 +19,12 @@ availability zone named (2.77; null unpins it, 2.91) or onto the host named (2.9
 Naming either for a server that is not offloaded is a 409, as Nova.
 
 `rescue` (from ACTIVE, SHUTOFF or ERROR) boots the server from a rescue disk made of the
-image named (`rescue_image_ref`) or its own image, with its own root disk attached second;
-it answers 200 with the `adminPass` (Nova's enable_instance_password, on by default). A
-volume-backed server cannot be rescued here (400): that needs Nova's stable device rescue
-(2.87), which this cloud does not offer. `unrescue` (from RESCUE) boots its own guest again.
+image named (`rescue_image_ref`) or its own image, with its own root disk attached second —
+or, when that image sets hw_rescue_device and hw_rescue_bus, with every disk where it was
+and the rescue disk added (stable device rescue, compute/rescue.py); it answers 200 with the
+`adminPass` (Nova's enable_instance_password, on by default). A volume-backed server is
+rescued only that stable way, from 2.87, with a rescue image that asks for it (else 400, as
+Nova). `unrescue` (from RESCUE) boots its own guest again.
 """
 
 from __future__ import annotations
@@ -172,16 +174,17 @@ async def unshelve(state: ApiState, ctx: RequestContext, uuid: str, value: Any, 
     return web.Response(status=202)
 
 
-async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any) -> web.Response:
+_STABLE_RESCUE = ("hw_rescue_device", "hw_rescue_bus")
+
+
+async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any, version: Version) -> web.Response:
     value = value or {}
     password = value.get("adminPass") or secrets.token_urlsafe(9)
     db, row = await _server(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR) \
             or row["host"] is None:
         raise _refusal(row, "rescue", uuid)
-    if not row["image_ref"]:
-        raise errors.InvalidInput(f"Instance {uuid} cannot be rescued: Cannot rescue a volume-backed instance")
-    image_ref = row["image_ref"]
+    image_ref, properties = row["image_ref"], {}
     if value.get("rescue_image_ref") is not None:
         ref = value["rescue_image_ref"]
         image_id = parse_uuid(ref)
@@ -193,7 +196,11 @@ async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any) ->
             raise errors.InvalidInput(f"Requested rescue image '{ref}' is not supported") from None
         if image.status != "active":
             raise errors.InvalidInput(f"Requested rescue image '{ref}' is not supported")
-        image_ref = image.id
+        image_ref, properties = image.id, image.properties
+    # A volume-backed server keeps its root volume in place: only a stable device rescue
+    # (2.87, the rescue image saying hw_rescue_device and hw_rescue_bus) can do that.
+    if not row["image_ref"] and not (version >= (2, 87) and all(p in properties for p in _STABLE_RESCUE)):
+        raise errors.InvalidInput(f"Instance {uuid} cannot be rescued: Cannot rescue a volume-backed instance")
     claimed = await _claim(db, ctx, uuid, "rescue", SQ.begin_rescue, image_ref)
     try:
         await state.compute.rescue(claimed["host"], uuid, ctx)

@@ -1,11 +1,14 @@
-"""Rescue and unrescue on the compute host, as Nova's libvirt driver does them (its legacy
-rescue, not 2.87's stable device rescue).
+"""Rescue and unrescue on the compute host, as Nova's libvirt driver does them.
 
     rescue     task rescuing: the guest powered off, a fresh rescue disk made over the rescue
                image (the one the request named, or the server's own), and the guest
-               redefined to boot from it (vda) with its own root disk second (vdb) and its
-               config drive → vm_state rescued, running. Its ephemeral and swap disks and its
-               volumes are left out, as Nova's rescue leaves them
+               redefined to boot from it → vm_state rescued, running. Legacy rescue: the
+               rescue disk is vda, its own root disk vdb, and its config drive; its ephemeral
+               and swap disks and its volumes are left out, as Nova's rescue leaves them.
+               Stable device rescue (the rescue image sets hw_rescue_device and
+               hw_rescue_bus; a volume-backed server needs it, from 2.87): every disk stays
+               where it is, volumes too, and the rescue disk is added on the bus and as the
+               device the image names, first in boot order
     unrescue   task unrescuing: the rescue guest removed, the server's own guest defined
                again from its row and booted, the rescue disk dropped → active, running
 
@@ -26,10 +29,11 @@ from nova_async.common import errors
 from nova_async.common.states import TaskState, VmState
 from nova_async.compute import disks
 from nova_async.compute.build import Flavor
-from nova_async.compute.domain_xml import Disk, domain_name
+from nova_async.compute.domain_xml import DISK_BUSES, DISK_DEVICES, Disk, domain_name
 from nova_async.compute.host import Host, describe
 from nova_async.compute.messages import RescueInstance, UnrescueInstance
-from nova_async.compute.resize import RescueBoot, guest_xml
+from nova_async.compute.resize import RescueBoot, guest_xml, own_disks
+from nova_async.compute.volume_disks import volume_disks
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
@@ -52,14 +56,12 @@ async def rescue(host: Host, msg: RescueInstance, request_id: str) -> None:
                 await host.hypervisor.power_off(name, timeout=host.timeouts.shutdown)
             image = await host.image.get(row["rescue_image_ref"], row["project_id"], is_admin=True)
             base = await host.images.fetch(image)
-            path = disks.instance_dir(host.instances_root, uuid)
-            boot_disks = [Disk(path=str(await disks.rescue_disk(host.instances_root, uuid, base)), target="vda"),
-                          Disk(path=str(path / "disk"), target="vdb")]
-            if host.real_guests and (path / disks.CONFIG_DRIVE).exists():
-                boot_disks.append(Disk(path=str(path / disks.CONFIG_DRIVE), target="hdc", format="raw",
-                                       device="cdrom"))
+            if stable_rescue(image.properties):
+                boot_disks = await _stable_layout(host, row, base, image.properties)
+            else:
+                boot_disks = await _legacy_layout(host, uuid, base)
             xml = await guest_xml(host, row, Flavor.from_row(row["flavor"]),
-                                  rescue=RescueBoot(disks=tuple(boot_disks), properties=dict(image.properties)))
+                                  rescue=RescueBoot(disks=boot_disks, properties=dict(image.properties)))
             await host.hypervisor.remove(name)
             await host.hypervisor.start(xml)
         rescued = await host.pool.fetchrow(SQ.set_rescued, uuid)
@@ -70,6 +72,42 @@ async def rescue(host: Host, msg: RescueInstance, request_id: str) -> None:
              image_id=row["rescue_image_ref"])
     await instances.finish_action(host.pool, uuid, request_id)
     await host.notify("instance.rescue.end", uuid)
+
+
+def stable_rescue(properties: dict[str, str]) -> bool:
+    """Whether the rescue image asks for a stable device rescue (Nova's 2.87 rescue): both of
+    hw_rescue_device and hw_rescue_bus set."""
+    return "hw_rescue_device" in properties and "hw_rescue_bus" in properties
+
+
+async def _legacy_layout(host: Host, uuid: str, base) -> tuple[Disk, ...]:
+    """The rescue disk as vda, the server's root disk as vdb, its config drive."""
+    path = disks.instance_dir(host.instances_root, uuid)
+    layout = [Disk(path=str(await disks.rescue_disk(host.instances_root, uuid, base)), target="vda"),
+              Disk(path=str(path / "disk"), target="vdb")]
+    if host.real_guests and (path / disks.CONFIG_DRIVE).exists():
+        layout.append(Disk(path=str(path / disks.CONFIG_DRIVE), target="hdc", format="raw", device="cdrom"))
+    return tuple(layout)
+
+
+async def _stable_layout(host: Host, row, base, properties: dict[str, str]) -> tuple[Disk, ...]:
+    """Stable device rescue: every disk where the server's own guest has it (volumes too), and
+    the rescue disk added on the bus and as the device its image names, booted first. A
+    CD-ROM is the image's raw copy itself (read-only); a disk, a fresh overlay of it."""
+    uuid = str(row["uuid"])
+    own = own_disks(host, row, await volume_disks(host.pool, uuid))
+    device, bus = properties["hw_rescue_device"], properties["hw_rescue_bus"]
+    if device not in DISK_DEVICES or bus not in DISK_BUSES:
+        raise errors.InvalidInput(f"The rescue image asks for a {device} on the {bus} bus, which this host "
+                                  "does not offer.")
+    prefix, taken = DISK_BUSES[bus], {d.target for d in own}
+    target = next(prefix + c for c in "abcdefghijklmnopqrstuvwxyz" if prefix + c not in taken)
+    if device == "cdrom":
+        rescue_disk = Disk(path=str(base), target=target, format="raw", device="cdrom", bus=bus, boot_order=1)
+    else:
+        rescue_disk = Disk(path=str(await disks.rescue_disk(host.instances_root, uuid, base)), target=target,
+                           bus=bus, boot_order=1)
+    return (*own, rescue_disk)
 
 
 async def _own_guest(host: Host, row, *, running: bool) -> None:

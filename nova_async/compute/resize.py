@@ -104,9 +104,7 @@ async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor, *,
     spec = DomainSpec(
         instance_uuid=uuid, display_name=row["display_name"], project_id=row["project_id"],
         flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus, domain_type=host.domain_type,
-        disks=rescue.disks if rescue is not None else _with_volumes(
-            disks.instance_disks(host.instances_root, uuid, config_drive=host.real_guests, root=bool(row["image_ref"])),
-            volumes, bool(row["image_ref"])),
+        disks=rescue.disks if rescue is not None else own_disks(host, row, volumes),
         interfaces=tuple(Interface(mac=v["mac_address"], tap=v.get("tap") or tap_name(v["port_id"]),
                                    bridge=v.get("bridge") or "", mtu=v.get("mtu") or 1500) for v in vifs),
         kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log,
@@ -121,6 +119,14 @@ class RescueBoot:
 
     disks: tuple[Disk, ...]
     properties: dict[str, str]
+
+
+def own_disks(host: Host, row: asyncpg.Record, volumes: list[Disk]) -> tuple[Disk, ...]:
+    """The instance's disks as its own guest has them: local ones and `volumes` (volume_disks)."""
+    image_backed = bool(row["image_ref"])
+    local = disks.instance_disks(host.instances_root, str(row["uuid"]), config_drive=host.real_guests,
+                                 root=image_backed)
+    return _with_volumes(local, volumes, image_backed)
 
 
 def _with_volumes(local: list[Disk], volumes: list[Disk], image_backed: bool) -> tuple[Disk, ...]:

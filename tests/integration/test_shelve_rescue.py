@@ -4,6 +4,8 @@ unshelve body, the 409s for wrong states, and a restart in the middle finished."
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from nova_async.compute.domain_xml import domain_name
@@ -193,6 +195,33 @@ async def test_rescue_and_unrescue(cloud):
     await wait_status(h, sid, "ACTIVE")
     await post(h, sid, {"rescue": {"rescue_image_ref": "9d0d6d5b-0000-4000-8000-000000000000"}}, 400)
     await post(h, sid, {"rescue": {"bogus": 1}}, 400)
+
+
+@pytest.mark.parametrize("device,bus,target", [("disk", "scsi", "sda"), ("cdrom", "ide", "hda")])
+async def test_stable_device_rescue_keeps_every_disk_in_place(cloud, device, bus, target):
+    """A rescue image with hw_rescue_device and hw_rescue_bus: the server's own disks stay
+    where they are and the rescue disk is added on that bus, booted first."""
+    h = cloud
+    sid = await boot(h)
+    rescue_image = await ok(await h.http.post("/image/v2/images", headers=h.alice, json={
+        "name": "rescuer", "disk_format": "raw", "container_format": "bare",
+        "hw_rescue_device": device, "hw_rescue_bus": bus}), 201)
+    await ok(await h.http.put(f"/image/v2/images/{rescue_image['id']}/file", data=b"\0" * 65536,
+                              headers={**h.alice, "Content-Type": "application/octet-stream"}), 204)
+    await post(h, sid, {"rescue": {"rescue_image_ref": rescue_image["id"]}}, 200, version="2.87")
+    server = await wait_status(h, sid, "RESCUE", "ERROR", headers=h.admin)
+    assert server["status"] == "RESCUE", server.get("fault")
+    hypervisor = h.roles["compute"].hosts[server["OS-EXT-SRV-ATTR:host"]].hypervisor
+    root = ET.fromstring(await hypervisor.xml_of(domain_name(sid)))
+    shown = {d.find("target").get("dev"): (d.find("target").get("bus"), d.get("device"),
+                                          d.find("source").get("file"), d.find("boot"))
+             for d in root.findall("devices/disk")}
+    assert shown["vda"][2].endswith(f"{sid}/disk") and shown["vda"][3] is None
+    assert shown[target][:2] == (bus, device) and shown[target][3].get("order") == "1"
+    await action(h, sid, {"unrescue": None}, 202)
+    await wait_status(h, sid, "ACTIVE")
+    root = ET.fromstring(await hypervisor.xml_of(domain_name(sid)))
+    assert [d.find("target").get("dev") for d in root.findall("devices/disk")] == ["vda"]
 
 
 async def test_delete_of_an_offloaded_server_lets_go_of_its_ports_and_image(cloud):

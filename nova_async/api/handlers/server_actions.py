@@ -204,7 +204,7 @@ ACTIONS: dict[str, Action] = {
     # Before 2.77 Nova reads nothing of its value; from then on server_shelve.unshelve checks
     # it against the microversion's schema.
     "unshelve": Action(_body("unshelve", _IGNORED), server_shelve.unshelve, versioned=True),
-    "rescue": Action(_body("rescue", server_shelve.RESCUE_SCHEMA), server_shelve.rescue),
+    "rescue": Action(_body("rescue", server_shelve.RESCUE_SCHEMA), server_shelve.rescue, versioned=True),
     "unrescue": Action(_body("unrescue", _IGNORED), server_shelve.unrescue),
     "os-resetState": Action(_body("os-resetState", {
         "type": "object", "required": ["state"], "additionalProperties": False,
