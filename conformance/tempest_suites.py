@@ -239,8 +239,8 @@ def compute_versions(api: Api) -> tuple[str, str]:
 COMPUTE_FEATURES = {
     "resize": True, "pause": True, "suspend": True, "snapshot": True, "console_output": True,
     "vnc_console": True, "rebuild": True, "personality": False, "change_password": False,
-    "live_migration": False, "cold_migration": True, "shelve": False, "shelve_migrate": False,
-    "rescue": False, "stable_rescue": False, "spice_console": False, "serial_console": False,
+    "live_migration": False, "cold_migration": True, "shelve": True, "shelve_migrate": False,
+    "rescue": True, "stable_rescue": True, "spice_console": False, "serial_console": False,
     "interface_attach": False, "config_drive": False, "metadata_service": False,
     "attach_encrypted_volume": False, "block_migration_for_live_migration": False,
     "block_migrate_cinder_iscsi": False, "volume_multiattach": False, "swap_volume": False,

@@ -121,6 +121,9 @@ class ComputeSettings:
                                         "confirmed automatically; 0 never (Nova's default: the user "
                                         "confirms or reverts, and a late confirm would otherwise fail)",
                                         0.0)
+    shelved_offload_time: float = _doc("seconds a SHELVED server keeps its guest and resources on its host "
+                                       "before it is offloaded; 0 at once (Nova's default), -1 never",
+                                       0.0)
 
 
 @dataclass(frozen=True)

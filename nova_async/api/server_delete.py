@@ -1,8 +1,12 @@
 """Deleting a server: mark it `deleting` atomically, then hand the teardown to whoever
 holds it — its compute host, or the conductor while it is still being scheduled. A server
-that never got anywhere (ERROR without a host) is finished here."""
+that never got anywhere (ERROR without a host) is finished here, and so is a shelved
+offloaded one (no host, no guest: its ports and volumes are all it holds). A shelved
+server's image goes with it, as in Nova."""
 
 from __future__ import annotations
+
+import structlog
 
 from nova_async.api import lookup
 from nova_async.api.state import ApiState
@@ -13,6 +17,8 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
+BQ = queries("block_devices")
+log = structlog.get_logger("api.server_delete")
 
 
 async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool = True) -> None:
@@ -27,10 +33,34 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         if row is None:
             raise lookup.not_found(uuid)
         await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
+    if row["shelved_image_id"]:
+        try:
+            await state.images.delete(row["shelved_image_id"])
+        except Exception as exc:
+            log.warning("could not delete the shelved server's image", image_id=row["shelved_image_id"],
+                        error=str(exc))
     if row["host"]:
         await state.compute.terminate(row["host"], uuid, ctx)
+    elif row["vm_state"] == VmState.SHELVED_OFFLOADED:
+        await state.networks.deallocate(uuid)
+        await _release_volumes(state, db, uuid)
+        await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
+        await instances.finish_action(db, uuid, ctx.request_id)
     elif row["vm_state"] != VmState.BUILDING:
         # Never scheduled (or scheduling failed): nothing is held anywhere but maybe a claim.
         await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.
+
+
+async def _release_volumes(state: ApiState, db, uuid: str) -> None:
+    """An offloaded server's volumes, as a terminate lets go of them (compute/volumes.release):
+    each attachment deleted, the volumes that were to go with it deleted, each mapping last."""
+    for bdm in await db.fetch(BQ.of_instance, uuid):
+        if bdm["destination_type"] != "volume" or bdm["volume_id"] is None:
+            continue
+        if bdm["attachment_id"] is not None:
+            await state.volumes.delete_attachment(str(bdm["attachment_id"]))
+        if bdm["delete_on_termination"]:
+            await state.volumes.delete(str(bdm["volume_id"]))
+        await db.execute(BQ.delete, bdm["id"])

@@ -33,7 +33,7 @@ from nova_async.common.context import RequestContext
 from nova_async.compute.messages import ResizeStepName
 from nova_async.db import instances
 from nova_async.db.queries import queries
-from nova_async.image.messages import CreateImage
+from nova_async.image.messages import CreateImage, ImageInfo
 from nova_async.scheduler.messages import Flavor
 
 IQ = queries("instances")
@@ -211,6 +211,31 @@ async def create_backup(state: ApiState, ctx: RequestContext, uuid: str, value: 
                            forced={"backup_type": value["backup_type"]}, rotation=int(value["rotation"]))
 
 
+async def snapshot_image(state: ApiState, ctx: RequestContext, row, name: str, image_type: str,
+                         metadata: dict[str, str], forced: dict[str, str] | None = None) -> ImageInfo:
+    """A new queued image for a snapshot of the server's root disk (createImage, createBackup,
+    shelve): private to its project, with Nova's snapshot properties and what it inherits
+    from the image the server was booted from (kernel, ramdisk…), so it boots like it."""
+    properties: dict[str, str] = {}
+    min_disk = min_ram = 0
+    try:
+        base = await state.images.get(row["image_ref"], row["project_id"], is_admin=True)
+    except errors.NotFound:
+        base = None  # deleted since the boot: nothing to inherit
+    if base is not None:
+        properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
+        min_disk, min_ram = base.min_disk, base.min_ram
+    properties.update({"image_type": image_type, "instance_uuid": str(row["uuid"]),
+                       "base_image_ref": row["image_ref"] or "", "image_location": "snapshot",
+                       "user_id": ctx.user_id, "owner_id": row["project_id"]})
+    # As Nova: the caller's metadata wins over what the snapshot records of itself, except
+    # what `forced` holds (a backup's type, which its rotation goes by).
+    properties.update({**metadata, **(forced or {})})
+    return await state.images.create(CreateImage(
+        name=name, project_id=row["project_id"], properties=properties,
+        min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
+
+
 async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any], version: Version, *,
                     action: str, image_type: str, forced: dict[str, str] | None = None,
                     rotation: int | None = None) -> web.Response:
@@ -226,27 +251,10 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
     if not row["image_ref"]:
         image_id = await volume_backed_image.create(state, ctx, db, row, value["name"],
                                                     dict(value.get("metadata") or {}),
-                                                    {**kind, "instance_uuid": uuid, "user_id": ctx.user_id,
-                                                     "owner_id": row["project_id"]})
+                                                    {"image_type": image_type, "instance_uuid": uuid,
+                                                     "user_id": ctx.user_id, "owner_id": row["project_id"]})
         return _snapshot_answer(state, image_id, version)
-    properties: dict[str, str] = {}
-    min_disk = min_ram = 0
-    if row["image_ref"]:
-        try:
-            base = await state.images.get(row["image_ref"], row["project_id"], is_admin=True)
-        except errors.NotFound:
-            base = None  # deleted since the boot: nothing to inherit
-        if base is not None:
-            properties = {k: v for k, v in base.properties.items() if not k.startswith(_NOT_INHERITED)}
-            min_disk, min_ram = base.min_disk, base.min_ram
-    properties.update({"image_type": image_type, "instance_uuid": uuid, "base_image_ref": row["image_ref"] or "",
-                       "image_location": "snapshot", "user_id": ctx.user_id, "owner_id": row["project_id"]})
-    # As Nova: the caller's metadata wins over what the snapshot records of itself, except a
-    # backup's type, which its rotation goes by.
-    properties.update({**(value.get("metadata") or {}), **(forced or {})})
-    image = await state.images.create(CreateImage(
-        name=value["name"], project_id=row["project_id"], properties=properties,
-        min_disk=max(min_disk, row["flavor"]["root_gb"]), min_ram=min_ram))
+    image = await snapshot_image(state, ctx, row, value["name"], image_type, value.get("metadata") or {}, forced)
     try:
         async with db.acquire() as conn, conn.transaction():
             claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)

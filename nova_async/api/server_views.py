@@ -148,7 +148,10 @@ def detail(row, base: str, version: Version, ctx: RequestContext,
     }
     if full:
         out.update({
-            "OS-EXT-AZ:availability_zone": row["availability_zone"] or ("nova" if row["host"] else ""),
+            # The zone it was placed in (only "nova" here unless pinned); a shelved offloaded
+            # server keeps the one it was in, as Nova's instance row does.
+            "OS-EXT-AZ:availability_zone": row["availability_zone"] or (
+                "nova" if row["host"] or row["vm_state"] == VmState.SHELVED_OFFLOADED else ""),
             "config_drive": row["config_drive"], "key_name": row["key_name"],
             "OS-SRV-USG:launched_at": iso_micro(row["launched_at"]),
             "OS-SRV-USG:terminated_at": iso_micro(row["terminated_at"]),

@@ -16,6 +16,9 @@ An update (2.85) changes whether the volume goes with the server when it is dele
 A detach marks the volume `detaching` with the volume service and asks the host to take the
 disk out of the guest; the host deletes the attachment and the mapping once the guest has let
 go. The root volume of a server booted from a volume is not detached.
+
+A shelved offloaded server has no host: an attach is completed without a connection (the
+host that unshelves it connects it), a detach is done here, as Nova does both.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ IQ = queries("instances")
 
 # Where an attach or a detach may start from (Nova's check_instance_state for both, less the
 # states this service has no way into); task_state must also be unset.
-ALLOWED = frozenset({VmState.ACTIVE, VmState.PAUSED, VmState.STOPPED})
+ALLOWED = frozenset({VmState.ACTIVE, VmState.PAUSED, VmState.STOPPED, VmState.SHELVED, VmState.SHELVED_OFFLOADED})
 # Device names the guest can be given: vdb … vdz, then vdaa … (libvirt's own order).
 _LETTERS = string.ascii_lowercase
 
@@ -126,6 +129,18 @@ async def attach(state: ApiState, ctx: RequestContext, server_id: str, volume_id
     except BaseException:
         await state.volumes.delete_attachment(attachment_id, context=ctx)
         raise
+    if host is None:
+        # Shelved offloaded: no host to connect it. As Nova, the attachment is completed without
+        # one (the volume is in-use) and the host that unshelves the server connects it.
+        try:
+            await state.volumes.complete(attachment_id, context=ctx)
+        except BaseException:
+            await state.volumes.delete_attachment(attachment_id, context=ctx)
+            await db.execute(BQ.delete, bdm["id"])
+            await instances.finish_action(db, uuid, ctx.request_id, "Error")
+            raise
+        await instances.finish_action(db, uuid, ctx.request_id)
+        return _of(bdm)
     try:
         await state.compute.attach_volume(host, uuid, reserved.volume.id, attachment_id, str(bdm["id"]),
                                           context=ctx)
@@ -223,6 +238,14 @@ async def detach(state: ApiState, ctx: RequestContext, server_id: str, volume_id
     if bdm["attachment_id"] is None:
         raise errors.Conflict(f"Volume {volume_id} is still being attached to instance {server_id}.")
     attachment_id = str(bdm["attachment_id"])
+    if row["host"] is None:
+        # Shelved offloaded: no guest holds it; the attachment and the mapping go here (Nova's
+        # local clean-up), and the volume is available again.
+        await instances.start_action(db, uuid, ctx.request_id, "detach_volume", ctx.project_id, ctx.user_id)
+        await state.volumes.delete_attachment(attachment_id, context=ctx)
+        await db.execute(BQ.delete, bdm["id"])
+        await instances.finish_action(db, uuid, ctx.request_id)
+        return
     try:
         await state.volumes.begin_detach(attachment_id, context=ctx)
     except errors.Conflict as exc:
@@ -247,7 +270,7 @@ def _check_changeable(ctx: RequestContext, row: asyncpg.Record, action: str) -> 
         raise errors.Conflict(f"Instance {uuid} is locked.")
     if row["task_state"] is not None:
         raise errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
-    if row["vm_state"] not in ALLOWED or row["host"] is None:
+    if row["vm_state"] not in ALLOWED or (row["host"] is None and row["vm_state"] != VmState.SHELVED_OFFLOADED):
         raise errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
 
 

@@ -43,7 +43,7 @@ def _mapping(bdm: asyncpg.Record, snapshot_id: str | None) -> dict[str, Any]:
 async def create(state: ApiState, ctx: RequestContext, db: Any, row: asyncpg.Record, name: str,
                  properties: dict[str, str], kind: dict[str, str]) -> str:
     """The image's id. `properties`: the caller's metadata, over what the root volume's
-    image had; `kind`: image_type and the like."""
+    image had and over `kind` (image_type and the like), as Nova lets it."""
     inherited: dict[str, str] = {}
     disk_format, container_format, min_ram, min_disk = "raw", "bare", 0, 0
     mappings = []
@@ -65,7 +65,7 @@ async def create(state: ApiState, ctx: RequestContext, db: Any, row: asyncpg.Rec
     image = await state.images.create(CreateImage(
         name=name, project_id=row["project_id"], disk_format=disk_format, container_format=container_format,
         min_ram=min_ram, min_disk=min_disk,
-        properties={**inherited, **properties, **kind, "block_device_mapping": json.dumps(mappings),
+        properties={**inherited, **kind, **properties, "block_device_mapping": json.dumps(mappings),
                     "bdm_v2": "True", "root_device_name": ROOT_DEVICE_NAME}))
     await state.images.upload_no_data(image.id)
     return image.id

@@ -66,6 +66,15 @@ class TaskState(enum.StrEnum):
     IMAGE_UPLOADING = "image_uploading"
     # the admin password being set
     PASSWORD = "password"
+    # shelve: the root disk written into an image, then the guest taken off its host
+    SHELVING = "shelving"
+    SHELVING_IMAGE_PENDING_UPLOAD = "shelving_image_pending_upload"
+    SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
+    SHELVING_OFFLOADING = "shelving_offloading"
+    UNSHELVING = "unshelving"
+    # rescue: the guest booted from a rescue disk, its own root disk second
+    RESCUING = "rescuing"
+    UNRESCUING = "unrescuing"
 
 
 class PowerState(enum.IntEnum):

@@ -141,7 +141,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.start", instance_uuid)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name):
-            await _build(host, row, request_id)
+            await spawn(host, row, request_id)
         # ACTIVE once every step of the build is recorded: whoever sees it sees them finished.
         await _activate(host, instance_uuid, None, request_id)
     except DeleteRaced:
@@ -171,8 +171,9 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.end", instance_uuid, state=VmState.ACTIVE)
 
 
-async def _build(host: Host, row: asyncpg.Record, request_id: str) -> None:
-    """Ports and disks at once, then the guest (made ACTIVE by `_activate`)."""
+async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: str) -> None:
+    """Ports and disks at once, then the guest running: a build's (made ACTIVE by `_activate`),
+    a rebuild's and an offloaded server's unshelve (shelve.py), each from the row it gives."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])  # the row is the truth: what the API wrote, or a resize
     requested = requested_networks(row["requested_networks"])
@@ -340,7 +341,7 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
             await host.hypervisor.remove(domain_name(instance_uuid))
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
             # A stopped guest is powered off again without ever showing ACTIVE and idle.
-            await _build(host, row, request_id)
+            await spawn(host, row, request_id)
             await _activate(host, instance_uuid, TaskState.POWERING_OFF if was_stopped else None, None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)

@@ -46,6 +46,24 @@ class ComputeClient:
         await self.bus.cast(topic(host), m.SnapshotInstance(instance_uuid=instance_uuid, image_id=image_id,
                                                             rotation=rotation), context=context)
 
+    async def shelve(self, host: str, instance_uuid: str, image_id: str,
+                     context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.ShelveInstance(instance_uuid=instance_uuid, image_id=image_id),
+                            context=context)
+
+    async def shelve_offload(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.ShelveOffloadInstance(instance_uuid=instance_uuid), context=context)
+
+    async def unshelve(self, host: str, instance_uuid: str, node: str = "",
+                       context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.UnshelveInstance(instance_uuid=instance_uuid, node=node), context=context)
+
+    async def rescue(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.RescueInstance(instance_uuid=instance_uuid), context=context)
+
+    async def unrescue(self, host: str, instance_uuid: str, context: RequestContext | None = None) -> None:
+        await self.bus.cast(topic(host), m.UnrescueInstance(instance_uuid=instance_uuid), context=context)
+
     async def console_output(self, host: str, instance_uuid: str, lines: int | None = None,
                              context: RequestContext | None = None) -> str:
         """The tail of the guest's serial console, read on the host that runs it."""

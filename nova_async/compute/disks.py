@@ -11,6 +11,8 @@ Layout under `<state_dir>/instances/`:
               console.log what the guest printed on its serial console (virtlogd writes it)
               resize-orig/ the disks as they were before a resize, until confirm or revert
               snapshot-<image_id>.qcow2  a createImage copy, until it is uploaded
+              shelve-<image_id>.qcow2    a shelve's copy of the root disk, likewise
+              disk.rescue a rescue's boot disk (qcow2 over the rescue image), until unrescue
 
 Everything an instance has lives in its directory, so removing the directory is the whole
 clean-up, after a delete and after a failed build alike.
@@ -332,3 +334,19 @@ async def snapshot_root(instances_root: Path, instance_uuid: str, target: Path) 
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+RESCUE_DISK = "disk.rescue"
+
+
+async def rescue_disk(instances_root: Path, instance_uuid: str, base: Path) -> Path:
+    """A fresh rescue disk over the rescue image's base file (what an earlier attempt left is
+    replaced): the image's size, its writes its own, dropped at unrescue."""
+    target = instance_dir(instances_root, instance_uuid) / RESCUE_DISK
+    target.unlink(missing_ok=True)
+    await _new_qcow2(instances_root, target, ["-F", "raw", "-b", str(base)], [])
+    return target
+
+
+def drop_rescue_disk(instances_root: Path, instance_uuid: str) -> None:
+    (instance_dir(instances_root, instance_uuid) / RESCUE_DISK).unlink(missing_ok=True)

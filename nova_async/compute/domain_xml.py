@@ -36,6 +36,9 @@ ET.register_namespace("nova-async", NS)
 DOMAIN_TYPES = ("test", "qemu", "kvm")
 DISK_FORMATS = ("raw", "qcow2")
 DISK_DEVICES = ("disk", "cdrom")
+# A disk's bus and the device-name prefix libvirt gives it (a stable device rescue's disk may
+# be on any of them, as its image's hw_rescue_bus says).
+DISK_BUSES = {"virtio": "vd", "scsi": "sd", "usb": "sd", "sata": "sd", "ide": "hd"}
 DISK_KINDS = ("file", "block")   # a file on the host, or a block device (/dev/...)
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -121,6 +124,14 @@ class Disk:
     # the guest sees /dev/disk/by-id/virtio-<first 20 characters of the id>.
     kind: str = "file"
     serial: str = ""
+    # "" : as its device says (virtio for a disk, ide for a CD-ROM); else one of DISK_BUSES.
+    bus: str = ""
+    # 1: the disk the firmware boots first (a stable device rescue's rescue disk); 0: none given.
+    boot_order: int = 0
+
+    @property
+    def bus_name(self) -> str:
+        return self.bus or ("ide" if self.device == "cdrom" else "virtio")
 
     def __post_init__(self) -> None:
         _path(self.path, "disk path")
@@ -134,9 +145,14 @@ class Disk:
             raise InvalidInput(f"disk format {self.format!r} is not one of {', '.join(DISK_FORMATS)}")
         if self.device not in DISK_DEVICES:
             raise InvalidInput(f"disk device {self.device!r} is not one of {', '.join(DISK_DEVICES)}")
-        if self.device == "cdrom" and (self.format != "raw" or not self.target.startswith("hd")):
-            raise InvalidInput(f"a CD-ROM must be a raw image on an IDE target (hdX), got "
-                               f"{self.format} on {self.target}")
+        if self.bus and self.bus not in DISK_BUSES:
+            raise InvalidInput(f"disk bus {self.bus!r} is not one of {', '.join(DISK_BUSES)}")
+        if not self.target.startswith(DISK_BUSES[self.bus_name]):
+            raise InvalidInput(f"a disk on the {self.bus_name} bus is named {DISK_BUSES[self.bus_name]}X, "
+                               f"not {self.target}")
+        if self.device == "cdrom" and (self.format != "raw" or self.bus_name == "virtio"):
+            raise InvalidInput(f"a CD-ROM must be a raw image on a bus other than virtio, got "
+                               f"{self.format} on {self.bus_name}")
 
 
 @dataclass(frozen=True)
@@ -242,7 +258,9 @@ def _disk(devices: ET.Element, disk: Disk) -> ET.Element:
         _sub(el, "source", dev=disk.path)
     else:
         _sub(el, "source", file=disk.path)
-    _sub(el, "target", dev=disk.target, bus="ide" if disk.device == "cdrom" else "virtio")
+    _sub(el, "target", dev=disk.target, bus=disk.bus_name)
+    if disk.boot_order:
+        _sub(el, "boot", order=str(disk.boot_order))
     if disk.serial:
         _sub(el, "serial", disk.serial)
     if disk.device == "cdrom":
@@ -320,7 +338,7 @@ def domain_xml(spec: DomainSpec) -> str:
             _sub(os_el, "initrd", spec.initrd)
         if spec.cmdline:
             _sub(os_el, "cmdline", spec.cmdline)
-    else:
+    elif not any(d.boot_order for d in spec.disks):   # libvirt takes one way of saying it, not both
         _sub(os_el, "boot", dev="hd")
     _sub(os_el, "smbios", mode="sysinfo")
     features = _sub(dom, "features")
@@ -331,6 +349,8 @@ def domain_xml(spec: DomainSpec) -> str:
     _sub(dom, "on_reboot", "restart")
     _sub(dom, "on_crash", "destroy")
     devices = _sub(dom, "devices")
+    if any(d.bus_name == "scsi" for d in spec.disks):
+        _sub(devices, "controller", type="scsi", index="0", model="virtio-scsi")
     for disk in spec.disks:
         _disk(devices, disk)
     for vif in spec.interfaces:

@@ -61,6 +61,9 @@ class Host:
     # starts only once DHCP and firewall have them.
     dataplane: bool = False
     force_config_drive: bool = False    # every real guest gets a config drive ([compute])
+    # seconds a shelved server stays on this host before it is offloaded ([compute]
+    # shelved_offload_time): 0 at once, -1 never
+    shelved_offload_time: float = 0.0
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)

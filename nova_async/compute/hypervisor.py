@@ -323,6 +323,13 @@ class Hypervisor:
         elif not await self._call(dom.hasManagedSaveImage, 0):
             raise errors.Conflict(f"{name} is neither running nor saved")
 
+    async def discard_saved(self, name: str) -> None:
+        """Drop the guest's managed-save image (a suspended guest's memory), if it has one:
+        it boots afresh next time (a shelved guest's disk was written without that memory)."""
+        dom = await self._domain(name)
+        if await self._call(dom.hasManagedSaveImage, 0):
+            await self._libvirt("discard the saved memory image", dom.managedSaveRemove, 0)
+
     async def is_running(self, name: str) -> bool | None:
         """True/False for a defined domain, None when there is none of that name."""
         try:

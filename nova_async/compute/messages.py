@@ -102,6 +102,43 @@ class SnapshotInstance(Message, frozen=True, kw_only=True):
     rotation: int | None = None
 
 
+class ShelveInstance(Message, frozen=True, kw_only=True):
+    """shelve: the guest powered off and its root disk written into image `image_id` (queued,
+    made by the API, which set task_state 'shelving'); SHELVED, then off the host at once when
+    compute.shelved_offload_time is 0."""
+
+    instance_uuid: str
+    image_id: str
+
+
+class ShelveOffloadInstance(Message, frozen=True, kw_only=True):
+    """shelveOffload (or a volume-backed shelve): the guest, its local disks and its placement
+    allocation taken off this host; the instance keeps its ports and volumes, and no host."""
+
+    instance_uuid: str
+
+
+class UnshelveInstance(Message, frozen=True, kw_only=True):
+    """unshelve on this host: the shelved guest started again, or an offloaded one spawned
+    from its shelved image (or root volume) here, where the conductor claimed `node`."""
+
+    instance_uuid: str
+    node: str = ""
+
+
+class RescueInstance(Message, frozen=True, kw_only=True):
+    """rescue: the guest booted from a disk made of the image the row's rescue_image_ref names,
+    its own root disk attached second (task_state 'rescuing', set by the API)."""
+
+    instance_uuid: str
+
+
+class UnrescueInstance(Message, frozen=True, kw_only=True):
+    """unrescue: the rescue guest removed, the instance's own guest booted again."""
+
+    instance_uuid: str
+
+
 class GetConsoleOutput(Message, frozen=True, kw_only=True):
     """What the guest printed on its serial console, the last `lines` lines of it (None:
     all that is kept). A call: answered with ConsoleOutput."""

@@ -22,7 +22,11 @@ Run before a host takes any new work:
   resume. Nothing is left behind: the old disks stay aside until a confirm or revert, and
   the migration keeps the old allocation until then;
 - a snapshot (createImage) a restart interrupted is abandoned: its image is deleted and the
-  server given back (snapshot.py).
+  server given back (snapshot.py);
+- a shelve, offload, unshelve, rescue or unrescue this host was doing is done again: each
+  starts from the task_state the last step left and the guest as it is (shelve.py,
+  rescue.py), so the user gets what they asked for. An unshelve the conductor had not yet
+  given a host is the conductor's to resume.
 
 After a database outage the same lists are read again (builds, deletes, rebuilds and power
 actions), while this host is running: each item waits behind its instance's current job,
@@ -49,9 +53,14 @@ from nova_async.compute.messages import (
     PowerOp,
     RebootType,
     RebuildInstance,
+    RescueInstance,
     ResizeStep,
     ResizeStepName,
+    ShelveInstance,
+    ShelveOffloadInstance,
     TerminateInstance,
+    UnrescueInstance,
+    UnshelveInstance,
 )
 from nova_async.db.cells import Cells
 from nova_async.db.instances import Q as IQ
@@ -61,6 +70,7 @@ log = structlog.get_logger("compute.recovery")
 Q = queries("compute")
 AQ = queries("actions")
 MQ = queries("migrations")
+SQ = queries("shelve")
 
 # Which operation left each task_state behind.
 _BY_TASK_STATE = {
@@ -70,7 +80,9 @@ _BY_TASK_STATE = {
 
 
 # The messages that redo each kind of unfinished work: compute handles them as if asked again.
-Redo = BuildAndRunInstance | TerminateInstance | RebuildInstance | PowerAction | ResizeStep
+SHELVE_AND_RESCUE = (ShelveInstance, ShelveOffloadInstance, UnshelveInstance, RescueInstance, UnrescueInstance)
+Redo = (BuildAndRunInstance | TerminateInstance | RebuildInstance | PowerAction | ResizeStep | ShelveInstance
+        | ShelveOffloadInstance | UnshelveInstance | RescueInstance | UnrescueInstance)
 
 
 @dataclass(frozen=True)
@@ -195,4 +207,27 @@ async def interrupted_resizes(host: Host) -> list[Unfinished]:
         step = ResizeStep(instance_uuid=instance_uuid, migration_uuid=str(row["migration_uuid"]),
                           step=_RESIZE_STEPS[row["task_state"]])
         work.append(Unfinished(step, row["request_id"] or f"req-{uuidlib.uuid4()}"))
+    return work
+
+
+async def interrupted_shelves_and_rescues(host: Host) -> list[Unfinished]:
+    """Shelve, offload, unshelve, rescue and unrescue steps a restart interrupted on this host,
+    as the messages that ask for them again."""
+    work = []
+    for row in await host.pool.fetch(SQ.interrupted_on_host, host.name):
+        instance_uuid, task_state = str(row["uuid"]), row["task_state"]
+        msg: Redo
+        if task_state == TaskState.SHELVING_OFFLOADING:
+            msg = ShelveOffloadInstance(instance_uuid=instance_uuid)
+        elif task_state == TaskState.UNSHELVING:
+            msg = UnshelveInstance(instance_uuid=instance_uuid, node=row["node"] or "")
+        elif task_state == TaskState.RESCUING:
+            msg = RescueInstance(instance_uuid=instance_uuid)
+        elif task_state == TaskState.UNRESCUING:
+            msg = UnrescueInstance(instance_uuid=instance_uuid)
+        elif row["shelved_image_id"]:
+            msg = ShelveInstance(instance_uuid=instance_uuid, image_id=row["shelved_image_id"])
+        else:
+            continue
+        work.append(Unfinished(msg, row["request_id"] or f"req-{uuidlib.uuid4()}"))
     return work

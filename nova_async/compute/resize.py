@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import traceback
 import uuid as uuidlib
+from dataclasses import dataclass
 
 import asyncpg
 import structlog
@@ -80,14 +81,18 @@ async def due_for_confirm(host: Host, window: float) -> list[tuple[ResizeStep, s
     return due
 
 
-async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor) -> str:
-    """The domain of the instance as it is now (its disks and ports) with `flavor`."""
+async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor, *,
+                    rescue: RescueBoot | None = None) -> str:
+    """The domain of the instance as it is now (its disks and ports) with `flavor`; or, for a
+    rescue (rescue.py), booted as the rescue image says from the rescue's disks."""
     uuid = str(row["uuid"])
     boot, console_log = BootFiles(), ""
     vifs = row["network_info"] or []
     volumes = await volume_disks(host.pool, uuid)  # root volume first: vda of a volume-backed guest
     if host.real_guests:
-        if row["image_ref"]:
+        if rescue is not None:
+            boot = await boot_files(host, rescue.properties, row["project_id"])
+        elif row["image_ref"]:
             image = await host.image.get(row["image_ref"], row["project_id"], is_admin=True)
             boot = await boot_files(host, image.properties, row["project_id"])
         else:
@@ -99,13 +104,29 @@ async def guest_xml(host: Host, row: asyncpg.Record, flavor: Flavor) -> str:
     spec = DomainSpec(
         instance_uuid=uuid, display_name=row["display_name"], project_id=row["project_id"],
         flavor_name=flavor.name, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus, domain_type=host.domain_type,
-        disks=_with_volumes(disks.instance_disks(host.instances_root, uuid, config_drive=host.real_guests,
-                                                 root=bool(row["image_ref"])), volumes, bool(row["image_ref"])),
+        disks=rescue.disks if rescue is not None else own_disks(host, row, volumes),
         interfaces=tuple(Interface(mac=v["mac_address"], tap=v.get("tap") or tap_name(v["port_id"]),
                                    bridge=v.get("bridge") or "", mtu=v.get("mtu") or 1500) for v in vifs),
         kernel=boot.kernel, initrd=boot.initrd, cmdline=boot.cmdline, console_log=console_log,
         node=host.node_uuid)
     return domain_xml(spec)
+
+
+@dataclass(frozen=True)
+class RescueBoot:
+    """How a rescued guest boots: its disks (the rescue disk first) and the rescue image's
+    properties (kernel, ramdisk, command line)."""
+
+    disks: tuple[Disk, ...]
+    properties: dict[str, str]
+
+
+def own_disks(host: Host, row: asyncpg.Record, volumes: list[Disk]) -> tuple[Disk, ...]:
+    """The instance's disks as its own guest has them: local ones and `volumes` (volume_disks)."""
+    image_backed = bool(row["image_ref"])
+    local = disks.instance_disks(host.instances_root, str(row["uuid"]), config_drive=host.real_guests,
+                                 root=image_backed)
+    return _with_volumes(local, volumes, image_backed)
 
 
 def _with_volumes(local: list[Disk], volumes: list[Disk], image_backed: bool) -> tuple[Disk, ...]:

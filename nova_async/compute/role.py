@@ -4,7 +4,8 @@ Per host, in order: open its libvirt connection → register (service, compute n
 placement provider) → reconcile with the database (recovery.py) → then take work from
 `compute.<host>`, refresh inventories, keep power states true to the guests
 (lifecycle.py: on libvirt's events, and periodically), and — when
-compute.resize_confirm_window is set — confirm resizes left waiting longer than that.
+compute.resize_confirm_window is set — confirm resizes left waiting longer than that, and —
+when compute.shelved_offload_time is above 0 — offload servers shelved longer than that.
 The role is ready once every host has reconciled; from then one heartbeat every
 `report_interval` keeps all its hosts' services up.
 
@@ -39,7 +40,7 @@ import structlog
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.compute import events, lifecycle, recovery, registration, resize, snapshot, volumes
+from nova_async.compute import events, lifecycle, recovery, registration, rescue, resize, shelve, snapshot, volumes
 from nova_async.compute.build import build_and_run, rebuild
 from nova_async.compute.client import topic
 from nova_async.compute.console import console_output
@@ -58,9 +59,14 @@ from nova_async.compute.messages import (
     GetConsoleOutput,
     PowerAction,
     RebuildInstance,
+    RescueInstance,
     ResizeStep,
+    ShelveInstance,
+    ShelveOffloadInstance,
     SnapshotInstance,
     TerminateInstance,
+    UnrescueInstance,
+    UnshelveInstance,
 )
 from nova_async.compute.power import change_power
 from nova_async.compute.simhosts import host_specs
@@ -119,6 +125,11 @@ class ComputeRole(Role):
             ResizeStep: resize.run_step,
             SnapshotInstance: lambda host, m, rid: snapshot.snapshot(host, m.instance_uuid, m.image_id, rid,
                                                                      rotation=m.rotation),
+            ShelveInstance: shelve.shelve,
+            ShelveOffloadInstance: shelve.offload,
+            UnshelveInstance: shelve.unshelve,
+            RescueInstance: rescue.rescue,
+            UnrescueInstance: rescue.unrescue,
             AttachVolume: volumes.attach,
             DetachVolume: volumes.detach,
             ExtendVolume: volumes.extend,
@@ -158,6 +169,7 @@ class ComputeRole(Role):
                                              api_pool=self.pool, bus=self.bus, images=images,
                                              instances_root=instances_root, disk_gb=spec.disk_gb,
                                              timeouts=timeouts, force_config_drive=c.force_config_drive,
+                                             shelved_offload_time=c.shelved_offload_time,
                                              dataplane=dataplane_served and not spec.simulated)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
@@ -189,6 +201,8 @@ class ComputeRole(Role):
                                name=f"compute:{host.name}:resume")
                 if self.settings.compute.resize_confirm_window > 0:
                     tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")
+                if self.settings.compute.shelved_offload_time > 0:
+                    tg.create_task(self._offload_shelved(host, workers), name=f"compute:{host.name}:offload")
                 # Returns once the role is told to stop; the workers then finish their jobs.
                 intake = functools.partial(self._on_message, host, workers)
                 tg.create_task(self.serve(topic(host.name), intake),
@@ -228,6 +242,18 @@ class ComputeRole(Role):
             except Exception:
                 log.exception("confirming resizes failed; trying again next time")
 
+    async def _offload_shelved(self, host: Host, workers: InstanceWorkers[Job]) -> None:
+        """Offload servers left SHELVED longer than shelved_offload_time (Nova's
+        _poll_shelved_instances), as if their owner had asked."""
+        window = self.settings.compute.shelved_offload_time
+        while not await self.sleep_unless_stopping(max(0.5, min(window / 2, 60.0))):
+            try:
+                for msg, request_id in await shelve.due_for_offload(host, window):
+                    if not workers.closed:
+                        workers.submit(msg.instance_uuid, Job(msg, request_id))
+            except Exception:
+                log.exception("offloading shelved servers failed; trying again next time")
+
     @staticmethod
     def _sync_soon(workers: InstanceWorkers[Job], instance_uuid: str) -> None:
         """Queue a power-state sync behind whatever the instance is doing."""
@@ -237,15 +263,17 @@ class ComputeRole(Role):
     async def _recover(self, host: Host) -> None:
         await recovery.sweep_orphan_domains(host)
         await snapshot.abandon_interrupted(host)
+        await shelve.drop_leftover_images(host)
         await volumes.recover(host)
         work = (await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
-                + await recovery.interrupted_resizes(host))
+                + await recovery.interrupted_resizes(host) + await recovery.interrupted_shelves_and_rescues(host))
         if not work:
             return
         log.info("resuming interrupted work", builds=sum(isinstance(w.msg, BuildAndRunInstance) for w in work),
                  deletes=sum(isinstance(w.msg, TerminateInstance) for w in work),
                  power_actions=sum(isinstance(w.msg, PowerAction) for w in work),
-                 resizes=sum(isinstance(w.msg, ResizeStep) for w in work))
+                 resizes=sum(isinstance(w.msg, ResizeStep) for w in work),
+                 shelves_and_rescues=sum(isinstance(w.msg, recovery.SHELVE_AND_RESCUE) for w in work))
         slots = asyncio.Semaphore(RECOVERY_CONCURRENCY)
 
         async def redo(item: recovery.Unfinished) -> None:
@@ -264,7 +292,7 @@ class ComputeRole(Role):
     @staticmethod
     async def _resume(host: Host, workers: InstanceWorkers[Job]) -> None:
         """After an outage: what start-up recovery would redo, queued behind each instance's
-        current job (resize steps are left to the next start)."""
+        current job (resize, shelve and rescue steps are left to the next start)."""
         work = await recovery.unfinished(host) + await recovery.interrupted_power_actions(host)
         if work:
             log.info("queueing work the database outage may have interrupted", instances=len(work))

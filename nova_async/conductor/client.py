@@ -24,3 +24,6 @@ class ConductorClient:
     async def resize(self, instance_uuid: str, migration_uuid: str, context: RequestContext) -> None:
         await self.bus.cast(TOPIC, m.ResizeInstance(instance_uuid=instance_uuid, migration_uuid=migration_uuid),
                             context=context)
+
+    async def unshelve(self, instance_uuid: str, context: RequestContext) -> None:
+        await self.bus.cast(TOPIC, m.UnshelveRequest(instance_uuid=instance_uuid), context=context)

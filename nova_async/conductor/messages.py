@@ -29,3 +29,11 @@ class ResizeInstance(Message, frozen=True, kw_only=True):
 
     instance_uuid: str
     migration_uuid: str
+
+
+class UnshelveRequest(Message, frozen=True, kw_only=True):
+    """Unshelve the instance (the API set task_state 'unshelving'): a shelved one on its own
+    host, an offloaded one wherever the scheduler finds room for it again. (Not UnshelveInstance:
+    that is compute's message, and message names are one registry.)"""
+
+    instance_uuid: str

@@ -6,8 +6,9 @@ A build that fails on its host comes back as `reschedule_instance`: its claim mo
 first alternate the scheduler offered that takes it (one atomic replace in placement), and
 the build is cast there; with none left the instance is ERROR, saying where it was tried.
 A delete that arrives while an instance is still being scheduled is finished here.
-A resize (`resize_instance`) is scheduled here too, see resize.py.
-At start it resumes boot requests and resizes a previous run accepted but never scheduled,
+A resize (`resize_instance`) is scheduled here too, see resize.py, and an unshelve, see
+unshelve.py. At start it resumes boot requests, resizes and unshelves a previous run accepted
+but never scheduled,
 and again each time the database (or the message broker) comes back after an outage:
 scheduling that a database outage cut off is left as it was (building, no host) for that
 pick-up, not failed."""
@@ -23,12 +24,15 @@ from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState, VmState
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
-from nova_async.conductor.messages import RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances
+from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
+                                          UnshelveRequest)
 from nova_async.conductor.resize import Resizer
+from nova_async.conductor.unshelve import Unshelver
 from nova_async.db import instances
 from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
+from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
@@ -61,11 +65,14 @@ class ConductorRole(Role):
         self.compute = ComputeClient(self.bus)
         self.placement = PlacementClient(self.bus)
         self.volumes = VolumeClient(self.bus)
+        self.network = NetworkClient(self.bus)
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
+        self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
-                         ResizeInstance: self.resizer.resize}
+                         ResizeInstance: self.resizer.resize,
+                         UnshelveRequest: self.unshelver.unshelve}
         # Instances this process is scheduling now. Over RabbitMQ a boot request can arrive
         # twice (redelivered after a crash, and recast by _resume_unscheduled on restart):
         # the second copy must not claim and place the same instance again.
@@ -85,6 +92,7 @@ class ConductorRole(Role):
         await self._resume_unscheduled()
         await self._finish_unhosted_deletes()
         await self.resizer.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
+        await self.unshelver.resume(lambda msg, ctx: self.bus.cast(TOPIC, msg, context=ctx))
 
     async def _tidy_cells(self) -> None:
         """Again and again, not only at start: a boot whose API transaction failed to commit
@@ -268,6 +276,11 @@ class ConductorRole(Role):
         return None
 
     async def _finish_delete(self, db, uuid: str) -> None:
+        # A shelved offloaded server has no host but keeps its ports (nothing else without a
+        # host has any): a delete the API did not finish lets go of them here.
+        row = await db.fetchrow(Q.get, uuid)
+        if row is not None and row["vm_state"] == VmState.SHELVED_OFFLOADED:
+            await self.network.deallocate(uuid)
         await self._give_back_volumes(db, uuid)
         await instances.finish_unhosted_delete(db, self.pool, self.placement, uuid)
         log.info("instance deleted before it was built", instance_uuid=uuid)

@@ -140,16 +140,19 @@ async def connect(api: VolumeApi, attachment_id: str, connector: dict[str, Any],
 
 
 async def complete(api: VolumeApi, attachment_id: str) -> asyncpg.Record:
-    """The guest has the disk: attachment attached, volume in-use. Repeating it is fine."""
+    """The guest has the disk: attachment attached, volume in-use. Repeating it is fine.
+    A reserved attachment (no connector yet) may be completed too, as Cinder allows: Nova
+    does so for a volume attached to a shelved offloaded server, which is connected on the
+    host that unshelves it."""
     async with api.pool.acquire() as conn, conn.transaction():
         row = await _locked(conn, attachment_id)
         if row["status"] == "attached":
             return row
-        if row["status"] != "attaching":
-            raise _conflict(f"Attachment {attachment_id} is {row['status']}; only an attachment given a "
-                            "connector (attaching) can be completed.")
+        if row["status"] not in ("attaching", "reserved"):
+            raise _conflict(f"Attachment {attachment_id} is {row['status']}; only a reserved or attaching "
+                            "attachment can be completed.")
         await conn.execute(Q.set_volume_status, row["volume_id"], ["attaching", "reserved"], "in-use")
-        done = await conn.fetchrow(Q.set_attachment_status, row["id"], ["attaching"], "attached")
+        done = await conn.fetchrow(Q.set_attachment_status, row["id"], ["attaching", "reserved"], "attached")
     await notify.notify(api.bus, "volume.attach.end", str(row["volume_id"]), instance_uuid=str(row["instance_uuid"]),
                         attachment_id=str(row["id"]), mountpoint=row["mountpoint"] or "",
                         host=row["attached_host"] or "")

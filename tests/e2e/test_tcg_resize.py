@@ -1,10 +1,12 @@
 """A real TCG guest resized through the API and confirmed, then snapshotted while it runs,
-and the snapshot booted: the demo guest of a fresh `nova-async serve --libvirt-uri
+and the snapshot booted; then shelved (off its host) and unshelved from its shelved image,
+and rescued and unrescued: the demo guest of a fresh `nova-async serve --libvirt-uri
 qemu:///system` (registered as the public image nova-async-demo with its kernel and
 ramdisk), no images uploaded by the test.
 
 The guest's memory is read from the running domain (what QEMU was started with), and the
-guest must boot to its "ready" line again after the resize and from the snapshot."""
+guest must boot to its "ready" line again after the resize, from the snapshot, after the
+unshelve, from the rescue disk and after the unrescue."""
 
 from __future__ import annotations
 
@@ -103,6 +105,29 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
             server_ids.append(again["server"]["id"])
             await api.status(again["server"]["id"], "ACTIVE")
             await api.console_until(again["server"]["id"], [READY])
+
+            # Shelved: powered off, its disk written into "<name>-shelved", off the host; the
+            # unshelve boots that image on a host the scheduler claims again.
+            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"shelve": None})
+            await api.status(server_id, "SHELVED_OFFLOADED", timeout=180)
+            assert not instance_dir.exists()
+            [shelved] = (await api.call("GET", "/image/v2/images?name=grows-shelved", 200))["images"]
+            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"unshelve": None})
+            await api.status(server_id, "ACTIVE", timeout=180)
+            await api.console_until(server_id, [READY])
+            await until(lambda: api.once("GET", f"/image/v2/images/{shelved['id']}"), lambda got: got[0] == 404,
+                        what="the shelved image deleted")
+
+            # Rescued: booted from the demo image's rescue disk, then its own guest again.
+            rescued = await api.call("POST", f"{V}/servers/{server_id}/action", 200, json={"rescue": None})
+            assert rescued["adminPass"]
+            await api.status(server_id, "RESCUE", timeout=180)
+            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 2,
+                        what="the rescue guest booted", timeout=120, interval=0.25)
+            await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"unrescue": None})
+            await api.status(server_id, "ACTIVE", timeout=180)
+            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 3,
+                        what="its own guest booted again", timeout=120, interval=0.25)
 
             for sid in server_ids:
                 await api.call("DELETE", f"{V}/servers/{sid}", 204)

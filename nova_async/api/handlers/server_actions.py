@@ -27,8 +27,11 @@ An admin's `os-resetState` sets the vm_state and clears the task; `injectNetwork
 nothing to push; `forceDelete` and `restore` find no soft-deleted server (deletes are never
 soft here) and answer 409, as Nova does for a server in any other state.
 
-The work is done in api/server_ops.py (power, rebuild, lock, console output) and
-api/server_resize.py (resize, createImage); this module parses and renders.
+`shelve`, `shelveOffload`, `unshelve`, `rescue` and `unrescue` are api/server_shelve.py's.
+
+The work is done in api/server_ops.py (power, rebuild, lock, console output),
+api/server_resize.py (resize, createImage) and api/server_shelve.py; this module parses and
+renders.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.api import microversion, server_ops, server_resize, server_views
+from nova_async.api import microversion, server_ops, server_resize, server_shelve, server_views
 from nova_async.api import floating_ips, lookup, remote_consoles, security_groups, volume_attachments
 from nova_async.api.state import STATE, ApiState
 from nova_async.common import errors
@@ -212,6 +215,13 @@ ACTIONS: dict[str, Action] = {
     # Before 2.56 Nova reads nothing of its value; from then on it may name a host (checked
     # by server_resize.migrate, which knows the microversion).
     "migrate": Action(_body("migrate", _IGNORED), server_resize.migrate, versioned=True),
+    "shelve": Action(_body("shelve", _IGNORED), server_shelve.shelve),
+    "shelveOffload": Action(_body("shelveOffload", _IGNORED), server_shelve.shelve_offload),
+    # Before 2.77 Nova reads nothing of its value; from then on server_shelve.unshelve checks
+    # it against the microversion's schema.
+    "unshelve": Action(_body("unshelve", _IGNORED), server_shelve.unshelve, versioned=True),
+    "rescue": Action(_body("rescue", server_shelve.RESCUE_SCHEMA), server_shelve.rescue, versioned=True),
+    "unrescue": Action(_body("unrescue", _IGNORED), server_shelve.unrescue),
     "os-resetState": Action(_body("os-resetState", {
         "type": "object", "required": ["state"], "additionalProperties": False,
         "properties": {"state": {"type": "string", "enum": ["active", "error"]}}}), _reset_state),

@@ -167,6 +167,9 @@ def test_bad_boot_values_are_refused(kw):
     lambda: Disk(path="/x.iso", target="hdc", format="qcow2", device="cdrom"),
     lambda: Disk(path="/x.iso", target="vdc", format="raw", device="cdrom"),
     lambda: Disk(path="/x.iso", target="hdc", format="raw", device="floppy"),
+    lambda: Disk(path="/x.iso", target="vdc", format="raw", device="cdrom", bus="virtio"),
+    lambda: Disk(path="/x", target="vdc", bus="scsi"),      # a SCSI disk is sdX
+    lambda: Disk(path="/x", target="sdc", bus="floppy"),
 ])
 def test_bad_cdroms_are_refused(make):
     with pytest.raises(InvalidInput):
@@ -193,3 +196,18 @@ def test_a_name_cannot_reach_the_smbios_strings():
     assert [e.get("name") for e in root.findall("sysinfo/system/entry")] == [
         "manufacturer", "product", "version", "serial", "uuid", "family"]
     assert root.findtext("sysinfo/system/entry[@name='product']") == "OpenStack Nova"
+
+
+def test_a_stable_rescue_disk_on_another_bus_boots_first():
+    """A stable device rescue adds its disk on the bus its image names, first in boot order
+    (so no <os><boot dev>), with the virtio-scsi controller a SCSI disk needs."""
+    disks = (Disk(path="/var/lib/x/disk", target="vda"),
+             Disk(path="/var/lib/x/disk.rescue", target="sda", bus="scsi", boot_order=1),
+             Disk(path="/var/lib/x/rescue.iso", target="sdb", format="raw", device="cdrom", bus="usb"))
+    root = ET.fromstring(domain_xml(spec(disks=disks)))
+    assert root.find("os/boot") is None
+    assert root.find("devices/controller[@type='scsi']").get("model") == "virtio-scsi"
+    targets = {d.find("target").get("dev"): (d.find("target").get("bus"), d.find("boot"))
+               for d in root.findall("devices/disk")}
+    assert targets["vda"] == ("virtio", None) and targets["sda"][0] == "scsi"
+    assert targets["sda"][1].get("order") == "1" and targets["sdb"][0] == "usb"
