@@ -202,7 +202,8 @@ async def read(pool: Pool) -> Desired:
         rules[str(r["security_group_id"])].append(Rule(
             id=str(r["id"]), direction=r["direction"], ethertype=r["ethertype"], protocol=r["protocol"],
             port_range_min=r["port_range_min"], port_range_max=r["port_range_max"],
-            remote_ip_prefix=None if r["remote_ip_prefix"] is None else ipaddress.ip_network(r["remote_ip_prefix"]),
+            remote_ip_prefix=(None if r["remote_ip_prefix"] is None
+                              else ipaddress.ip_interface(str(r["remote_ip_prefix"])).network),
             remote_group_id=None if r["remote_group_id"] is None else str(r["remote_group_id"])))
     security_groups = {str(r["id"]): SecurityGroup(id=str(r["id"]), stateful=r["stateful"],
                                                    rules=tuple(rules.get(str(r["id"]), ())))

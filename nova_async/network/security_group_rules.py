@@ -63,11 +63,21 @@ class Rule:
 
     def key(self) -> tuple[Any, ...]:
         """What the rule allows: equal keys, the same rule."""
-        prefix = self.remote_ip_prefix
-        if prefix is not None and ipaddress.ip_network(prefix).prefixlen == 0:
+        prefix = self.remote_ip_prefix   # as given: Neutron tells 10.0.0.1/24 from 10.0.0.0/24
+        if prefix is not None and ipaddress.ip_interface(prefix).network.prefixlen == 0:
             prefix = None  # anywhere, spelled out or not
         return (self.direction, self.ethertype, protocol_number(self.protocol), self.port_range_min,
                 self.port_range_max, prefix, self.remote_group_id)
+
+
+def shown_prefix(value: Any) -> str:
+    """A stored prefix as Neutron shows it: as given, with its length ("10.0.0.1/32")."""
+    return ipaddress.ip_interface(str(value)).with_prefixlen
+
+
+def normalized(value: Any) -> str:
+    """The network a prefix names: Neutron's normalized_cidr ("10.2.3.124/24" → "10.2.3.0/24")."""
+    return str(ipaddress.ip_interface(str(value)).network)
 
 
 def not_found(rule_id: str) -> errors.NotFound:
@@ -141,14 +151,14 @@ def _prefix(value: str | None, ethertype: str) -> str | None:
     if value is None:
         return None
     try:
-        network = ipaddress.ip_network(value.strip(), strict=False)
+        given = ipaddress.ip_interface(value.strip())
     except ValueError:
         raise errors.InvalidInput(f"Invalid input for remote_ip_prefix. Reason: '{value}' is not a valid IP "
                                   "subnet.") from None
-    if ETHERTYPES[f"ipv{network.version}"] != ethertype:
+    if ETHERTYPES[f"ipv{given.version}"] != ethertype:
         raise errors.InvalidInput(f"Conflicting value ethertype {ethertype} for CIDR {value}",
                                   code="security_group_rule_parameter_conflict")
-    return str(network)
+    return given.with_prefixlen   # as given, host bits and all, as Neutron keeps it
 
 
 def parse(body: dict[str, Any]) -> Rule:
@@ -176,7 +186,7 @@ def parse(body: dict[str, Any]) -> Rule:
 def _stored(row: asyncpg.Record) -> Rule:
     return Rule(direction=row["direction"], ethertype=row["ethertype"], protocol=row["protocol"],
                 port_range_min=row["port_range_min"], port_range_max=row["port_range_max"],
-                remote_ip_prefix=None if row["remote_ip_prefix"] is None else str(row["remote_ip_prefix"]),
+                remote_ip_prefix=None if row["remote_ip_prefix"] is None else shown_prefix(row["remote_ip_prefix"]),
                 remote_group_id=None if row["remote_group_id"] is None else str(row["remote_group_id"]),
                 description=row["description"])
 

@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from nova_async.common.timeutil import iso
+from nova_async.network import security_group_rules
 from nova_async.network.ipam import host
 
 
@@ -217,7 +218,8 @@ def extension(alias: str, name: str, description: str) -> dict[str, Any]:
 
 
 def security_group_rule(row: asyncpg.Record) -> dict[str, Any]:
-    prefix = None if row["remote_ip_prefix"] is None else str(row["remote_ip_prefix"])
+    stored = row["remote_ip_prefix"]
+    prefix = None if stored is None else security_group_rules.shown_prefix(stored)
     return {
         "id": str(row["id"]),
         "security_group_id": str(row["security_group_id"]),
@@ -229,7 +231,7 @@ def security_group_rule(row: asyncpg.Record) -> dict[str, Any]:
         "port_range_min": row["port_range_min"],
         "port_range_max": row["port_range_max"],
         "remote_ip_prefix": prefix,
-        "normalized_cidr": prefix,
+        "normalized_cidr": None if stored is None else security_group_rules.normalized(stored),
         "remote_group_id": None if row["remote_group_id"] is None else str(row["remote_group_id"]),
         "remote_address_group_id": None,
         "description": row["description"],

@@ -110,7 +110,7 @@ SELECT r.*
 INSERT INTO security_group_rules (id, security_group_id, project_id, direction, ethertype, protocol,
                                   port_range_min, port_range_max, remote_ip_prefix, remote_group_id,
                                   description)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::cidr, $10, $11)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::inet, $10, $11)
 RETURNING *;
 
 -- name: delete_rule

@@ -132,12 +132,13 @@ async def test_rules_are_checked_and_normalised_as_neutron_does(h):
     assert error["type"] == "SecurityGroupRuleExists" and ssh["id"] in error["message"]
     net = (await make_rule(h, h.alice, gid, remote_ip_prefix="10.1.2.3/24", protocol="udp",
                            port_range_min=53, port_range_max=53))["security_group_rule"]
-    assert net["remote_ip_prefix"] == "10.1.2.0/24"
+    # Kept as given, host bits and all; normalized_cidr is its network (Neutron's fields).
+    assert (net["remote_ip_prefix"], net["normalized_cidr"]) == ("10.1.2.3/24", "10.1.2.0/24")
     icmp = (await make_rule(h, h.alice, gid, protocol="icmp", port_range_min=8, port_range_max=0))["security_group_rule"]
     assert (icmp["port_range_min"], icmp["port_range_max"]) == (8, 0)
     v6 = (await make_rule(h, h.alice, gid, ethertype="IPv6", protocol="ipv6-icmp",
                           remote_ip_prefix="2001:db8::1/64"))["security_group_rule"]
-    assert v6["remote_ip_prefix"] == "2001:db8::/64"
+    assert (v6["remote_ip_prefix"], v6["normalized_cidr"]) == ("2001:db8::1/64", "2001:db8::/64")
     anything = (await make_rule(h, h.alice, gid, protocol="any", direction="egress",
                                 remote_group_id=gid))["security_group_rule"]
     assert anything["protocol"] is None and anything["remote_group_id"] == gid
@@ -294,3 +295,11 @@ async def test_creators_at_once_never_pass_the_quota(h):
     statuses = sorted(r.status for r in answers)
     assert statuses == [201] * 9 + [409] * 5  # the default group is the tenth
     assert await h.pool.fetchval("SELECT count(*) FROM security_groups WHERE project_id = 'proj-b'") == 10
+
+
+
+async def test_a_bare_address_gets_its_length(h):
+    group = (await post(h, SG, h.alice, {"security_group": {"name": "bare"}}, 201))["security_group"]
+    rule = (await make_rule(h, h.alice, group["id"], protocol="tcp", port_range_min=80, port_range_max=80,
+                            remote_ip_prefix="192.0.2.7"))["security_group_rule"]
+    assert (rule["remote_ip_prefix"], rule["normalized_cidr"]) == ("192.0.2.7/32", "192.0.2.7/32")
