@@ -101,24 +101,33 @@ def parse_traits(values: list[str], minor: int, param: str) -> tuple[tuple[froze
 
 
 def parse_member_of(values: list[str], minor: int, param: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
-    """`member_of` values → (any-of aggregate sets, aggregates the provider must not be in)."""
+    """`member_of` values → (any-of aggregate sets, aggregates the provider must not be in).
+    One UUID, or `in:` several, either negated with `!` (1.32+); several parameters from 1.24.
+    Checked in upstream's order (the form, every UUID, then the version) and words, as both
+    `GET /resource_providers` and `GET /allocation_candidates` answer them."""
     wanted: list[frozenset[str]] = []
     excluded: set[str] = set()
     if len(values) > 1 and minor < 24:
-        raise _bad(f"Multiple {param} parameters are not supported at this microversion.")
+        raise _bad(f"Multiple {param} parameters are not supported")
     for value in values:
-        negate = minor >= 32 and value.startswith("!")
+        if "," in value and not value.startswith(("in:", "!in:")):
+            raise _bad(f"Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
+                       f"keyword using the valid microversion. Got: {value}")
+        negate = value.startswith("!")
         body = value[1:] if negate else value
-        any_of = body.startswith("in:")
-        raw = body[3:].split(",") if any_of else [body]
-        uuids = [parse_uuid(u.strip()) for u in raw]
-        if not raw or None in uuids or (not any_of and "," in body):
-            raise _bad(f"Invalid query string parameters: Expected '{param}' parameter to contain "
-                       f"valid UUID(s). Got: {value}")
+        uuids = []
+        for text in (body[3:] if body.startswith("in:") else body).split(","):
+            found = parse_uuid(text)
+            if found is None:
+                raise _bad(f"Invalid query string parameters: Expected 'member_of' parameter to "
+                           f"contain valid UUID(s). Got: {text}")
+            uuids.append(found)
+        if negate and minor < 32:
+            raise _bad(f"Forbidden {param} parameters are not supported in the specified microversion")
         if negate:
-            excluded.update(uuids)  # type: ignore[arg-type]
+            excluded.update(uuids)
         else:
-            wanted.append(frozenset(uuids))  # type: ignore[arg-type]
+            wanted.append(frozenset(uuids))
     return tuple(wanted), frozenset(excluded)
 
 
