@@ -11,9 +11,11 @@ way oslo's is_uuid_like reads one (hyphens optional)."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import jsonschema
+import msgspec
 from aiohttp import web
 
 from nova_async.common import errors
@@ -21,17 +23,68 @@ from nova_async.common.web import Handler, parse_uuid, read_body
 
 
 JSON = "application/json"
-# Media ranges in an Accept header that application/json satisfies.
-_ACCEPTING = frozenset({JSON, "application/*", "*/*"})
+HTML = "text/html"
+PLAIN = "text/plain"
+
+
+def _quality(accept: str, offer: str) -> float | None:
+    """The q an Accept header gives `offer`, taken from the most specific range that names it
+    (type/subtype over type/* over */*); None when no range does or the best one says q=0."""
+    kind = offer.split("/")[0]
+    best: tuple[int, float] | None = None
+    for item in accept.split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        media = media.lower()
+        specific = 2 if media == offer else 1 if media == f"{kind}/*" else 0 if media == "*/*" else -1
+        if specific < 0 or (best is not None and best[0] >= specific):
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        best = (specific, q)
+    return best[1] if best is not None and best[1] > 0 else None
 
 
 def _accepts_json(accept: str) -> bool:
-    for item in accept.split(","):
-        media, *params = (part.strip() for part in item.split(";"))
-        refused = any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
-        if media.lower() in _ACCEPTING and not refused:
-            return True
-    return False
+    return _quality(accept, JSON) is not None
+
+
+def fault_media_type(accept: str | None) -> str:
+    """The type a fault is written in, chosen as upstream's (webob's) is: JSON when the client
+    names no preference (no Accept, or */*); else HTML or JSON, whichever the Accept ranks
+    higher (HTML on a tie, as webob offers it first); plain text when it accepts neither."""
+    if not accept or accept.strip() == "*/*":
+        return JSON
+    ranked = [(q, -i, offer) for i, offer in enumerate((HTML, JSON))
+              if (q := _quality(accept, offer)) is not None]
+    return max(ranked)[2] if ranked else PLAIN
+
+
+@web.middleware
+async def fault_media(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Outermost: a fault the error middleware wrote as JSON is rewritten as HTML or plain text
+    for a client whose Accept asks for that (a browser, curl -H 'Accept: text/plain'), with
+    its status, title and detail, as upstream's faults are."""
+    response = await handler(request)
+    if response.status < 400 or not isinstance(response, web.Response) or response.content_type != JSON:
+        return response
+    media = fault_media_type(request.headers.get("Accept"))
+    if media == JSON or not isinstance(response.body, bytes):
+        return response
+    fault = msgspec.json.decode(response.body)["errors"][0]
+    status = f"{fault['status']} {fault['title']}"
+    if media == HTML:
+        text = (f"<html>\n <head>\n  <title>{status}</title>\n </head>\n <body>\n  <h1>{status}</h1>\n"
+                f"  {html.escape(fault['detail'])}\n </body>\n</html>")
+    else:
+        text = f"{status}\n\n{fault['detail']}\n"
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-type", "content-length")}
+    return web.Response(status=response.status, text=text, content_type=media, headers=headers)
 
 
 def bodiless(handler: Handler) -> Handler:

@@ -22,18 +22,17 @@ async def call(h, method: str, url: str, version: str = "1.39", data: Any = None
         resp = await h.http.request(method, url, headers=sent, data=raw)
     else:
         resp = await h.http.request(method, url, headers=sent, json=data)
-    body = await resp.json() if resp.content_type == "application/json" else None
+    body = await resp.json() if resp.content_type == "application/json" else await resp.text()
     return resp, body
 
 
-async def refused(h, method: str, url: str, status: int, *texts: str, **kw) -> dict:
+async def refused(h, method: str, url: str, status: int, *texts: str, **kw) -> None:
     """The request is refused with `status`, and the fault's detail says each of `texts`."""
     resp, body = await call(h, method, url, **kw)
     assert resp.status == status, (method, url, resp.status, body)
-    detail = body["errors"][0]["detail"]
+    detail = body["errors"][0]["detail"] if isinstance(body, dict) else body  # a text/* fault
     for text in texts:
         assert text in detail, (text, detail)
-    return body["errors"][0]
 
 
 async def generation(h, rp: str) -> int:
@@ -231,3 +230,23 @@ async def test_query_strings_in_upstream_words(placement):
     await refused(h, "GET", "/placement/traits?associated=yes", 400,
                   'The query parameter "associated" only accepts "true" or "false"')
     await refused(h, "PUT", "/placement/traits/TRAIT_X", 400, "The trait is invalid.")
+
+
+async def test_faults_in_the_media_type_asked_for(placement):
+    """As upstream (webob): a fault is JSON unless the Accept prefers HTML (a browser) or
+    takes neither HTML nor JSON (plain text); its status, title and detail are in any case."""
+    h, _ = placement
+    for accept, media in ((None, "application/json"), ("*/*", "application/json"),
+                          ("application/json", "application/json"), ("text/html", "text/html"),
+                          ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html"),
+                          ("text/html;q=0.5, application/json", "application/json"),
+                          ("text/plain", "text/plain")):
+        resp, _ = await call(h, "GET", "/placement/no-such-thing", headers={"Accept": accept} if accept else {})
+        assert (resp.status, resp.content_type) == (404, media), accept
+        text = await resp.text()
+        assert "The resource could not be found." in text, (accept, text)
+        if media == "text/html":
+            assert "<title>404 Not Found</title>" in text
+    resp, _ = await call(h, "GET", "/placement/", "0.5", headers={"Accept": "text/html"})
+    assert (resp.status, resp.content_type) == (406, "text/html")
+    assert "Unacceptable version header: 0.5" in await resp.text()
