@@ -15,7 +15,7 @@ from nova_async.common.web import ascii_int
 from nova_async.placement import microversion
 from nova_async.placement.handlers.common import check_query, query_uuid
 from nova_async.placement.providers import MAX_INT, ProviderFilter
-from nova_async.placement.request_groups import parse_member_of
+from nova_async.placement.request_groups import parse_member_of, parse_traits
 
 # query parameter -> the minor version it appeared in
 ALLOWED = {"name": 0, "uuid": 0, "member_of": 3, "resources": 4, "in_tree": 14, "required": 18}
@@ -61,39 +61,10 @@ def resources(request: web.Request) -> tuple[tuple[str, int], ...]:
 
 
 def required(request: web.Request) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """Groups of traits the provider must have one of, and traits it must not have. Names
-    are not checked here: one that does not exist is refused by the lookup ("No such
-    trait(s)"), as upstream."""
-    groups: list[tuple[str, ...]] = []
-    forbidden: list[str] = []
-    may_forbid = microversion.at_least(request, 22)
-    for value in _one_or_many(request, "required", 39):
-        if value.startswith("in:"):
-            if not microversion.at_least(request, 39):
-                raise _bad("The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since "
-                           f"microversion 1.39. Got: {value}")
-            names = [n.strip() for n in value[3:].split(",")]
-            if not all(names):
-                raise _bad("Expected 'required' parameter value of the form: "
-                           f"in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: {value}")
-            if any(n.startswith("!") for n in names):
-                raise _bad("The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden "
-                           f"traits. Got: {value}")
-            groups.append(tuple(names))
-            continue
-        names = [n.strip() for n in value.split(",")]
-        # upstream strips every leading '!' ("!!FOO" forbids FOO), a quirk it keeps
-        negated = [n.lstrip("!") for n in names if n.startswith("!")]
-        if not all(names) or not all(negated):
-            form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if may_forbid else "HW_CPU_X86_VMX,CUSTOM_MAGIC"
-            raise _bad(f"Expected 'required' parameter value of the form: {form}. "
-                       f"Got an empty trait in: {value}")
-        if negated and not may_forbid:
-            raise _bad("Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
-                       f"Got: {value}")
-        groups.extend((n,) for n in names if not n.startswith("!"))
-        forbidden.extend(negated)
-    return tuple(groups), tuple(forbidden)
+    """Groups of traits the provider must have one of, and traits it must not have."""
+    groups, forbidden = parse_traits(_one_or_many(request, "required", 39),
+                                     microversion.version(request).minor, "required")
+    return tuple(tuple(sorted(g)) for g in groups), tuple(sorted(forbidden))
 
 
 def provider_filter(request: web.Request) -> ProviderFilter:

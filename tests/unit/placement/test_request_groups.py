@@ -53,8 +53,10 @@ def test_granular_groups_and_request_wide_options():
 @pytest.mark.parametrize("query, minor, code, why", [
     ("resources=VCPU:1&required=CUSTOM_X", 16, "undefined_code", "'required' unexpected"),
     ("resources=VCPU:1&required=!CUSTOM_X", 21, "bad_value", "Expected 'required'"),
-    ("resources=VCPU:1&required=in:CUSTOM_X", 38, "bad_value", "Expected 'required'"),
-    ("resources=VCPU:1&required=in:CUSTOM_X,bad", 39, "bad_value", "in:-list"),
+    ("resources=VCPU:1&required=in:CUSTOM_X", 38, "bad_value", "only supported since microversion 1.39"),
+    ("resources=VCPU:1&required=in:CUSTOM_X,", 39, "bad_value", "Got an empty trait in: in:CUSTOM_X,"),
+    ("resources=VCPU:1&required=in:CUSTOM_X,!CUSTOM_Y", 39, "bad_value", "does not support forbidden traits"),
+    ("resources=VCPU:1&required=CUSTOM_X,,CUSTOM_Y", 39, "bad_value", "HW_CPU_X86_VMX,!CUSTOM_MAGIC."),
     ("resources=VCPU:1&required=CUSTOM_X,!CUSTOM_X", 39, "bad_value", "Conflicting"),
     ("resources=VCPU:1&member_of=nope", 21, "bad_value", "valid UUID"),
     (f"resources=VCPU:1&member_of={A},{B}", 21, "bad_value", "must be prefixed with the 'in:'"),
