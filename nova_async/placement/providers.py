@@ -1,9 +1,11 @@
 """Resource providers and what they hold: the domain behind the provider, inventory and usage
 endpoints and behind a compute host's periodic EnsureProvider.
 
-Every write locks the provider row first and bumps its generation when something changed, so
-inventory updates serialise with claims on the same provider (allocations.py takes the same
-lock) and clients holding a stale generation get `placement.concurrent_update`."""
+Every write locks the provider row first, so inventory updates serialise with claims on the
+same provider (allocations.py takes the same lock) and clients holding a stale generation get
+`placement.concurrent_update`. The generation counts what upstream counts: every inventory
+write through the API bumps it (even one that changes nothing), a rename or a move does not,
+and a host's periodic EnsureProvider only when its inventories really changed."""
 
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ async def _update_provider(pool: Pool, uuid: str, name: str, parent_uuid: object
 async def _new_parent(conn: asyncpg.Connection, row: asyncpg.Record, parent_uuid: object,
                       may_reparent: bool) -> int | None:
     current = row["parent_provider_id"]
+
     def refused(action: str, reason: str) -> errors.InvalidInput:
         return errors.InvalidInput(f"Unable to save resource provider {row['uuid']}: Object action "
                                    f"{action} failed because: {reason}")
@@ -260,7 +263,7 @@ def check_inventories(uuid: str, inventories: dict[str, Inventory], *, reserved_
             check_inventory(uuid, rc, inv, reserved_may_equal_total=reserved_may_equal_total)
     except errors.InvalidInput as exc:
         raise errors.InvalidInput(f"Unable to {action} inventory for resource provider {uuid}: "
-                               f"{exc.message}") from None
+                                  f"{exc.message}") from None
 
 
 async def set_inventories(pool: Pool, uuid: str, inventories: dict[str, Inventory], *,

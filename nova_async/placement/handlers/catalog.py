@@ -152,7 +152,7 @@ async def update_provider_traits(request: web.Request) -> web.Response:
     body = await json_body(request, PROVIDER_TRAITS)
     generation = await catalog.set_provider_traits(pool(request), path_uuid(request), body["traits"],
                                                    body["resource_provider_generation"])
-    return dump({"traits": sorted(body["traits"]), "resource_provider_generation": generation})
+    return dump({"traits": sorted(set(body["traits"])), "resource_provider_generation": generation})
 
 
 async def delete_provider_traits(request: web.Request) -> web.Response:
