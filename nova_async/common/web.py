@@ -292,14 +292,20 @@ def add_routes(app: web.Application, routes: Iterable[Route], *, head: bool = Fa
 # --- request bodies --------------------------------------------------------------------
 
 
-async def read_body(request: web.Request) -> Any:
+MALFORMED = "Malformed request body: it is not valid JSON."
+
+
+async def read_body(request: web.Request, *, malformed: str = MALFORMED) -> Any:
+    """The request's JSON body. `malformed` words the refusal of one that is not JSON (an API
+    whose clients look for their own service's wording passes its own; `{reason}` in it is
+    the decoder's explanation)."""
     if not request.can_read_body:
         raise errors.InvalidInput("The request body is empty; a JSON object was expected.")
     raw = await request.read()
     try:
         body = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):  # msgspec stops at ~1,000 levels of nesting
-        raise errors.InvalidInput("Malformed request body: it is not valid JSON.") from None
+    except (msgspec.DecodeError, RecursionError) as exc:  # msgspec stops at ~1,000 levels of nesting
+        raise errors.InvalidInput(malformed.format(reason=exc)) from None
     except UnicodeDecodeError:  # what msgspec raises for a string whose bytes are not UTF-8
         raise errors.InvalidInput("Malformed request body: it is not UTF-8.") from None
     # Walked only when it could matter: JSON spells a NUL only as an escape, and a body with

@@ -141,7 +141,11 @@ def _normalised(w: ConsumerWrite) -> ConsumerWrite:
 
 
 async def delete_allocations(pool: Pool, consumer_uuid: str) -> bool:
-    """Remove every allocation of the consumer, and the consumer; False if it had none."""
+    """Remove every allocation of the consumer, and the consumer; False if it had none.
+
+    The providers are locked (a claim on them waits, then counts the freed room) but their
+    generations stay, as upstream's DELETE leaves them: giving room back cannot make a
+    writer's view of the provider wrong."""
     async with pool.acquire() as conn, conn.transaction():
         consumer = await conn.fetchrow(Q.lock_consumer, consumer_uuid)
         if consumer is None:
@@ -149,7 +153,6 @@ async def delete_allocations(pool: Pool, consumer_uuid: str) -> bool:
         old_ids = [r["resource_provider_id"] for r in await conn.fetch(Q.consumer_providers, consumer["id"])]
         await conn.fetch(Q.lock_providers, sorted(old_ids))
         await conn.execute(Q.delete_allocations_of, consumer["id"])
-        await conn.execute(Q.bump_providers, old_ids)
         await conn.execute(Q.delete_consumer, consumer["id"])
         return bool(old_ids)
 

@@ -58,11 +58,14 @@ async def unknown_classes(db, names: list[str]) -> list[str]:
 
 def _check_custom_class(name: str) -> None:
     if name in STANDARD_CLASSES:
-        raise errors.InvalidInput(f"Cannot change standard resource class {name}.",
-                                  code="placement.undefined_code")
+        raise errors.InvalidInput(f"Cannot change standard resource class {name}.")
     if not is_custom(name):
         raise errors.InvalidInput(f"Resource class {name!r} is not a custom class: custom classes are "
                                   "CUSTOM_ and capital letters, digits or underscores.")
+
+
+def class_not_found(name: str) -> errors.NotFound:
+    return errors.NotFound(f"No such resource class {name}.", code="placement.resource_class.not_found")
 
 
 async def create_class(pool: Pool, name: str) -> bool:
@@ -71,14 +74,36 @@ async def create_class(pool: Pool, name: str) -> bool:
     return await pool.fetchval(Q.add_class, name) is not None
 
 
-async def delete_class(pool: Pool, name: str) -> None:
-    _check_custom_class(name)
+async def rename_class(pool: Pool, name: str, new_name: str) -> None:
+    """Microversions 1.2-1.6 could rename a custom class. Upstream renames one in use too (its
+    rows name classes by id); ours name them by text, so a class some inventory holds keeps
+    its name (409) rather than be rewritten under every inventory and allocation."""
     async with pool.acquire() as conn, conn.transaction():
+        if not await class_exists(conn, name):
+            raise class_not_found(name)
+        if name in STANDARD_CLASSES:
+            raise errors.InvalidInput(f"Cannot update standard resource class {name}")
+        if new_name in STANDARD_CLASSES or await conn.fetchval(Q.class_exists, new_name):
+            raise errors.Conflict(f"Resource class already exists: {new_name}",
+                                  code="placement.duplicate_name")
         if await conn.fetchval(Q.class_in_use, name):
-            raise errors.Conflict(f"Resource class {name} is in use in inventory.",
+            raise errors.Conflict(f"Cannot rename resource class {name}: it is in use in inventory.",
                                   code="placement.resource_class.inuse")
-        if await conn.fetchval(Q.delete_class, name) is None:
-            raise errors.NotFound(f"No such resource class {name}.")
+        await conn.execute(Q.rename_class, name, new_name)
+
+
+async def delete_class(pool: Pool, name: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        if not await class_exists(conn, name):
+            raise class_not_found(name)
+        if name in STANDARD_CLASSES:
+            raise errors.InvalidInput(f"Error in delete resource class: Cannot delete standard "
+                                      f"resource class {name}.")
+        if await conn.fetchval(Q.class_in_use, name):
+            raise errors.Conflict(f"Error in delete resource class: Cannot delete resource class "
+                                  f"{name}. Class is in use in inventory.",
+                                  code="placement.resource_class.inuse")
+        await conn.execute(Q.delete_class, name)
 
 
 # --- traits -------------------------------------------------------------------------------
@@ -94,8 +119,9 @@ async def trait_exists(pool: Pool, name: str) -> bool:
 
 async def create_trait(pool: Pool, name: str) -> bool:
     if not is_custom(name):
-        raise errors.InvalidInput(f"The trait {name} is not a custom trait: custom traits are CUSTOM_ and "
-                                  "capital letters, digits or underscores.")
+        raise errors.InvalidInput('The trait is invalid. A valid trait must be no longer than 255 '
+                                  'characters, start with the prefix "CUSTOM_" and use following '
+                                  'characters: "A"-"Z", "0"-"9" and "_"')
     return await pool.fetchval(Q.add_trait, name) is not None
 
 
@@ -112,14 +138,16 @@ async def delete_trait(pool: Pool, name: str) -> None:
 
 # --- a provider's traits and aggregates ---------------------------------------------------
 
+GENERATION_CHANGED = ("Resource provider's generation already changed. Please update the "
+                      "generation and try again.")
+
+
 async def _locked(conn: asyncpg.Connection, provider_uuid: str, generation: int | None) -> asyncpg.Record:
     row = await conn.fetchrow(PQ.lock_provider, provider_uuid)
     if row is None:
         raise providers.not_found(provider_uuid)
     if generation is not None and generation != row["generation"]:
-        raise errors.Conflict(f"resource provider generation conflict: the provider {provider_uuid} has "
-                              f"changed (generation {row['generation']}, not {generation}).",
-                              code="placement.concurrent_update")
+        raise errors.Conflict(GENERATION_CHANGED, code="placement.concurrent_update")
     return row
 
 
@@ -133,13 +161,17 @@ async def provider_traits(pool: Pool, provider_uuid: str) -> tuple[int, list[str
 
 async def set_provider_traits(pool: Pool, provider_uuid: str, traits: list[str],
                               generation: int | None) -> int:
-    """Replace the provider's traits; returns its new generation."""
+    """Replace the provider's traits; returns its generation, bumped only when the set
+    changed (as upstream: a PUT of the traits it has already is no change)."""
     async with pool.acquire() as conn, conn.transaction():
         row = await _locked(conn, provider_uuid, generation)
         known = {r["name"] for r in await conn.fetch(Q.known_traits, traits)}
         missing = sorted(set(traits) - known)
         if missing:
             raise errors.InvalidInput(f"No such trait(s): {', '.join(missing)}.")
+        current = {r["name"] for r in await conn.fetch(Q.provider_traits, row["id"])}
+        if current == set(traits):
+            return row["generation"]
         await conn.execute(Q.clear_provider_traits, row["id"])
         await conn.execute(Q.set_provider_traits, row["id"], traits)
         return (await conn.fetchrow(PQ.bump_providers, [row["id"]]))["generation"]
@@ -156,6 +188,9 @@ async def provider_aggregates(pool: Pool, provider_uuid: str) -> tuple[int, list
 
 async def set_provider_aggregates(pool: Pool, provider_uuid: str, aggregates: list[str],
                                   generation: int | None) -> int:
+    """Replace the provider's aggregates. With a `generation` (microversion 1.19+) the write
+    is checked against it and always bumps it, as upstream; without one (older clients,
+    which cannot see generations here) it neither checks nor bumps."""
     try:
         wanted = sorted({str(uuidlib.UUID(a)) for a in aggregates})
     except ValueError:
@@ -164,4 +199,6 @@ async def set_provider_aggregates(pool: Pool, provider_uuid: str, aggregates: li
         row = await _locked(conn, provider_uuid, generation)
         await conn.execute(Q.clear_provider_aggregates, row["id"])
         await conn.execute(Q.set_provider_aggregates, row["id"], wanted)
+        if generation is None:
+            return row["generation"]
         return (await conn.fetchrow(PQ.bump_providers, [row["id"]]))["generation"]

@@ -62,10 +62,28 @@ async def negotiate(request: web.Request, handler: Handler) -> web.StreamRespons
 
 
 CACHE_HEADERS = Version(1, 15)
+# Set by a handler whose bodiless answer is still a representation (a trait's PUT).
+REPRESENTATION = web.RequestKey("placement_representation", bool)
+
+
+def mark_representation(request: web.Request) -> None:
+    request[REPRESENTATION] = True
+
+
+def _is_representation(request: web.Request, response: web.StreamResponse) -> bool:
+    """Which answers upstream marks uncacheable: every successful GET (a trait's 204 too),
+    every answer with a body (a PUT's or a POST's), and what a handler marks; not a 201 or
+    204 that only says it is done (a resource class made, allocations written, a DELETE)."""
+    if not 200 <= response.status < 300:
+        return False
+    if request.method == "GET" or request.get(REPRESENTATION, False):
+        return True
+    return isinstance(response, web.Response) and bool(response.body)
 
 
 async def echo_version(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: every answer (errors included) names the version it was made at.
+    """on_response_prepare: every answer (errors included) names the version it was made at,
+    and that it varies with the version header (named in lower case, as upstream does).
     From 1.15 a representation also says it must not be cached, with a Last-Modified. Upstream
     derives that from the rows' update times; the time of the answer is what it sends where no
     row says, and what we send everywhere: reading update times would cost the hot reads
@@ -73,8 +91,8 @@ async def echo_version(request: web.Request, response: web.StreamResponse) -> No
     version = request.get(VERSION)
     if version is not None:
         response.headers[HEADER] = f"{SERVICE} {version}"
-        response.headers["Vary"] = HEADER
-        if version >= CACHE_HEADERS and response.status in (200, 201):
+        response.headers["Vary"] = HEADER.lower()
+        if version >= CACHE_HEADERS and _is_representation(request, response):
             response.headers["Cache-Control"] = "no-cache"
             response.headers["Last-Modified"] = email.utils.formatdate(usegmt=True)
 

@@ -1,9 +1,11 @@
 """Resource providers and what they hold: the domain behind the provider, inventory and usage
 endpoints and behind a compute host's periodic EnsureProvider.
 
-Every write locks the provider row first and bumps its generation when something changed, so
-inventory updates serialise with claims on the same provider (allocations.py takes the same
-lock) and clients holding a stale generation get `placement.concurrent_update`."""
+Every write locks the provider row first, so inventory updates serialise with claims on the
+same provider (allocations.py takes the same lock) and clients holding a stale generation get
+`placement.concurrent_update`. The generation counts what upstream counts: every inventory
+write through the API bumps it (even one that changes nothing), a rename or a move does not,
+and a host's periodic EnsureProvider only when its inventories really changed."""
 
 from __future__ import annotations
 
@@ -147,22 +149,25 @@ async def _update_provider(pool: Pool, uuid: str, name: str, parent_uuid: object
 async def _new_parent(conn: asyncpg.Connection, row: asyncpg.Record, parent_uuid: object,
                       may_reparent: bool) -> int | None:
     current = row["parent_provider_id"]
+
+    def refused(action: str, reason: str) -> errors.InvalidInput:
+        return errors.InvalidInput(f"Unable to save resource provider {row['uuid']}: Object action "
+                                   f"{action} failed because: {reason}")
+
     if parent_uuid is None:
         if current is not None and not may_reparent:
-            raise errors.InvalidInput("Un-parenting a provider is not allowed before microversion 1.37.")
+            raise refused("update", "un-parenting a provider is not currently allowed.")
         return None
     parent = await conn.fetchrow(Q.lock_provider, parent_uuid)
-    if parent is None:
-        raise errors.InvalidInput(f"The parent provider {parent_uuid} does not exist.",
-                                  code="placement.resource_provider.not_found")
+    if parent is None:  # upstream names the action "create" here too
+        raise refused("create", "parent provider UUID does not exist.")
     if parent["id"] == current:
         return current
     if current is not None and not may_reparent:
-        raise errors.InvalidInput("Re-parenting a provider is not allowed before microversion 1.37.")
+        raise refused("update", "re-parenting a provider is not currently allowed.")
     below = {r["id"] for r in await conn.fetch(QA.subtree_ids, row["id"])}
     if parent["id"] in below:
-        raise errors.InvalidInput(f"Creating a loop in the provider tree is not allowed: "
-                                  f"{parent_uuid} is {row['uuid']} or one of its descendants.")
+        raise refused("update", "creating loop in the provider tree is not allowed.")
     return parent["id"]
 
 
@@ -175,13 +180,19 @@ async def get_provider(pool: Pool, uuid: str) -> Provider:
 
 async def create_provider(pool: Pool, *, uuid: str, name: str,
                           parent_uuid: str | None = None) -> Provider:
+    def refused(reason: str) -> errors.InvalidInput:
+        return errors.InvalidInput(f'Unable to create resource provider "{name}", {uuid}: Object '
+                                   f"action create failed because: {reason}")
+
     async with _transaction(pool) as conn:
         parent_id = None
         if parent_uuid is not None:
+            if parent_uuid == uuid:
+                raise refused("parent provider UUID cannot be same as UUID. Please set parent "
+                              "provider UUID to None if there is no parent.")
             parent = await conn.fetchrow(Q.lock_provider, parent_uuid)
             if parent is None:
-                raise errors.InvalidInput(f"The parent provider {parent_uuid} does not exist.",
-                                          code="placement.resource_provider.not_found")
+                raise refused("parent provider UUID does not exist.")
             parent_id = parent["id"]
         if await conn.fetchval(Q.create_provider, uuid, name, parent_id) is None:
             if await conn.fetchrow(Q.get_provider, uuid) is not None:
@@ -196,14 +207,15 @@ async def delete_provider(pool: Pool, uuid: str) -> None:
     async with _transaction(pool) as conn:
         row = await conn.fetchrow(Q.lock_provider, uuid)
         if row is None:
-            raise not_found(uuid)
+            raise errors.NotFound(f"No resource provider with uuid {uuid} found for delete",
+                                  code="placement.resource_provider.not_found")
         use = await conn.fetchrow(Q.provider_in_use, row["id"])
         if use["allocated"]:
-            raise errors.Conflict(f"Unable to delete resource provider {uuid}: it has allocations.",
-                                  code="placement.resource_provider.inuse")
+            raise errors.Conflict(f"Unable to delete resource provider {uuid}: Resource provider has "
+                                  "allocations.", code="placement.resource_provider.inuse")
         if use["has_children"]:
             raise errors.Conflict(f"Unable to delete parent resource provider {uuid}: "
-                                  "it has child resource providers.",
+                                  "It has child resource providers.",
                                   code="placement.resource_provider.cannot_delete_parent")
         await conn.execute(Q.delete_provider, row["id"])
 
@@ -229,20 +241,38 @@ async def get_usages(pool: Pool, uuid: str) -> tuple[int, dict[str, int]]:
     return row["generation"], {r["resource_class"]: r["used"] for r in rows}
 
 
-def check_inventory(resource_class: str, inv: Inventory) -> None:
-    if inv.reserved > inv.total:
-        raise errors.InvalidInput(f"Invalid inventory for {resource_class}: reserved ({inv.reserved}) "
-                                  f"is greater than total ({inv.total}).")
+def check_inventory(provider_uuid: str, resource_class: str, inv: Inventory, *,
+                    reserved_may_equal_total: bool = True) -> None:
+    """Upstream measures capacity as int((total - reserved) * allocation_ratio): below
+    microversion 1.26 it must be positive, from 1.26 (an inventory reserved whole, say a
+    device taken out of service) it may be zero."""
+    capacity = int((inv.total - inv.reserved) * inv.allocation_ratio)
+    where = f"Invalid inventory for '{resource_class}' on resource provider '{provider_uuid}'."
+    if capacity < 0 or (capacity == 0 and not reserved_may_equal_total):
+        relation = "greater than" if reserved_may_equal_total else "greater than or equal to"
+        raise errors.InvalidInput(f"{where} The reserved value is {relation} total.")
     if inv.min_unit > inv.max_unit:
-        raise errors.InvalidInput(f"Invalid inventory for {resource_class}: min_unit ({inv.min_unit}) "
-                                  f"is greater than max_unit ({inv.max_unit}).")
+        raise errors.InvalidInput(f"{where} min_unit ({inv.min_unit}) is greater than max_unit ({inv.max_unit}).")
+
+
+def check_inventories(uuid: str, inventories: dict[str, Inventory], *, reserved_may_equal_total: bool,
+                      action: str = "update") -> None:
+    """check_inventory for each, refused as "Unable to <action> inventory …"."""
+    try:
+        for rc, inv in inventories.items():
+            check_inventory(uuid, rc, inv, reserved_may_equal_total=reserved_may_equal_total)
+    except errors.InvalidInput as exc:
+        raise errors.InvalidInput(f"Unable to {action} inventory for resource provider {uuid}: "
+                                  f"{exc.message}") from None
 
 
 async def set_inventories(pool: Pool, uuid: str, inventories: dict[str, Inventory], *,
-                          generation: int | None) -> tuple[int, dict[str, Inventory]]:
-    """Replace the provider's inventories; `generation` is the one the caller last saw."""
-    for rc, inv in inventories.items():
-        check_inventory(rc, inv)
+                          generation: int | None, reserved_may_equal_total: bool = True,
+                          action: str = "update") -> tuple[int, dict[str, Inventory]]:
+    """Replace the provider's inventories; `generation` is the one the caller last saw. The
+    generation is bumped even when nothing changed, as upstream does on every write; a refused
+    inventory is reported as "Unable to <action> inventory …"."""
+    check_inventories(uuid, inventories, reserved_may_equal_total=reserved_may_equal_total, action=action)
     async with _transaction(pool) as conn:
         row = await conn.fetchrow(Q.lock_provider, uuid)
         if row is None:
@@ -251,7 +281,7 @@ async def set_inventories(pool: Pool, uuid: str, inventories: dict[str, Inventor
             raise errors.Conflict(
                 f"resource provider generation conflict: expected {generation}, "
                 f"but the provider is at {row['generation']}.", code="placement.concurrent_update")
-        new_generation = await _replace_inventories(conn, row, inventories)
+        new_generation = await _replace_inventories(conn, row, inventories, always_bump=True)
     return new_generation, inventories
 
 
@@ -260,7 +290,7 @@ async def ensure_provider(pool: Pool, uuid: str, name: str,
     """Create the provider if missing and make its inventories these; a repeat changes nothing.
     Returns the provider's generation."""
     for rc, inv in inventories.items():
-        check_inventory(rc, inv)
+        check_inventory(uuid, rc, inv)
     async with _transaction(pool) as conn:
         row = await conn.fetchrow(Q.lock_provider, uuid)
         if row is None:
@@ -273,13 +303,15 @@ async def ensure_provider(pool: Pool, uuid: str, name: str,
         if row["name"] != name:
             await conn.execute(Q.rename_provider, row["id"], name)
             row = await conn.fetchrow(Q.lock_provider, uuid)
-        return await _replace_inventories(conn, row, inventories)
+        return await _replace_inventories(conn, row, inventories, always_bump=False)
 
 
 async def _replace_inventories(conn: asyncpg.Connection, row: asyncpg.Record,
-                               inventories: dict[str, Inventory]) -> int:
+                               inventories: dict[str, Inventory], *, always_bump: bool) -> int:
+    """`always_bump` False: a repeat of what is there (a host's periodic refresh) leaves the
+    generation alone, so it does not invalidate what clients read."""
     current = {r["resource_class"]: _inventory(r) for r in await conn.fetch(Q.inventories, row["id"])}
-    if current == inventories:
+    if current == inventories and not always_bump:
         return row["generation"]
     classes = list(inventories)
     in_use = [r["resource_class"] for r in await conn.fetch(Q.classes_in_use_outside, row["id"], classes)]

@@ -18,7 +18,6 @@ from nova_async.placement.candidates import MAX_AMOUNT, parse_resources
 
 BAD = "placement.query.bad_value"
 MISSING = "placement.query.missing_value"
-_TRAIT = re.compile(r"^[A-Z0-9_]{1,255}$")
 _NUMBERED = re.compile(r"^[1-9][0-9]*$")
 _ANY_SUFFIX = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _GROUP_PARAM = re.compile(r"^(resources|required|member_of|in_tree)(.*)$")
@@ -74,51 +73,77 @@ def _unexpected(names: list[str]) -> errors.InvalidInput:
 
 
 def parse_traits(values: list[str], minor: int, param: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
-    """`required` values → (any-of sets that must each be met, forbidden traits)."""
+    """`required` values → (any-of sets that must each be met, forbidden traits), as upstream
+    reads them for providers and candidates alike: a comma list (`!` forbids, 1.22+; every
+    leading `!` is stripped, a quirk upstream keeps) or an `in:` list (1.39+). Names are not
+    checked here: one that does not exist is refused by the lookup ("No such trait(s)").
+    Upstream's messages say 'required' whatever the parameter is called."""
     required: list[frozenset[str]] = []
     forbidden: set[str] = set()
+    may_forbid = minor >= 22
     for value in values:
-        if minor >= 39 and value.startswith("in:"):
-            names = value[3:].split(",")
-            if not all(_TRAIT.match(n) for n in names):
-                raise _bad(f"Invalid query string parameters: Expected '{param}' in:-list of valid "
-                           f"trait names, got {value!r}.")
+        if value.startswith("in:"):
+            if minor < 39:
+                raise _bad("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' "
+                           f"only supported since microversion 1.39. Got: {value}")
+            names = {n.strip() for n in value[3:].split(",")}
+            if not all(names):
+                raise _bad("Invalid query string parameters: Expected 'required' parameter value of "
+                           f"the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: {value}")
+            if any(n.startswith("!") for n in names):
+                raise _bad("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' "
+                           f"does not support forbidden traits. Got: {value}")
             required.append(frozenset(names))
             continue
-        for name in value.split(","):
-            name = name.strip()
-            negate = minor >= 22 and name.startswith("!")
-            if negate:
-                name = name[1:]
-            if not _TRAIT.match(name):
-                raise _bad(f"Invalid query string parameters: Expected '{param}' parameter value of "
-                           f"the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}")
-            (forbidden.add(name) if negate else required.append(frozenset([name])))
-    if forbidden & set().union(*(s for s in required if len(s) == 1)):
-        both = sorted(forbidden & set().union(*(s for s in required if len(s) == 1)))
-        raise _bad(f"Conflicting required and forbidden traits found in '{param}': {', '.join(both)}")
+        names = [n.strip() for n in value.split(",")]
+        negated = {n.lstrip("!") for n in names if n.startswith("!")}
+        if not all(names) or not all(negated):
+            form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if may_forbid else "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+            raise _bad("Invalid query string parameters: Expected 'required' parameter value of the "
+                       f"form: {form}. Got an empty trait in: {value}")
+        if negated and not may_forbid:
+            raise _bad("Invalid query string parameters: Expected 'required' parameter value of the "
+                       f"form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}")
+        required.extend(frozenset([n]) for n in names if not n.startswith("!"))
+        forbidden |= negated
     return tuple(required), frozenset(forbidden)
 
 
+def _refuse_conflicts(required: tuple[frozenset[str], ...], forbidden: frozenset[str], param: str) -> None:
+    """A candidate request may not both require and forbid one trait."""
+    both = sorted(forbidden & set().union(*(s for s in required if len(s) == 1)))
+    if both:
+        raise _bad(f"Conflicting required and forbidden traits found in '{param}': {', '.join(both)}")
+
+
 def parse_member_of(values: list[str], minor: int, param: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
-    """`member_of` values → (any-of aggregate sets, aggregates the provider must not be in)."""
+    """`member_of` values → (any-of aggregate sets, aggregates the provider must not be in).
+    One UUID, or `in:` several, either negated with `!` (1.32+); several parameters from 1.24.
+    Checked in upstream's order (the form, every UUID, then the version) and words, as both
+    `GET /resource_providers` and `GET /allocation_candidates` answer them."""
     wanted: list[frozenset[str]] = []
     excluded: set[str] = set()
     if len(values) > 1 and minor < 24:
-        raise _bad(f"Multiple {param} parameters are not supported at this microversion.")
+        raise _bad(f"Multiple {param} parameters are not supported")
     for value in values:
-        negate = minor >= 32 and value.startswith("!")
+        if "," in value and not value.startswith(("in:", "!in:")):
+            raise _bad(f"Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
+                       f"keyword using the valid microversion. Got: {value}")
+        negate = value.startswith("!")
         body = value[1:] if negate else value
-        any_of = body.startswith("in:")
-        raw = body[3:].split(",") if any_of else [body]
-        uuids = [parse_uuid(u.strip()) for u in raw]
-        if not raw or None in uuids or (not any_of and "," in body):
-            raise _bad(f"Invalid query string parameters: Expected '{param}' parameter to contain "
-                       f"valid UUID(s). Got: {value}")
+        uuids = []
+        for text in (body[3:] if body.startswith("in:") else body).split(","):
+            found = parse_uuid(text)
+            if found is None:
+                raise _bad(f"Invalid query string parameters: Expected 'member_of' parameter to "
+                           f"contain valid UUID(s). Got: {text}")
+            uuids.append(found)
+        if negate and minor < 32:
+            raise _bad(f"Forbidden {param} parameters are not supported in the specified microversion")
         if negate:
-            excluded.update(uuids)  # type: ignore[arg-type]
+            excluded.update(uuids)
         else:
-            wanted.append(frozenset(uuids))  # type: ignore[arg-type]
+            wanted.append(frozenset(uuids))
     return tuple(wanted), frozenset(excluded)
 
 
@@ -157,6 +182,7 @@ def parse(query: dict[str, list[str]], minor: int) -> CandidateRequest:
                 raise _bad(f"Parameter resources{suffix} may only be given once.")
             resources = parse_resources(text)
         required, forbidden = parse_traits(params.get("required", []), minor, f"required{suffix}")
+        _refuse_conflicts(required, forbidden, f"required{suffix}")
         member_of, not_member_of = parse_member_of(params.get("member_of", []), minor, f"member_of{suffix}")
         in_tree = None
         if "in_tree" in params:
@@ -210,6 +236,7 @@ def parse(query: dict[str, list[str]], minor: int) -> CandidateRequest:
         if any(v.startswith("in:") for v in values):
             raise _bad("Invalid query string parameters: root_required does not take in: lists.")
         sets, root_forbidden = parse_traits(values, minor, "root_required")
+        _refuse_conflicts(sets, root_forbidden, "root_required")
         root_required = frozenset(next(iter(s)) for s in sets)
 
     return CandidateRequest(tuple(sorted(groups, key=lambda g: g.suffix)), policy, limit,

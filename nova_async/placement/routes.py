@@ -2,7 +2,8 @@
 
 The order of middleware is fixed by `api_app`: faults rendered in placement's format, then
 authentication; microversion negotiation runs last, so even the public version document
-refuses a version we do not speak."""
+refuses a version we do not speak. Outside them all, a fault is put in the media type the
+client's Accept asks for (JSON unless it prefers HTML or takes neither)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ ROUTES = {
 
 def build_app(pool: Pool) -> tuple[str, web.Application]:
     app = api_app(microversion.render_fault)
+    app.middlewares.insert(0, media.fault_media)
     app.middlewares.append(microversion.negotiate)
     app.middlewares.append(media.media_types)
     app.on_response_prepare.append(microversion.echo_version)

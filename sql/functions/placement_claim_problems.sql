@@ -6,16 +6,22 @@ CREATE OR REPLACE FUNCTION placement_claim_problems(cid bigint, k int, a_consume
 RETURNS text LANGUAGE sql STABLE AS $$
     SELECT string_agg(p.problem, '; ' ORDER BY p.ord)
       FROM (SELECT w.ord, CASE
+                -- upstream's sentences first (clients match them), then what we know besides
                 WHEN i.total IS NULL THEN format(
-                    'resource provider %s (%s) has no inventory of %s', rp.name, rp.uuid, w.rc)
+                    'Inventory for ''%s'' on resource provider ''%s'' invalid: %s (%s) has no '
+                    'inventory of %s.', w.rc, rp.uuid, rp.name, rp.uuid, w.rc)
                 WHEN w.amount < i.min_unit OR w.amount > i.max_unit OR w.amount % i.step_size <> 0
-                THEN format('%s %s on resource provider %s (%s) violates min_unit %s, max_unit %s '
-                            'or step_size %s', w.rc, w.amount, rp.name, rp.uuid, i.min_unit,
+                THEN format('Unable to create allocation for ''%s'' on resource provider ''%s''. '
+                            'The requested amount would violate inventory constraints: %s %s on '
+                            'resource provider %s (%s) violates min_unit %s, max_unit %s or step_size %s.',
+                            w.rc, rp.uuid, w.rc, w.amount, rp.name, rp.uuid, i.min_unit,
                             i.max_unit, i.step_size)
                 WHEN w.amount > trunc((i.total - i.reserved) * i.allocation_ratio)
                                 - (i.used - coalesce(own.used, 0))
-                THEN format('%s %s requested on resource provider %s (%s) but only %s of %s is free',
-                            w.rc, w.amount, rp.name, rp.uuid,
+                THEN format('Unable to create allocation for ''%s'' on resource provider ''%s''. '
+                            'The requested amount would exceed the capacity: %s %s requested on '
+                            'resource provider %s (%s) but only %s of %s is free.',
+                            w.rc, rp.uuid, w.rc, w.amount, rp.name, rp.uuid,
                             greatest(trunc((i.total - i.reserved) * i.allocation_ratio)
                                      - (i.used - coalesce(own.used, 0)), 0),
                             trunc((i.total - i.reserved) * i.allocation_ratio))

@@ -70,7 +70,7 @@ BEGIN
             RETURNING r.id INTO pid;
             IF pid IS NULL THEN
                 RAISE EXCEPTION USING DETAIL = 'placement.resource_provider.not_found', MESSAGE =
-                    format('Unable to allocate inventory: resource provider %s could not be found.',
+                    format('Allocation for resource provider ''%s'' that does not exist.',
                            a_providers[1]);
             END IF;
             PERFORM set_config('placement.usage_counted', 'on', true);
@@ -117,7 +117,7 @@ BEGIN
           FROM unnest(a_providers, provider_ids) AS a(u, id)
          WHERE a.id IS NULL;
         RAISE EXCEPTION USING DETAIL = 'placement.resource_provider.not_found', MESSAGE =
-            format('Unable to allocate inventory: resource provider %s could not be found.', missing);
+            format('Allocation for resource provider ''%s'' that does not exist.', missing);
     END IF;
     involved := coalesce(provider_ids, '{}');
 
@@ -151,14 +151,14 @@ BEGIN
         END IF;
         IF c_check[k] AND c_expected[k] IS DISTINCT FROM current_gen THEN
             RAISE EXCEPTION USING DETAIL = 'placement.concurrent_update', MESSAGE =
-                'consumer generation conflict: ' || CASE
+                format('consumer generation conflict - expected %s but got %s',
+                       coalesce(current_gen::text, 'null'), coalesce(c_expected[k]::text, 'null'))
+                || CASE
                     WHEN c_expected[k] IS NULL THEN format(
-                        'consumer %s already exists (generation %s) but none was expected.',
-                        c_uuids[k], current_gen)
+                        ': consumer %s already exists but none was expected.', c_uuids[k])
                     WHEN current_gen IS NULL THEN format(
-                        'consumer %s does not exist but generation %s was given.', c_uuids[k], c_expected[k])
-                    ELSE format('consumer %s is at generation %s, not %s.', c_uuids[k], current_gen,
-                                c_expected[k])
+                        ': consumer %s does not exist.', c_uuids[k])
+                    ELSE format(': consumer %s has changed.', c_uuids[k])
                 END;
         END IF;
         consumer_ids[k] := cid;
@@ -189,7 +189,7 @@ BEGIN
           FROM unnest(a_providers, provider_ids) AS a(u, id)
          WHERE a.id <> ALL(locked);
         RAISE EXCEPTION USING DETAIL = 'placement.resource_provider.not_found', MESSAGE =
-            format('Unable to allocate inventory: resource provider %s could not be found.', missing);
+            format('Allocation for resource provider ''%s'' that does not exist.', missing);
     END IF;
 
     FOR k IN 1..cardinality(c_uuids) LOOP

@@ -61,7 +61,9 @@ SELECT id FROM below;
 
 -- name: move_provider
 -- Give provider $1 the name $2 and the parent $3 (NULL: it becomes a root); every provider
--- under it follows it into the tree of its new root ($4).
+-- under it follows it into the tree of its new root ($4). The generation stays: it counts
+-- changes to what the provider holds (inventories, allocations, traits, aggregates), and
+-- upstream leaves it alone on a rename or a move too.
 WITH RECURSIVE below(id) AS (
     SELECT $1::bigint
     UNION ALL
@@ -72,8 +74,7 @@ moved AS (
      WHERE id IN (SELECT id FROM below) AND id <> $1 AND root_provider_id <> $4
 )
 UPDATE resource_providers
-   SET name = $2, parent_provider_id = $3, root_provider_id = $4,
-       generation = generation + 1, updated_at = now()
+   SET name = $2, parent_provider_id = $3, root_provider_id = $4, updated_at = now()
  WHERE id = $1;
 
 -- name: lock_provider_by_id

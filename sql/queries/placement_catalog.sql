@@ -63,5 +63,8 @@ SELECT EXISTS (SELECT 1 FROM inventories WHERE resource_class = $1);
 -- name: delete_class
 DELETE FROM resource_classes WHERE name = $1 RETURNING id;
 
+-- name: rename_class
+UPDATE resource_classes SET name = $2 WHERE name = $1;
+
 -- name: known_custom_classes
 SELECT name FROM resource_classes WHERE name = ANY($1::text[]);

@@ -10,10 +10,10 @@ import msgspec
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import check, dump, validator
-from nova_async.placement import allocations, microversion
+from nova_async.common.web import dump, parse_uuid
+from nova_async.placement import allocations, catalog, microversion
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
-from nova_async.placement.media import json_body
+from nova_async.placement.media import json_body, schema, validate
 
 # what old (pre-1.8) clients did not say
 INCOMPLETE_CONSUMER = "00000000-0000-0000-0000-000000000000"
@@ -32,8 +32,8 @@ def _schema(minor: int, batch: bool = False) -> dict:
         allocs: dict = {"type": "array", "minItems": 1, "items": {
             "type": "object",
             "properties": {"resource_provider": {"type": "object", "properties": {
-                               "uuid": {"type": "string", "pattern": _UUID_KEY}},
-                               "required": ["uuid"]},
+                               "uuid": {"type": "string", "format": "uuid"}},
+                               "required": ["uuid"], "additionalProperties": False},
                            "resources": _RESOURCES},
             "required": ["resource_provider", "resources"]}}
     else:
@@ -53,7 +53,7 @@ def _schema(minor: int, batch: bool = False) -> dict:
         required.append("consumer_generation")
     if minor >= 34:  # which request group each provider satisfied; we accept and ignore it
         props["mappings"] = {"type": "object", "patternProperties": {"^.{0,64}$": {
-            "type": "array", "minItems": 1, "items": {"type": "string", "pattern": _UUID_KEY}}},
+            "type": "array", "minItems": 1, "items": {"type": "string", "format": "uuid"}}},
             "additionalProperties": False}
     if minor >= 38:
         props["consumer_type"] = {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"}
@@ -62,8 +62,8 @@ def _schema(minor: int, batch: bool = False) -> dict:
 
 
 _STEPS = (0, 8, 12, 28, 34, 38)  # the versions at which the body changed
-UPDATE = {minor: validator(_schema(minor)) for minor in _STEPS}
-BATCH = {minor: validator({"type": "object", "minProperties": 1,
+UPDATE = {minor: schema(_schema(minor)) for minor in _STEPS}
+BATCH = {minor: schema({"type": "object", "minProperties": 1,
                            "patternProperties": {_UUID_KEY: _schema(minor, batch=True)},
                            "additionalProperties": False})
          for minor in _STEPS if minor >= 12}
@@ -120,7 +120,7 @@ def _validate(request: web.Request, body: Any, fast: dict[int, Any], schemas: di
             return
         except msgspec.ValidationError:
             pass  # jsonschema decides, and says why
-    check(_at_version(request, schemas), body)
+    validate(_at_version(request, schemas), body)
 
 
 def _write(consumer: str, body: dict) -> allocations.ConsumerWrite:
@@ -154,12 +154,26 @@ async def show_allocations(request: web.Request) -> web.Response:
     return dump(body)
 
 
+async def _refuse_unknown_classes(request: web.Request, writes: list[allocations.ConsumerWrite],
+                                  prefix: str) -> None:
+    """A class nobody defined is the client's mistake (400), not a lack of room (409)."""
+    named = sorted({rc for w in writes for res in w.allocations.values() for rc in res})
+    unknown = await catalog.unknown_classes(pool(request), named)
+    if unknown:
+        raise errors.InvalidInput(f"{prefix}No such resource class {', '.join(unknown)}.")
+
+
 async def update_allocations(request: web.Request) -> web.Response:
     authorize(request, "allocations:update")
-    consumer = path_uuid(request, "consumer", "consumer")
+    raw = request.match_info["consumer"]
+    consumer = parse_uuid(raw)
+    if consumer is None:
+        raise errors.InvalidInput(f"Malformed consumer_uuid: {raw}")
     body = await json_body(request)
     _validate(request, body, FAST_UPDATE, UPDATE)
-    await allocations.replace_many(pool(request), [_write(consumer, body)])
+    writes = [_write(consumer, body)]
+    await _refuse_unknown_classes(request, writes, f"Unable to allocate inventory for consumer {consumer}: ")
+    await allocations.replace_many(pool(request), writes)
     return web.Response(status=204)
 
 
@@ -171,7 +185,9 @@ async def create_allocations(request: web.Request) -> web.Response:
     authorize(request, "allocations:manage")
     body = await json_body(request)
     _validate(request, body, FAST_BATCH, BATCH)
-    await allocations.replace_many(pool(request), [_write(str(uuid.UUID(c)), b) for c, b in body.items()])
+    writes = [_write(str(uuid.UUID(c)), b) for c, b in body.items()]
+    await _refuse_unknown_classes(request, writes, "Unable to allocate inventory ")
+    await allocations.replace_many(pool(request), writes)
     return web.Response(status=204)
 
 

@@ -6,24 +6,27 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import dump, query_flag, validator
-from nova_async.placement import catalog, microversion
+from nova_async.common.web import dump
+from nova_async.placement import catalog, microversion, providers
 from nova_async.placement.handlers.common import PREFIX, absolute, authorize, check_query, path_uuid, pool
-from nova_async.placement.media import json_body
+from nova_async.placement.media import bodiless, json_body, schema, validate
 
-_NAME = {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"}
-_UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
-CLASS = validator({"type": "object", "required": ["name"], "additionalProperties": False,
-                   "properties": {"name": _NAME}})
-PROVIDER_TRAITS = validator({"type": "object", "required": ["traits", "resource_provider_generation"],
-                             "additionalProperties": False,
-                             "properties": {"traits": {"type": "array", "items": _NAME, "uniqueItems": True},
-                                            "resource_provider_generation": {"type": "integer"}}})
-AGGREGATES_OLD = validator({"type": "array", "items": _UUID, "uniqueItems": True})
-AGGREGATES = validator({"type": "object", "required": ["aggregates", "resource_provider_generation"],
-                        "additionalProperties": False,
-                        "properties": {"aggregates": {"type": "array", "items": _UUID, "uniqueItems": True},
-                                       "resource_provider_generation": {"type": "integer"}}})
+# Upstream's bounds: a custom class's name is checked by the schema; a provider's traits
+# only for length, an unknown name is then refused by the lookup ("No such trait(s)").
+_CUSTOM_CLASS = {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}
+_TRAIT = {"type": "string", "minLength": 1, "maxLength": 255}
+_AGGREGATE_LIST = {"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True}
+CLASS = schema({"type": "object", "required": ["name"], "additionalProperties": False,
+                "properties": {"name": _CUSTOM_CLASS}})
+PROVIDER_TRAITS = schema({"type": "object", "required": ["traits", "resource_provider_generation"],
+                          "additionalProperties": False,
+                          "properties": {"traits": {"type": "array", "items": _TRAIT},
+                                         "resource_provider_generation": {"type": "integer"}}})
+AGGREGATES_OLD = schema(_AGGREGATE_LIST)
+AGGREGATES = schema({"type": "object", "required": ["aggregates", "resource_provider_generation"],
+                     "additionalProperties": False,
+                     "properties": {"aggregates": _AGGREGATE_LIST,
+                                    "resource_provider_generation": {"type": "integer"}}})
 
 
 def _since(request: web.Request, minor: int) -> None:
@@ -46,7 +49,7 @@ async def show_resource_class(request: web.Request) -> web.Response:
     authorize(request, "resource_classes:show")
     name = request.match_info["name"]
     if not await catalog.class_exists(pool(request), name):
-        raise errors.NotFound(f"No such resource class {name}.", code="placement.resource_class.not_found")
+        raise catalog.class_not_found(name)
     return dump(_class_body(name))
 
 
@@ -61,10 +64,17 @@ async def create_resource_class(request: web.Request) -> web.Response:
 
 
 async def put_resource_class(request: web.Request) -> web.Response:
-    """1.7+: make the custom class if it is missing (201), else nothing to do (204)."""
-    _since(request, 7)
+    """1.2-1.6: rename a custom class (the body names it anew). 1.7+: make the custom class in
+    the path if it is missing (201), else nothing to do (204); the name is checked as a
+    POST's body would be."""
+    _since(request, 2)
     authorize(request, "resource_classes:update")
     name = request.match_info["name"]
+    if not microversion.at_least(request, 7):
+        new_name = (await json_body(request, CLASS))["name"]
+        await catalog.rename_class(pool(request), name, new_name)
+        return dump(_class_body(new_name))
+    validate(CLASS, {"name": name})
     made = await catalog.create_class(pool(request), name)
     return web.Response(status=201 if made else 204,
                         headers={"Location": absolute(request, f"{PREFIX}/resource_classes/{name}")})
@@ -94,13 +104,15 @@ async def list_traits(request: web.Request) -> web.Response:
                                       code="placement.query.bad_value")
     associated = None
     if "associated" in request.query:
-        associated = query_flag(request, "associated")
-        if associated is None:
-            raise errors.InvalidInput("The 'associated' parameter must be true or false.",
+        word = request.query["associated"].lower()
+        if word not in ("true", "false"):
+            raise errors.InvalidInput('The query parameter "associated" only accepts "true" or "false"',
                                       code="placement.query.bad_value")
+        associated = word == "true"
     return dump({"traits": await catalog.list_traits(pool(request), names, prefix, associated)})
 
 
+@bodiless
 async def show_trait(request: web.Request) -> web.Response:
     _since(request, 6)
     authorize(request, "traits:show")
@@ -115,6 +127,7 @@ async def put_trait(request: web.Request) -> web.Response:
     authorize(request, "traits:update")
     name = request.match_info["name"]
     made = await catalog.create_trait(pool(request), name)
+    microversion.mark_representation(request)  # upstream sends the cache headers here too
     return web.Response(status=201 if made else 204,
                         headers={"Location": absolute(request, f"{PREFIX}/traits/{name}")})
 
@@ -139,7 +152,7 @@ async def update_provider_traits(request: web.Request) -> web.Response:
     body = await json_body(request, PROVIDER_TRAITS)
     generation = await catalog.set_provider_traits(pool(request), path_uuid(request), body["traits"],
                                                    body["resource_provider_generation"])
-    return dump({"traits": sorted(body["traits"]), "resource_provider_generation": generation})
+    return dump({"traits": sorted(set(body["traits"])), "resource_provider_generation": generation})
 
 
 async def delete_provider_traits(request: web.Request) -> web.Response:
@@ -164,13 +177,16 @@ async def list_provider_aggregates(request: web.Request) -> web.Response:
 
 
 async def update_provider_aggregates(request: web.Request) -> web.Response:
+    """The answer lists the aggregates in the order the body gave them, as upstream's does.
+    An unknown provider is a 404 whatever the body (upstream looks it up first)."""
     _since(request, 1)
     authorize(request, "resource_providers:aggregates:update")
+    uuid = path_uuid(request)
+    await providers.get_provider(pool(request), uuid)
     if microversion.at_least(request, 19):
         body = await json_body(request, AGGREGATES)
         wanted, expected = body["aggregates"], body["resource_provider_generation"]
     else:
         wanted, expected = await json_body(request, AGGREGATES_OLD), None
-    generation = await catalog.set_provider_aggregates(pool(request), path_uuid(request), wanted, expected)
-    _, aggregates = await catalog.provider_aggregates(pool(request), path_uuid(request))
-    return dump(_aggregates_body(request, generation, aggregates))
+    generation = await catalog.set_provider_aggregates(pool(request), uuid, wanted, expected)
+    return dump(_aggregates_body(request, generation, wanted))

@@ -9,15 +9,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import dump, validator
+from nova_async.common.web import dump
 from nova_async.placement import catalog, microversion, providers
 from nova_async.placement.handlers import common
 from nova_async.placement.handlers.common import authorize, path_uuid, pool
-from nova_async.placement.media import json_body
+from nova_async.placement.media import json_body, schema
 
 _INT = {"type": "integer", "maximum": providers.MAX_INT}
 
-UPDATE = validator({
+UPDATE = schema({
     "type": "object",
     "properties": {
         "resource_provider_generation": {"type": "integer"},
@@ -57,6 +57,10 @@ def inventories_body(generation: int, inventories: dict[str, providers.Inventory
     }
 
 
+# From 1.26 an inventory may be reserved whole (capacity zero).
+RESERVED_WHOLE = 26
+
+
 async def list_inventories(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:list")
     generation, inventories = await providers.get_inventories(pool(request), path_uuid(request))
@@ -72,12 +76,13 @@ async def _known(request: web.Request, classes: list[str]) -> None:
 
 async def update_inventories(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:update")
-    uuid = path_uuid(request)
+    uuid, _, _ = await _current(request)
     body = await json_body(request, UPDATE)
     await _known(request, list(body["inventories"]))
     wanted = {rc: providers.Inventory(**fields) for rc, fields in body["inventories"].items()}
     generation, inventories = await providers.set_inventories(
-        pool(request), uuid, wanted, generation=body["resource_provider_generation"])
+        pool(request), uuid, wanted, generation=body["resource_provider_generation"],
+        reserved_may_equal_total=microversion.at_least(request, RESERVED_WHOLE))
     return dump(inventories_body(generation, inventories))
 
 
@@ -86,25 +91,23 @@ def _one(generation: int, rc: str, inv: providers.Inventory) -> dict:
 
 
 async def _current(request: web.Request) -> tuple[str, int, dict[str, providers.Inventory]]:
+    """The provider's inventories as they are; the provider is looked up before the body
+    is read, so an unknown one is a 404 whatever was sent (as upstream)."""
     uuid = path_uuid(request)
     generation, inventories = await providers.get_inventories(pool(request), uuid)
     return uuid, generation, inventories
 
 
-def _missing(request: web.Request, rc: str) -> errors.NotFound:
-    return errors.NotFound(f"No inventory of class {rc} found for resource provider {request.match_info['uuid']}.")
-
-
 async def show_inventory(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:inventories:show")
     rc = request.match_info["resource_class"]
-    _, generation, inventories = await _current(request)
+    uuid, generation, inventories = await _current(request)
     if rc not in inventories:
-        raise _missing(request, rc)
+        raise errors.NotFound(f"No inventory of class {rc} for {uuid}.")
     return dump(_one(generation, rc, inventories[rc]))
 
 
-ONE = validator({
+ONE = schema({
     "type": "object",
     "properties": {"resource_provider_generation": {"type": "integer"},
                    **UPDATE.schema["properties"]["inventories"]["patternProperties"]["^[A-Z0-9_]{1,255}$"]["properties"]},
@@ -114,18 +117,27 @@ ONE = validator({
 
 
 async def update_inventory(request: web.Request) -> web.Response:
+    """PUT one class the provider already has (a class it lacks is added by POST)."""
     authorize(request, "resource_providers:inventories:update")
     rc = request.match_info["resource_class"]
+    uuid, generation, inventories = await _current(request)
     body = await json_body(request, ONE)
-    await _known(request, [rc])
-    uuid, _, inventories = await _current(request)
     expected = body.pop("resource_provider_generation")
-    inventories[rc] = providers.Inventory(**body)
-    generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=expected)
+    if expected != generation:
+        raise errors.Conflict("resource provider generation conflict", code="placement.concurrent_update")
+    wanted = providers.Inventory(**body)
+    may_be_whole = microversion.at_least(request, RESERVED_WHOLE)
+    providers.check_inventories(uuid, {rc: wanted}, reserved_may_equal_total=may_be_whole)
+    if rc not in inventories:
+        raise errors.InvalidInput(f"No inventory record with resource class for resource provider "
+                                  f"{uuid}: No inventory of class {rc} found.")
+    inventories[rc] = wanted
+    generation, _ = await providers.set_inventories(
+        pool(request), uuid, inventories, generation=expected, reserved_may_equal_total=may_be_whole)
     return dump(_one(generation, rc, inventories[rc]))
 
 
-CREATE = validator({
+CREATE = schema({
     "type": "object",
     "properties": {"resource_class": {"type": "string", "pattern": "^[A-Z0-9_]{1,255}$"},
                    **ONE.schema["properties"]},
@@ -138,23 +150,20 @@ async def create_inventory(request: web.Request) -> web.Response:
     """POST: one more class on the provider; 201 with its URL in Location. Unlike the PUTs, the
     body need not name a generation; a class the provider already has is a conflict."""
     authorize(request, "resource_providers:inventories:create")
-    uuid = path_uuid(request)
+    uuid, generation, inventories = await _current(request)
     body = await json_body(request, CREATE)
     rc = body.pop("resource_class")
     body.pop("resource_provider_generation", None)
     if await catalog.unknown_classes(pool(request), [rc]):
         raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: "
                                   f"No such resource class {rc}.")
-    generation, inventories = await providers.get_inventories(pool(request), uuid)
     if rc in inventories:
         raise errors.Conflict(f"Update conflict: resource provider {uuid} already has an inventory "
                               f"of {rc}.", code="placement.concurrent_update")
     inventories[rc] = providers.Inventory(**body)
-    try:
-        providers.check_inventory(rc, inventories[rc])
-    except errors.InvalidInput as e:
-        raise errors.InvalidInput(f"Unable to create inventory for resource provider {uuid}: {e}") from e
-    generation, _ = await providers.set_inventories(pool(request), uuid, inventories, generation=generation)
+    generation, _ = await providers.set_inventories(
+        pool(request), uuid, inventories, generation=generation, action="create",
+        reserved_may_equal_total=microversion.at_least(request, RESERVED_WHOLE))
     location = common.absolute(request, f"{common.PREFIX}/resource_providers/{uuid}/inventories/{rc}")
     return dump(_one(generation, rc, inventories[rc]), status=201, headers={"Location": location})
 
@@ -164,7 +173,7 @@ async def delete_inventory(request: web.Request) -> web.Response:
     rc = request.match_info["resource_class"]
     uuid, generation, inventories = await _current(request)
     if rc not in inventories:
-        raise _missing(request, rc)
+        raise errors.NotFound(f"No inventory of class {rc} found for delete.")
     del inventories[rc]
     await providers.set_inventories(pool(request), uuid, inventories, generation=generation)
     return web.Response(status=204)

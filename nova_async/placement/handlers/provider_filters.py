@@ -11,10 +11,11 @@ import re
 from aiohttp import web
 
 from nova_async.common import errors
-from nova_async.common.web import ascii_int, parse_uuid
+from nova_async.common.web import ascii_int
 from nova_async.placement import microversion
 from nova_async.placement.handlers.common import check_query, query_uuid
 from nova_async.placement.providers import MAX_INT, ProviderFilter
+from nova_async.placement.request_groups import parse_member_of, parse_traits
 
 # query parameter -> the minor version it appeared in
 ALLOWED = {"name": 0, "uuid": 0, "member_of": 3, "resources": 4, "in_tree": 14, "required": 18}
@@ -33,32 +34,11 @@ def _one_or_many(request: web.Request, name: str, since_minor: int) -> list[str]
     return values
 
 
-def _aggregate_uuids(text: str) -> tuple[str, ...]:
-    found = tuple(parse_uuid(v) for v in text.split(","))
-    if not text or None in found:
-        raise _bad(f"Expected 'member_of' parameter to contain valid UUID(s), got {text!r}.")
-    return found  # type: ignore[return-value]
-
-
 def member_of(request: web.Request) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """Groups of aggregates the provider must be in one of, and aggregates it must avoid."""
-    groups: list[tuple[str, ...]] = []
-    forbidden: list[str] = []
-    for value in _one_or_many(request, "member_of", 24):
-        negated = value.startswith("!")
-        if negated:
-            if not microversion.at_least(request, 32):
-                raise _bad("Forbidden member_of ('!') is not supported before microversion 1.32.")
-            value = value[1:]
-        any_of = value.startswith("in:")
-        uuids = _aggregate_uuids(value[3:] if any_of else value)
-        if len(uuids) > 1 and not any_of:
-            raise _bad(f"member_of {value!r}: several aggregates need the 'in:' prefix.")
-        if negated:
-            forbidden.extend(uuids)
-        else:
-            groups.append(uuids)
-    return tuple(groups), tuple(forbidden)
+    groups, forbidden = parse_member_of(request.query.getall("member_of", []),
+                                        microversion.version(request).minor, "member_of")
+    return tuple(tuple(sorted(g)) for g in groups), tuple(sorted(forbidden))
 
 
 def resources(request: web.Request) -> tuple[tuple[str, int], ...]:
@@ -82,29 +62,9 @@ def resources(request: web.Request) -> tuple[tuple[str, int], ...]:
 
 def required(request: web.Request) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """Groups of traits the provider must have one of, and traits it must not have."""
-    groups: list[tuple[str, ...]] = []
-    forbidden: list[str] = []
-    for value in _one_or_many(request, "required", 39):
-        if value.startswith("in:"):
-            if not microversion.at_least(request, 39):
-                raise _bad("The 'in:' syntax of required is not supported before microversion 1.39.")
-            names = value[3:].split(",")
-            if not all(_NAME.match(n) for n in names):
-                raise _bad(f"Invalid trait name in required={value!r}.")
-            groups.append(tuple(names))
-            continue
-        for name in value.split(","):
-            negated = name.startswith("!")
-            if negated and not microversion.at_least(request, 22):
-                raise _bad("Forbidden traits ('!') are not supported before microversion 1.22.")
-            bare = name[1:] if negated else name
-            if not _NAME.match(bare):
-                raise _bad(f"Invalid trait name {name!r} in required.")
-            if negated:
-                forbidden.append(bare)
-            else:
-                groups.append((bare,))
-    return tuple(groups), tuple(forbidden)
+    groups, forbidden = parse_traits(_one_or_many(request, "required", 39),
+                                     microversion.version(request).minor, "required")
+    return tuple(tuple(sorted(g)) for g in groups), tuple(sorted(forbidden))
 
 
 def provider_filter(request: web.Request) -> ProviderFilter:

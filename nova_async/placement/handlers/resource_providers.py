@@ -6,33 +6,33 @@ import uuid as uuidlib
 
 from aiohttp import web
 
-from nova_async.common.web import check, dump, validator
+from nova_async.common.web import dump
 from nova_async.placement import microversion, providers
 from nova_async.placement.handlers.common import PREFIX, absolute, authorize, path_uuid, pool
 from nova_async.placement.handlers.provider_filters import provider_filter
-from nova_async.placement.media import json_body
+from nova_async.placement.media import json_body, schema, validate
 
-_UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
+_UUID = {"type": "string", "format": "uuid"}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 
-CREATE = validator({
+CREATE = schema({
     "type": "object",
     "properties": {"name": _NAME, "uuid": _UUID},
     "required": ["name"],
     "additionalProperties": False,
 })
-CREATE_1_14 = validator({
+CREATE_1_14 = schema({
     "type": "object",
     "properties": {"name": _NAME, "uuid": _UUID, "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]}},
     "required": ["name"],
     "additionalProperties": False,
 })
 
-UPDATE = validator({
+UPDATE = schema({
     "type": "object", "properties": {"name": _NAME}, "required": ["name"],
     "additionalProperties": False,
 })
-UPDATE_1_14 = validator({
+UPDATE_1_14 = schema({
     "type": "object",
     "properties": {"name": _NAME, "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]}},
     "required": ["name"],
@@ -70,7 +70,7 @@ async def show_resource_provider(request: web.Request) -> web.Response:
 async def create_resource_provider(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:create")
     body = await json_body(request)
-    check(CREATE_1_14 if microversion.at_least(request, 14) else CREATE, body)
+    validate(CREATE_1_14 if microversion.at_least(request, 14) else CREATE, body)
     new_uuid = str(uuidlib.UUID(body["uuid"])) if body.get("uuid") else str(uuidlib.uuid4())
     parent = body.get("parent_provider_uuid")
     created = await providers.create_provider(pool(request), uuid=new_uuid, name=body["name"],
@@ -85,7 +85,7 @@ async def update_resource_provider(request: web.Request) -> web.Response:
     authorize(request, "resource_providers:update")
     uuid = path_uuid(request)
     body = await json_body(request)
-    check(UPDATE_1_14 if microversion.at_least(request, 14) else UPDATE, body)
+    validate(UPDATE_1_14 if microversion.at_least(request, 14) else UPDATE, body)
     parent: object = providers.KEEP_PARENT
     if "parent_provider_uuid" in body:
         given = body["parent_provider_uuid"]

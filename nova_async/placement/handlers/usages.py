@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
-import re
-
 from aiohttp import web
 
-from nova_async.common import errors
 from nova_async.common.web import dump
 from nova_async.placement import allocations, microversion, providers
-from nova_async.placement.handlers.common import authorize, check_query, path_uuid, pool
+from nova_async.placement.handlers.common import authorize, path_uuid, pool
+from nova_async.placement.media import schema, validate_query
 
-_CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]{1,255}$")
+_ID = {"type": "string", "minLength": 1, "maxLength": 255}
+QUERY = schema({"type": "object", "properties": {"project_id": _ID, "user_id": _ID},
+                "required": ["project_id"], "additionalProperties": False})
+QUERY_1_38 = schema({**QUERY.schema, "properties": {
+    **QUERY.schema["properties"],
+    "consumer_type": {**_ID, "pattern": "^[A-Z0-9_]+$|^all$|^unknown$"}}})
 
 
 async def show_usages(request: web.Request) -> web.Response:
@@ -24,16 +27,9 @@ async def show_usages(request: web.Request) -> web.Response:
 async def show_project_usages(request: web.Request) -> web.Response:
     microversion.require(request, 9)
     authorize(request, "usages")
-    check_query(request, {"project_id": 9, "user_id": 9, "consumer_type": 38})
-    project_id = request.query.get("project_id")
-    if not project_id:
-        raise errors.InvalidInput("Invalid query string parameters: 'project_id' is a required property",
-                                  code="placement.query.missing_value")
+    validate_query(request, QUERY_1_38 if microversion.at_least(request, 38) else QUERY)
+    project_id = request.query["project_id"]
     wanted_type = request.query.get("consumer_type")
-    if wanted_type is not None and wanted_type not in ("all", "unknown") \
-            and not _CONSUMER_TYPE.match(wanted_type):
-        raise errors.InvalidInput(f"Invalid query string parameters: consumer_type {wanted_type!r} "
-                                  "is not a valid consumer type", code="placement.query.bad_value")
     found = await allocations.project_usages(pool(request), project_id, request.query.get("user_id"))
     if not microversion.at_least(request, 38):
         return dump({"usages": _summed(list(found.values()))})

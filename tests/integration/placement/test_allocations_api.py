@@ -101,7 +101,8 @@ CONSUMER = [
          data=_body(38, _mine("rp1", VCPU=0))),
     dict(name="a lower-case class", method="PUT", url=A + "/{c4}", status=400,
          data=_body(38, {"{rp1}": {"resources": {"vcpu": 1}}})),
-    dict(name="not a uuid", method="PUT", url=A + "/nope", status=404, data=_body(38, {})),
+    dict(name="not a uuid", method="PUT", url=A + "/nope", status=400, data=_body(38, {}),
+         body=fault(400, detail="Malformed consumer_uuid: nope")),
     # no body, so no JSON: a 415 naming the one media type placement takes, as upstream answers
     dict(name="no body", method="PUT", url=A + "/{c4}", status=415),
     dict(name="nothing was written", url=A + "/{c4}", body={"allocations": {}}),

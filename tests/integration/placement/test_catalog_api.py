@@ -93,14 +93,18 @@ STORY = [
     ("GET", "/traits/CUSTOM_FAST", "1.6", None, 404, None),
     # aggregates: a plain list before 1.19, with generations after
     ("GET", "/resource_providers/{rp}/aggregates", "1.1", None, 200, lambda b: b == {"aggregates": []}),
+    # (before 1.19 a PUT neither checks nor bumps the generation, as upstream)
     ("PUT", "/resource_providers/{rp}/aggregates", "1.1", [AGG1], 200, lambda b: b == {"aggregates": [AGG1]}),
+    ("GET", "/resource_providers/{rp}/aggregates", "1.19", None, 200,
+     lambda b: b == {"aggregates": [AGG1], "resource_provider_generation": 3}),
     ("PUT", "/resource_providers/{rp}/aggregates", "1.19",
      {"aggregates": [AGG1, AGG2], "resource_provider_generation": 99}, 409, None),
     ("PUT", "/resource_providers/{rp}/aggregates", "1.19",
-     {"aggregates": [AGG2, AGG1], "resource_provider_generation": 4}, 200,
-     lambda b: sorted(b["aggregates"]) == sorted([AGG1, AGG2]) and b["resource_provider_generation"] == 5),
+     {"aggregates": [AGG2, AGG1], "resource_provider_generation": 3}, 200,
+     lambda b: b["aggregates"] == [AGG2, AGG1] and b["resource_provider_generation"] == 4),
     ("PUT", "/resource_providers/{rp}/aggregates", "1.19",
-     {"aggregates": ["not-a-uuid"], "resource_provider_generation": 5}, 400, None),
+     {"aggregates": ["not-a-uuid"], "resource_provider_generation": 4}, 400,
+     lambda b: "is not a 'uuid'" in b["errors"][0]["detail"]),
     ("GET", f"/resource_providers?member_of={AGG2}", "1.3", None, 200,
      lambda b: len(b["resource_providers"]) == 1),
     ("GET", f"/allocation_candidates?resources=CUSTOM_GPU:1&member_of=!{AGG1}", "1.32", None, 200,
@@ -127,17 +131,24 @@ async def test_inventories_refuse_unknown_classes_and_go_one_class_at_a_time(pla
     got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories", "1.39", {
         "resource_provider_generation": 0, "inventories": {"CUSTOM_UNKNOWN": {"total": 1}}})
     assert got == 400 and "CUSTOM_UNKNOWN" in data["errors"][0]["detail"], data
+    # PUT changes a class the provider has; one it lacks is POSTed (upstream refuses the PUT)
     got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories/VCPU", "1.39",
                            {"resource_provider_generation": 0, "total": 8, "allocation_ratio": 2.0})
-    assert got == 200 and data["total"] == 8 and data["resource_provider_generation"] == 1, data
-    got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories/MEMORY_MB", "1.39",
-                           {"resource_provider_generation": 0, "total": 1024})
+    assert got == 400 and "No inventory record with resource class" in data["errors"][0]["detail"], data
+    got, data = await call(h, "POST", "/resource_providers/{rp}/inventories", "1.39",
+                           {"resource_class": "VCPU", "total": 8, "allocation_ratio": 2.0})
+    assert got == 201 and data["total"] == 8 and data["resource_provider_generation"] == 1, data
+    got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories/VCPU", "1.39",
+                           {"resource_provider_generation": 0, "total": 8})
     assert got == 409, data
-    got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories/MEMORY_MB", "1.39",
-                           {"resource_provider_generation": 1, "total": 1024})
-    assert got == 200, data
+    got, data = await call(h, "POST", "/resource_providers/{rp}/inventories", "1.39",
+                           {"resource_class": "MEMORY_MB", "total": 1024})
+    assert got == 201, data
+    got, data = await call(h, "PUT", "/resource_providers/{rp}/inventories/VCPU", "1.39",
+                           {"resource_provider_generation": 2, "total": 8, "allocation_ratio": 2.0})
+    assert got == 200 and data["resource_provider_generation"] == 3, data
     got, data = await call(h, "GET", "/resource_providers/{rp}/inventories/VCPU")
-    assert (got, data["allocation_ratio"], data["resource_provider_generation"]) == (200, 2.0, 2), data
+    assert (got, data["allocation_ratio"], data["resource_provider_generation"]) == (200, 2.0, 3), data
     got, data = await call(h, "GET", "/resource_providers/{rp}/inventories")
     assert set(data["inventories"]) == {"VCPU", "MEMORY_MB"}
     assert (await call(h, "DELETE", "/resource_providers/{rp}/inventories/VCPU"))[0] == 204

@@ -116,7 +116,7 @@ async def test_refusals_are_answers_not_errors(placement, pool):
     no_class = await client.claim(new(), rp, {"MEMORY_MB": 1}, "p", "u")
     assert not no_class.ok and "no inventory of MEMORY_MB" in no_class.reason
     nowhere = await client.claim(new(), new(), {"VCPU": 2}, "p", "u")
-    assert not nowhere.ok and "could not be found" in nowhere.reason
+    assert not nowhere.ok and "that does not exist" in nowhere.reason
     assert await usage(pool, rp) == {"VCPU": 0}
     assert await pool.fetchval("SELECT count(*) FROM consumers") == 0
 

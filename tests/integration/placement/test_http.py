@@ -98,7 +98,7 @@ READING = [
          body={"versions": [{"id": "v1.0", "max_version": "1.39", "min_version": "1.0",
                              "status": "CURRENT", "links": ANY}]}),
     dict(name="osc-placement's probe at 1.29", url="/placement/", version="1.29",
-         headers={"OpenStack-API-Version": "placement 1.29", "Vary": "OpenStack-API-Version"}),
+         headers={"OpenStack-API-Version": "placement 1.29", "Vary": "openstack-api-version"}),
     dict(name="too new a version", url="/placement/", version="1.40", status=406,
          body=fault(406, max_version="1.39", min_version="1.0",
                     detail="Unacceptable version header: 1.40")),

@@ -88,9 +88,10 @@ UPDATING = [
     dict(name="rename", method="PUT", url=RP + "/{rp1}", data={"name": "host-a2"},
          body={"uuid": "{rp1}", "name": "host-a2", "generation": ANY, "parent_provider_uuid": None}),
     dict(name="renamed", url=RP + "?name=host-a2", body=_names("rp1")),
-    dict(name="rename bumps the generation", url=RP + "/{rp3}", body={"generation": 0}),
+    dict(name="rp3's generation", url=RP + "/{rp3}", body={"generation": 0}),
+    # a rename (or a move) is not a change of what the provider holds: upstream keeps the generation
     dict(name="rename at 1.0 has no tree", method="PUT", url=RP + "/{rp3}", version="1.0",
-         data={"name": "host-c2"}, body={"name": "host-c2", "generation": 1,
+         data={"name": "host-c2"}, body={"name": "host-c2", "generation": 0,
                                          "parent_provider_uuid": ABSENT}),
     dict(name="a parent before 1.14", method="PUT", url=RP + "/{rp3}", version="1.13",
          data={"name": "host-c", "parent_provider_uuid": "{rp1}"}, status=400),
