@@ -25,6 +25,16 @@ def not_found(server_id: str) -> errors.NotFound:
     return errors.NotFound(f"Instance {server_id} could not be found.")
 
 
+def refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
+    """Nova's answer to `action` on a server not in a state for it: 404 when it is gone, else
+    409 naming its task_state, or its vm_state."""
+    if row is None:
+        return not_found(uuid)
+    if row["task_state"] is not None:
+        return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
+    return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
+
+
 async def visible_instance(state: ApiState, ctx: RequestContext, server_id: str, query: str = IQ.get,
                            ) -> tuple[Pool, asyncpg.Record]:
     """(its cell's pool, its row by `query`) for the server `server_id`, or a 404."""

@@ -61,21 +61,6 @@ _NOT_INHERITED = ("owner_specified.", "os_hash", "image_type", "instance_uuid", 
                   "user_id", "owner_id", "owner_project_name", "owner_user_name")
 
 
-async def _server(state: ApiState, ctx: RequestContext, uuid: str):
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {uuid} is locked.")
-    return db, row
-
-
-def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
-    if row is None:
-        return lookup.not_found(uuid)
-    if row["task_state"] is not None:
-        return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
-    return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
-
-
 async def _new_flavor(state: ApiState, ctx: RequestContext, ref: Any, old: Flavor,
                       volume_backed: bool = False) -> Flavor:
     flavor_id = str(ref).rsplit("/", 1)[-1]
@@ -110,7 +95,7 @@ async def _check_quota(state: ApiState, project_id: str, old: Flavor, new: Flavo
 
 
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     old = Flavor.from_row(row["flavor"])
     new = await _new_flavor(state, ctx, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
@@ -133,7 +118,7 @@ async def migrate(state: ApiState, ctx: RequestContext, uuid: str, value: Any, v
         host = (value or {}).get("host")
     if host is not None and not ctx.is_admin:
         raise errors.Forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate:host to be performed.")
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     if host is not None:
         if not await service_store.compute_host_exists(state.pool, host):
             raise errors.InvalidInput(f"Compute host {host} could not be found.")
@@ -152,7 +137,7 @@ async def _move(state: ApiState, ctx: RequestContext, db, uuid: str, new: Flavor
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(MQ.begin_resize, uuid, auto_disk_config)
         if claimed is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+            raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],
                            claimed["flavor"], new, claimed["request_spec"], claimed["vm_state"],
                            claimed["project_id"], claimed["user_id"], migration_type, dest)
@@ -170,16 +155,16 @@ async def _move(state: ApiState, ctx: RequestContext, db, uuid: str, new: Flavor
 async def _finished_migration(state: ApiState, ctx: RequestContext, uuid: str, action: str, query: str):
     """Claim the server's finished resize for a confirm or a revert (409 when it is not in
     VERIFY_RESIZE, 400 when it is but no resize waits, as Nova answers)."""
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     async with db.acquire() as conn, conn.transaction():
         migration = await conn.fetchrow(query, uuid)
         if migration is None:
             current = await conn.fetchrow(IQ.get, uuid)
             if current is not None and current["vm_state"] == VmState.RESIZED and current["task_state"] is None:
                 raise errors.InvalidInput("Instance has not been resized.")
-            raise _refusal(current, action, uuid)
+            raise lookup.refusal(current, action, uuid)
         if action == "revertResize" and await conn.fetchrow(MQ.begin_revert_instance, uuid) is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+            raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
     return row, migration
 
@@ -239,10 +224,10 @@ async def snapshot_image(state: ApiState, ctx: RequestContext, row, name: str, i
 async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any], version: Version, *,
                     action: str, image_type: str, forced: dict[str, str] | None = None,
                     rotation: int | None = None) -> web.Response:
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED):
-        raise _refusal(row, action, uuid)
+        raise lookup.refusal(row, action, uuid)
     if not row["image_ref"] and rotation is not None:
         raise errors.InvalidInput("Backup is not supported for volume-backed instances.")
     if "metadata" in value:
@@ -259,7 +244,7 @@ async def _snapshot(state: ApiState, ctx: RequestContext, uuid: str, value: dict
         async with db.acquire() as conn, conn.transaction():
             claimed = await conn.fetchrow(MQ.begin_snapshot, uuid)
             if claimed is None:
-                raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+                raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
             await conn.execute(MQ.insert_snapshot, image.id, uuid, ctx.request_id)
             await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
     except BaseException:

@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import lookup, server_resize, service_store
+from nova_async.api import lookup, server_resize, server_store, service_store
 from nova_async.api.microversion import Version
 from nova_async.api.state import ApiState
 from nova_async.common import errors
@@ -59,28 +59,13 @@ RESCUE_SCHEMA = {"type": ["object", "null"], "additionalProperties": False, "pro
     "adminPass": {"type": "string", "maxLength": 255}, "rescue_image_ref": {"type": "string"}}}
 
 
-async def _server(state: ApiState, ctx: RequestContext, uuid: str):
-    db, row = await lookup.visible_instance(state, ctx, uuid)
-    if row["locked"] and not ctx.is_admin:
-        raise errors.Conflict(f"Instance {uuid} is locked.")
-    return db, row
-
-
-def _refusal(row, action: str, uuid: str) -> errors.NovaAsyncError:
-    if row is None:
-        return lookup.not_found(uuid)
-    if row["task_state"] is not None:
-        return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in task_state {row['task_state']}")
-    return errors.Conflict(f"Cannot '{action}' instance {uuid} while it is in vm_state {row['vm_state']}")
-
-
 async def _claim(db, ctx: RequestContext, uuid: str, action: str, query: str, *args: Any):
     """The server claimed by `query` and the action recorded, in one transaction (409 when
     the claim finds it in another state)."""
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(query, uuid, *args)
         if claimed is None:
-            raise _refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+            raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
     return claimed
 
@@ -92,10 +77,10 @@ async def _given_back(db, ctx: RequestContext, uuid: str, task_states: list[str]
 
 
 async def shelve(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (
             VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED) or row["host"] is None:
-        raise _refusal(row, "shelve", uuid)
+        raise lookup.refusal(row, "shelve", uuid)
     if not row["image_ref"]:   # volume-backed: nothing to snapshot, off the host at once
         claimed = await _claim(db, ctx, uuid, "shelve", SQ.begin_shelve, TaskState.SHELVING_OFFLOADING, None)
         try:
@@ -121,7 +106,7 @@ async def shelve(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -
 
 
 async def shelve_offload(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
-    db, _row = await _server(state, ctx, uuid)
+    db, _row = await server_store.changeable(state, ctx, uuid)
     claimed = await _claim(db, ctx, uuid, "shelveOffload", SQ.begin_offload)
     try:
         await state.compute.shelve_offload(claimed["host"], uuid, ctx)
@@ -140,9 +125,9 @@ async def unshelve(state: ApiState, ctx: RequestContext, uuid: str, value: Any, 
     if version >= (2, 77) and value:
         zone_given, zone = "availability_zone" in value, value.get("availability_zone")
         host = value.get("host") if version >= (2, 91) else None
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (VmState.SHELVED, VmState.SHELVED_OFFLOADED):
-        raise _refusal(row, "unshelve", uuid)
+        raise lookup.refusal(row, "unshelve", uuid)
     spec = dict(row["request_spec"] or {})
     if zone_given or host:
         if row["vm_state"] != VmState.SHELVED_OFFLOADED:
@@ -179,10 +164,10 @@ _STABLE_RESCUE = ("hw_rescue_device", "hw_rescue_bus")
 async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any, version: Version) -> web.Response:
     value = value or {}
     password = value.get("adminPass") or secrets.token_urlsafe(9)
-    db, row = await _server(state, ctx, uuid)
+    db, row = await server_store.changeable(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR) \
             or row["host"] is None:
-        raise _refusal(row, "rescue", uuid)
+        raise lookup.refusal(row, "rescue", uuid)
     image_ref, properties = row["image_ref"], {}
     if value.get("rescue_image_ref") is not None:
         ref = value["rescue_image_ref"]
@@ -210,7 +195,7 @@ async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any, ve
 
 
 async def unrescue(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
-    db, _row = await _server(state, ctx, uuid)
+    db, _row = await server_store.changeable(state, ctx, uuid)
     claimed = await _claim(db, ctx, uuid, "unrescue", SQ.begin_unrescue)
     try:
         await state.compute.unrescue(claimed["host"], uuid, ctx)
