@@ -44,6 +44,7 @@ class ListFilter:
     flavor: str | None = None   # a flavor id
     image: str | None = None    # an image id
     ip: str | None = None       # a regex on fixed IPs, anchored at their start
+    task_states: Any = None     # with vm_states, from a status that names a task (REBOOT)
 
 
 async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[asyncpg.Record]:
@@ -62,7 +63,7 @@ async def listing(state: ApiState, f: ListFilter, *, detail: bool) -> list[async
         # Every cell's first page, merged newest first: the same order each cell sorts by.
         rows = await state.cells.gather(_LIST_DETAIL if detail else _LIST_SUMMARY, f.project_id, f.name,
                                         f.vm_states, f.reservation_id, f.host, f.limit, marker_at, marker_uuid,
-                                        f.since, f.before, f.flavor, f.image, f.ip)
+                                        f.since, f.before, f.flavor, f.image, f.ip, f.task_states)
     except asyncpg.InvalidRegularExpressionError:
         raise errors.InvalidInput(f"Invalid regular expression in a filter: name {f.name!r}, "
                                   f"ip {f.ip!r}") from None

@@ -30,20 +30,37 @@ _VM_STATES = {VmState.ACTIVE: "ACTIVE", VmState.BUILDING: "BUILD", VmState.STOPP
 _RESIZING = (TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED, TaskState.RESIZE_FINISH)
 _REBUILDING = (TaskState.REBUILDING, TaskState.REBUILD_BLOCK_DEVICE_MAPPING, TaskState.REBUILD_SPAWNING)
 
-# API status → the vm_states it covers (for ?status= filters)
-STATUS_FILTER = {status: [vm for vm, s in _VM_STATES.items() if s == status] for status in _VM_STATES.values()}
+# The status a task gives a server in a vm_state; any other task (none included) shows the
+# vm_state's own status (_VM_STATES). Nova's table (nova/api/openstack/common.py) in ours.
+_TASK_STATUSES: dict[str, dict[str, str]] = {
+    VmState.ACTIVE: _ACTIVE_TASKS,
+    VmState.STOPPED: {**{t: "RESIZE" for t in _RESIZING}, **{t: "REBUILD" for t in _REBUILDING}},
+    VmState.RESIZED: {TaskState.RESIZE_REVERTING: "REVERT_RESIZE"},
+    VmState.PAUSED: {TaskState.MIGRATING: "MIGRATING"},
+    VmState.ERROR: {t: "REBUILD" for t in _REBUILDING},
+}
 
 
 def status(vm_state: str, task_state: str | None) -> str:
-    if vm_state == VmState.ACTIVE and task_state in _ACTIVE_TASKS:
-        return _ACTIVE_TASKS[task_state]
-    if vm_state == VmState.STOPPED and task_state in _RESIZING:
-        return "RESIZE"
-    if vm_state == VmState.RESIZED and task_state == TaskState.RESIZE_REVERTING:
-        return "REVERT_RESIZE"
-    if vm_state in (VmState.STOPPED, VmState.ERROR) and task_state in _REBUILDING:
-        return "REBUILD"
-    return _VM_STATES.get(vm_state, "UNKNOWN")
+    return _TASK_STATUSES.get(vm_state, {}).get(task_state) or _VM_STATES.get(vm_state, "UNKNOWN")
+
+
+def status_filter(statuses: list[str]) -> tuple[list[str], list[str] | None]:
+    """What `?status=` (repeatable) selects, as Nova reads it: the vm_states any of them
+    names, and the task_states they name, unless one of them is a vm_state's own status
+    (then, as in Nova, no task is filtered on: ACTIVE lists rebooting servers too). No
+    vm_state at all: a status nothing shows."""
+    wanted = {s.upper() for s in statuses}
+    vm_states, task_states, plain = set(), set(), False
+    for vm_state, shown in _VM_STATES.items():
+        if shown in wanted:
+            vm_states.add(vm_state)
+            plain = True
+        for task_state, task_shown in _TASK_STATUSES.get(vm_state, {}).items():
+            if task_shown in wanted:
+                vm_states.add(vm_state)
+                task_states.add(task_state)
+    return sorted(vm_states), None if plain else sorted(task_states)
 
 
 def host_id(project_id: str, host: str | None) -> str:

@@ -32,7 +32,8 @@ SELECT count(*) AS instances,
 -- $5 host, $6 limit, $7/$8 marker (created_at, uuid) for paging, $9/$10 changed since/before
 -- (either one lists deleted servers too, as Nova's polling clients expect), $11 flavor id,
 -- $12 image id, $13 a regex one of its fixed IPs must match from its start (Nova's `ip`/`ip6`:
--- Python's re.match on each fixed address). {columns}: what the
+-- Python's re.match on each fixed address), $14 task_states (NULL: any; a status such as
+-- REBOOT names vm_state and task_state both). {columns}: what the
 -- caller shows (api/handlers/servers.py): a summary list needs three, a detail list every one and the fault.
 SELECT {columns}
   FROM instances i
@@ -45,6 +46,7 @@ SELECT {columns}
    AND ($1::text IS NULL OR i.project_id = $1)
    AND ($2::text IS NULL OR i.display_name ~ $2)
    AND ($3::text[] IS NULL OR i.vm_state = ANY ($3))
+   AND ($14::text[] IS NULL OR i.task_state = ANY ($14))
    AND ($4::text IS NULL OR i.reservation_id = $4)
    AND ($5::text IS NULL OR i.host = $5)
    AND ($7::timestamptz IS NULL OR (i.created_at, i.uuid) < ($7, $8::uuid))

@@ -218,6 +218,8 @@ async def test_an_unknown_status_filter_lists_nothing_before_2_38_and_is_refused
     assert [s["id"] for s in (await ok(await listed("status=SHUTOFF&status=ACTIVE", "2.38"), 200))["servers"]] == [
         server_id]
     assert (await ok(await listed("status=SHUTOFF", "2.38"), 200))["servers"] == []
+    # A status a task gives (REBOOT: active and rebooting) is known, and matches nothing here.
+    assert (await ok(await listed("status=REBOOT", "2.38"), 200))["servers"] == []
 
 
 async def test_access_ipv6_is_answered_in_its_compressed_form(cloud):

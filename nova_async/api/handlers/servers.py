@@ -42,12 +42,11 @@ def _filter(request: web.Request) -> server_store.ListFilter:
     # tenant_id say; with it, either one narrows the list to that project.
     project = (q.get("project_id") or q.get("tenant_id") or None) if all_projects else ctx.project_id
     version = microversion.of(request)
-    vm_states = None
+    vm_states = task_states = None
     if "status" in q:
-        # Each status given (it may repeat) adds its vm_states. None known: an empty list
-        # before 2.38 (no vm_state is in []), a 400 from 2.38, as Nova.
-        vm_states = [vm for status in q.getall("status")
-                     for vm in server_views.STATUS_FILTER.get(status.upper(), ())]
+        # Each status given (it may repeat) adds its vm_states (and task_states). None known:
+        # an empty list before 2.38 (no vm_state is in []), a 400 from 2.38, as Nova.
+        vm_states, task_states = server_views.status_filter(q.getall("status"))
         if not vm_states and version >= (2, 38):
             raise errors.InvalidInput(f"Invalid status value {q['status']!r}.")
     since, before = _changed(request, "changes-since"), None
@@ -62,7 +61,8 @@ def _filter(request: web.Request) -> server_store.ListFilter:
                                    host=q.get("host") if ctx.is_admin else None, limit=limit,
                                    marker=q.get("marker"), since=since, before=before,
                                    flavor=q.get("flavor"), image=q.get("image"),
-                                   ip=q.get("ip") or (q.get("ip6") if version >= (2, 5) or ctx.is_admin else None))
+                                   ip=q.get("ip") or (q.get("ip6") if version >= (2, 5) or ctx.is_admin else None),
+                                   task_states=task_states)
 
 
 async def list_servers(request: web.Request) -> web.Response:
