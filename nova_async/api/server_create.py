@@ -91,6 +91,9 @@ class BootRequest:
     security_groups: list[str]      # names or ids, as the body gives them
     reservation_id: str             # names the request's instances together
     block_devices: list[boot_volumes.BlockDevice]   # block_device_mapping_v2 as given
+    # imageRef beside a root volume made from something else (a blank, a snapshot, a volume):
+    # as in Nova, the server boots from the volume and the image only describes it.
+    described_by: str = ""
 
     @property
     def volume_backed(self) -> bool:
@@ -108,6 +111,8 @@ def parse(body: dict[str, Any], version) -> BootRequest:
     user_data = _user_data(server)
     block_devices = boot_volumes.parse(server, version)
     image_ref = _image_ref(server, block_devices)
+    root = boot_volumes.root_volume(block_devices)
+    described_by = (server.get("imageRef") or "") if root is not None and root.source_type != "image" else ""
     networks = _requested_networks(server, version)
     return BootRequest(
         name=server["name"], min_count=min_count, max_count=max_count, user_data=user_data,
@@ -121,7 +126,7 @@ def parse(body: dict[str, Any], version) -> BootRequest:
         description=server.get("description") if version >= (2, 19) else None,
         admin_pass=server.get("adminPass") or secrets.token_urlsafe(9),
         hints=body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {},
-        reservation_id=f"r-{secrets.token_hex(4)}",
+        reservation_id=f"r-{secrets.token_hex(4)}", described_by=described_by,
         security_groups=list(dict.fromkeys(g["name"] for g in server.get("security_groups") or []))
         or ["default"], block_devices=block_devices)
 
@@ -139,8 +144,11 @@ def _image_ref(server: dict[str, Any], devices: list[boot_volumes.BlockDevice]) 
     ref = server.get("imageRef") or ""
     root = boot_volumes.root_volume(devices)
     if root is not None:
-        if ref and not (root.source_type == "image" and parse_uuid(ref.rsplit("/", 1)[-1]) == root.uuid):
-            raise errors.InvalidInput(boot_volumes.BOOT_SEQUENCE)  # two things to boot from
+        # An image volume made from another image than imageRef: two things to boot from. A
+        # blank, snapshot or existing root volume with an imageRef boots from the volume
+        # (BootRequest.described_by), as Nova does.
+        if ref and root.source_type == "image" and parse_uuid(ref.rsplit("/", 1)[-1]) != root.uuid:
+            raise errors.InvalidInput(boot_volumes.BOOT_SEQUENCE)
         return ""
     image = boot_volumes.boot_image(devices)
     if image is not None:
@@ -205,7 +213,7 @@ async def resolve(state: ApiState, ctx: RequestContext, request: BootRequest) ->
         if isinstance(outcome, BaseException):
             raise outcome
     if request.volume_backed:
-        if image is not None:
+        if image is not None and not request.described_by:
             _check_volume_image(image, boot_volumes.root_volume(request.block_devices))
     else:
         check_image(image, flavor_row)
@@ -374,6 +382,8 @@ async def _image_of(state: ApiState, ctx: RequestContext, request: BootRequest) 
     root = boot_volumes.root_volume(request.block_devices)
     if root is not None and root.source_type == "image" and root.uuid:
         return await find_image(state, ctx, root.uuid)
+    if request.described_by:
+        return await find_image(state, ctx, request.described_by)
     return None
 
 

@@ -202,6 +202,26 @@ async def test_image_server_with_a_blank_volume_keeps_its_local_root(cloud):
     assert (await volume(h, str(rows[1]["volume_id"])))["status"] == "in-use"
 
 
+async def test_an_image_beside_a_blank_root_volume_only_describes_it(cloud):
+    # Nova (and Tempest's stable-rescue test): imageRef with a blank boot volume boots the
+    # volume; the image is checked and its properties go with the server, nothing is copied.
+    h = cloud
+    other = await new_volume(h, name="other")
+    sid = await boot_bfv(h, bfv_body(h, [{"boot_index": "0", "source_type": "blank", "destination_type": "volume",
+                                          "volume_size": 1, "delete_on_termination": "true"}], imageRef=h.image))
+    await wait_status(h, sid, "ACTIVE")
+    (root,) = await bdm_rows(h, sid)
+    assert (root["source_type"], root["boot_index"]) == ("blank", 0)
+    made = await volume(h, str(root["volume_id"]))
+    assert made["bootable"] == "false" and made["size"] == 1
+    # The image is still looked up: one that does not exist is a 400, even beside a volume.
+    body = await ok(await h.http.post(V + "/servers", headers={**h.alice, "OpenStack-API-Version": "compute 2.67"},
+                                      json=bfv_body(h, [{"boot_index": 0, "uuid": other, "source_type": "volume",
+                                                         "destination_type": "volume"}],
+                                                    imageRef=str(uuid.uuid4()))), 400)
+    assert "mage" in body["badRequest"]["message"], body
+
+
 @pytest.mark.parametrize("bdms, extra, message", [
     ([{"boot_index": 0, "source_type": "image", "destination_type": "volume"}], {}, "Missing device UUID"),
     ([{"boot_index": 0, "uuid": "IMAGE", "source_type": "image", "destination_type": "volume"}], {},
