@@ -244,8 +244,13 @@ COMPUTE_FEATURES = {
     "interface_attach": False, "config_drive": False, "metadata_service": False,
     "attach_encrypted_volume": False, "block_migration_for_live_migration": False,
     "block_migrate_cinder_iscsi": False, "volume_multiattach": False, "swap_volume": False,
-    "volume_backed_live_migration": False, "disk_config": False, "hostname_fqdn_sanitization": False,
-    "scheduler_enabled_filters": "AvailabilityZoneFilter,ComputeFilter,ImagePropertiesFilter",
+    "volume_backed_live_migration": False, "disk_config": True, "hostname_fqdn_sanitization": False,
+    # The filters that run here: the configured ones (scheduler.enabled_filters), and those
+    # nova-async applies whenever a request asks (hints, server groups).
+    "scheduler_enabled_filters": ",".join((
+        "ComputeFilter", "AvailabilityZoneFilter", "AggregateMultiTenancyIsolation",
+        "AggregateInstanceExtraSpecsFilter", "ImagePropertiesFilter", "ComputeCapabilitiesFilter",
+        "SameHostFilter", "DifferentHostFilter", "ServerGroupAffinityFilter", "ServerGroupAntiAffinityFilter")),
 }
 
 
