@@ -69,8 +69,8 @@ async def middleware(request: web.Request, handler) -> web.StreamResponse:
     legacy = legacy_v2(request)
     version = MIN if legacy else parse(request)
     request[KEY] = version
-    if request.method in ("GET", "HEAD") and request.query:
-        _check_query(request, version)
+    if request.method in ("GET", "HEAD") and request.query and request.match_info.http_exception is None:
+        _check_query(request, version)   # (a path no route has stays a 404)
     response = await handler(request)
     if not legacy:
         response.headers[shared.HEADER] = f"compute {version}"

@@ -421,3 +421,9 @@ async def test_external_events_for_a_server_on_a_host_are_accepted(cloud):
     assert [(e["code"], e["status"]) for e in answer["events"]] == [(200, "completed"), (200, "completed")]
     resp = await h.http.post(V + "/os-server-external-events", headers=h.alice, json=events)
     assert resp.status == 403
+
+
+async def test_an_unknown_path_with_a_query_stays_a_404_at_2_102(api):
+    h = api
+    resp = await h.http.get(V + "/nowhere?bogus=1", headers={**h.alice, **mv("2.102")})
+    assert resp.status == 404
