@@ -10,6 +10,7 @@ through: one code path, one switch (`executor is None`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 import urllib.parse
@@ -81,6 +82,25 @@ class NodeFacts:
     hypervisor_type: str     # what Nova reports: "QEMU" or "test"
     hypervisor_version: int
     domain_type: str         # what domain XML asks for: "test", "qemu" or "kvm"
+    cpu_info: dict[str, Any] = dataclasses.field(default_factory=dict)   # cpu_info_of(capabilities)
+
+
+def cpu_info_of(capabilities: str) -> dict[str, Any]:
+    """The host CPU as libvirt's capabilities XML describes it, in the shape Nova's libvirt
+    driver reports as cpu_info: arch, model, vendor, topology and feature names (each
+    `<feature name=…>`; libvirt's test driver lists flags as elements under `<features>`)."""
+    host = ET.fromstring(capabilities).find("host")
+    cpu = host.find("cpu") if host is not None else None
+    if cpu is None:
+        return {}
+    topology = cpu.find("topology")
+    features = ({f.get("name", "") for f in cpu.findall("feature")} | {f.tag for f in cpu.findall("features/*")})
+    return {"arch": cpu.findtext("arch") or "", "model": cpu.findtext("model") or "",
+            "vendor": cpu.findtext("vendor") or "",
+            "topology": {"cells": len(host.findall("topology/cells/cell")) or 1,
+                         **{k: int(topology.get(k, "1")) if topology is not None else 1
+                            for k in ("sockets", "cores", "threads")}},
+            "features": sorted(features - {""})}
 
 
 class Hypervisor:
@@ -165,13 +185,14 @@ class Hypervisor:
         info = await self._call(conn.getInfo)
         driver = (await self._call(conn.getType)).upper()
         version = await self._call(conn.getVersion)
+        cpu_info = cpu_info_of(await self._call(conn.getCapabilities))
         if driver == "TEST":
             return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="test",
-                             hypervisor_version=version, domain_type="test")
+                             hypervisor_version=version, domain_type="test", cpu_info=cpu_info)
         # KVM is not assumed: /dev/kvm can exist and still abort guests (see DESIGN.md).
         # Registration probes it and may upgrade this to "kvm".
         return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="QEMU",
-                         hypervisor_version=version, domain_type="qemu")
+                         hypervisor_version=version, domain_type="qemu", cpu_info=cpu_info)
 
     async def start(self, xml: str) -> None:
         """Define the domain and boot it; a domain that cannot boot is not left defined.

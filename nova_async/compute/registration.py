@@ -77,7 +77,7 @@ async def register(host: Host, settings: ComputeSettings) -> None:
         service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
         node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                    hypervisor_type, facts.hypervisor_version, facts.vcpus,
-                                   facts.memory_mb, disk_gb, service_id)
+                                   facts.memory_mb, disk_gb, service_id, facts.cpu_info)
     host.service_id, host.node_uuid = str(service_id), str(node["uuid"])
     host.failed_builds = node["failed_builds"] > 0
     host.domain_type = domain_type

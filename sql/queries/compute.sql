@@ -13,10 +13,10 @@ RETURNING id;
 -- $1 is a fresh uuid, used only for a new hypervisor_hostname: a node keeps its uuid (and
 -- so its resource provider) across restarts.
 INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, hypervisor_type, hypervisor_version,
-                           vcpus, memory_mb, local_gb, service_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                           vcpus, memory_mb, local_gb, service_id, cpu_info)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (hypervisor_hostname) DO UPDATE
-   SET host = EXCLUDED.host, hypervisor_type = EXCLUDED.hypervisor_type,
+   SET host = EXCLUDED.host, hypervisor_type = EXCLUDED.hypervisor_type, cpu_info = EXCLUDED.cpu_info,
        hypervisor_version = EXCLUDED.hypervisor_version, vcpus = EXCLUDED.vcpus,
        memory_mb = EXCLUDED.memory_mb, local_gb = EXCLUDED.local_gb,
        service_id = EXCLUDED.service_id, updated_at = now()

@@ -8,6 +8,8 @@ binary through `PUT /os-services/{enable,disable,disable-log-reason,force-down}`
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 from aiohttp import web
@@ -62,8 +64,9 @@ def _hypervisor(row, version, detail: bool, usage=None, servers=None) -> dict[st
                                 "disabled_reason": row["disabled_reason"]}})
         if version < (2, 88):
             out.update(_resources(row, usage))
-            # Nova reports the CPU's model and topology here; this service does not record them.
-            out["cpu_info"] = {} if version >= (2, 28) else "{}"
+            # The host CPU as libvirt describes it: an object from 2.28, a JSON string before.
+            cpu_info = row["cpu_info"] or {}
+            out["cpu_info"] = cpu_info if version >= (2, 28) else json.dumps(cpu_info)
         else:
             out["uptime"] = None
     if servers is not None and (servers or version >= (2, 75)):
