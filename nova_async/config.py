@@ -132,6 +132,8 @@ class ImageSettings:
                             "it) as the public images nova-async-demo, -kernel and -ramdisk", True)
     cloud_image: bool = _doc("on a fresh database, register the Debian 12 cloud image (`make cloud-image` "
                              "builds it) as the public images debian-cloud, -kernel and -ramdisk", True)
+    size_cap: int = _doc("the most bytes an image task imports from a URL (Glance's image_size_cap, "
+                         "1 TiB)", 1099511627776)
 
 
 @dataclass(frozen=True)

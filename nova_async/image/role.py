@@ -1,6 +1,8 @@
 """The image role: the Glance v2 API on /image, and image look-ups for other roles on the
 bus (compute asks where an image's bits are; the API asks whether a project may boot it;
-a server snapshot is made, filled from a file compute wrote, or deleted when it failed)."""
+a server snapshot is made, filled from a file compute wrote, or deleted when it failed).
+Its background work, the import tasks of /v2/tasks, belongs to `self.work`, which `run()`
+holds open for the role's lifetime."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from aiohttp import web
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.image import routes, store, views
+from nova_async.common.work import Work
+from nova_async.image import routes, store, tasks, views
 from nova_async.image import messages as m
 from nova_async.image.blobs import ImageFiles
 from nova_async.image.client import TOPIC
@@ -27,6 +30,7 @@ class ImageRole(Role):
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.files = ImageFiles(self.settings.state_path / "images")
+        self.work = Work("image")
         self.handlers = {
             m.GetImage: self._get_image,
             m.CreateImage: self._create_image,
@@ -39,13 +43,24 @@ class ImageRole(Role):
         }
 
     def http(self) -> tuple[str, web.Application]:
-        app = routes.build_app(ImageApi(pool=self.pool, files=self.files, base_url=self.settings.base_url))
+        app = routes.build_app(ImageApi(pool=self.pool, files=self.files, base_url=self.settings.base_url,
+                                        work=self.work, size_cap=self.settings.image.size_cap))
         app.on_startup.append(self._recover)
         return "/image", app
 
     async def _recover(self, _app: web.Application) -> None:
-        # Before the first request: an upload a restart interrupted can never finish.
+        # Before the first request: an upload a restart interrupted can never finish, and
+        # neither can the import task that was doing it (the uploads first, so that only an
+        # image whose data is whole survives its task's failure).
         await store.reset_interrupted_uploads(self.pool, self.files)
+        await tasks.fail_unfinished(self.pool, self.files)
+
+    async def run(self) -> None:
+        # Entered before the HTTP app serves (the service starts this task first); leaving
+        # it lets running imports finish within the drain's deadline, and a restart fails
+        # those it cut off (_recover).
+        async with self.work:
+            await super().run()
 
     async def _get_image(self, msg: m.GetImage, ctx: RequestContext) -> m.ImageInfo:
         caller = RequestContext(user_id="", project_id=msg.project_id,

@@ -12,7 +12,7 @@ from aiohttp import web
 from nova_async.common import errors
 from nova_async.common.web import add_routes, api_app
 from nova_async.image.handlers import (actions, image_data, image_tasks, images, info, members, metadef_definitions,
-                                       metadef_namespaces, metadef_resource_types, schemas, tags, versions)
+                                       metadef_namespaces, metadef_resource_types, schemas, tags, tasks, versions)
 from nova_async.image.state import STATE, ImageApi
 
 _NS = "/v2/metadefs/namespaces/{namespace}"
@@ -41,6 +41,9 @@ ROUTES = [
     ("GET", "/v2/images/{image_id}/members/{member_id}", members.show_member),
     ("PUT", "/v2/images/{image_id}/members/{member_id}", members.update_member),
     ("DELETE", "/v2/images/{image_id}/members/{member_id}", members.delete_member),
+    ("GET", "/v2/tasks", tasks.list_tasks),
+    ("POST", "/v2/tasks", tasks.create_task),
+    ("GET", "/v2/tasks/{task_id}", tasks.show_task),
     ("GET", "/v2/schemas/{name}", schemas.show_schema),
     ("GET", "/v2/schemas/metadefs/{name}", schemas.show_metadef_schema),
     ("GET", "/v2/metadefs/resource_types", metadef_resource_types.list_resource_types),

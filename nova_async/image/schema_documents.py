@@ -1,6 +1,6 @@
 """The JSON-schema documents Glance publishes under /v2/schemas/: python-glanceclient and
 Tempest fetch them to learn the image's attributes (the client builds its model, and its
-`image-update` help, from them). Ours describe exactly what views.image renders, with the
+`image-update` help, from them); task(s) describe views.task. Ours describe exactly what views.image renders, with the
 property names and JSON types Glance uses; free-form properties are strings."""
 
 from __future__ import annotations
@@ -105,4 +105,45 @@ def members() -> dict[str, Any]:
     }
 
 
-DOCUMENTS = {"image": image, "images": images, "member": member, "members": members}
+TASK_STATUSES = ["pending", "processing", "success", "failure"]
+
+
+def task(*, brief: bool = False) -> dict[str, Any]:
+    """A task as views.task renders it (in lists, `brief`: without input, result, message)."""
+    properties: dict[str, Any] = {
+        "id": {"type": "string", "pattern": _UUID, "description": "The task's UUID"},
+        "type": {"type": "string", "enum": ["import"], "description": "What the task does"},
+        "status": {"type": "string", "enum": TASK_STATUSES, "description": "Where the task is"},
+        "owner": {"type": ["null", "string"], "description": "The project that created the task"},
+        "expires_at": {"type": ["null", "string"], "description": "When the finished task goes away"},
+        "created_at": {"type": "string", "description": "When the task was created"},
+        "updated_at": {"type": "string", "description": "When the task last changed"},
+        "self": {"type": "string"},
+        "schema": {"type": "string"},
+    }
+    if not brief:
+        properties.update({
+            "input": {"type": "object", "description": "What the task was asked to do"},
+            "result": {"type": ["null", "object"], "description": "What it made (the image's id)"},
+            "message": {"type": "string", "description": "Why it failed, if it did"},
+        })
+    return {"name": "task", "properties": properties,
+            "links": [{"rel": "self", "href": "{self}"}, {"rel": "describedby", "href": "{schema}"}]}
+
+
+def tasks() -> dict[str, Any]:
+    return {
+        "name": "tasks",
+        "properties": {
+            "tasks": {"type": "array", "items": task(brief=True)},
+            "schema": {"type": "string"},
+            "first": {"type": "string"},
+            "next": {"type": "string"},
+        },
+        "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"},
+                  {"rel": "describedby", "href": "{schema}"}],
+    }
+
+
+DOCUMENTS = {"image": image, "images": images, "member": member, "members": members, "task": task,
+             "tasks": tasks}

@@ -80,3 +80,30 @@ def image_info(row: asyncpg.Record, path: str) -> m.ImageInfo:
                        min_disk=row["min_disk"], min_ram=row["min_ram"],
                        properties=dict(row["properties"]), path=path,
                        created_at=iso(row["created_at"]) or "", updated_at=iso(row["updated_at"]) or "")
+
+
+def task(row: asyncpg.Record, *, brief: bool = False) -> dict[str, Any]:
+    """A task as Glance shows it; in lists (`brief`) without input, result and message."""
+    task_id = str(row["id"])
+    out: dict[str, Any] = {
+        "id": task_id,
+        "type": row["type"],
+        "status": row["status"],
+        "owner": row["owner"],
+        "expires_at": iso(row["expires_at"]),
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "self": f"/v2/tasks/{task_id}",
+        "schema": "/v2/schemas/task",
+    }
+    if not brief:
+        out.update(input=row["input"], result=row["result"], message=row["message"])
+    return out
+
+
+def task_list(rows: list[asyncpg.Record], first: str, next_link: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"tasks": [task(r, brief=True) for r in rows], "first": first,
+                           "schema": "/v2/schemas/tasks"}
+    if next_link:
+        out["next"] = next_link
+    return out

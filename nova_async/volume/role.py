@@ -21,7 +21,7 @@ from nova_async.volume import attachments, backends, lifecycle, proxy, routes, s
 from nova_async.volume import messages as m
 from nova_async.volume.client import TOPIC
 from nova_async.volume.state import VolumeApi
-from nova_async.volume.tasks import Work
+from nova_async.common.work import Work
 
 Q = queries("volume")
 log = structlog.get_logger("volume")
@@ -33,7 +33,7 @@ class VolumeRole(Role):
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
-        self.work = Work()
+        self.work = Work("volume")
         self.api = VolumeApi(pool=self.pool, settings=self.settings, bus=self.bus, work=self.work)
         # run() and the app's on_startup both start the role (whichever comes first; the
         # service schedules run() before it sets up HTTP): the lock makes that happen once.

@@ -13,7 +13,7 @@ from nova_async.bus import Bus
 from nova_async.config import Settings
 from nova_async.db.pool import Pool
 from nova_async.volume.backends.base import Backend
-from nova_async.volume.tasks import Work
+from nova_async.common.work import Work
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""GET /v2/schemas/{image,images,member,members} and /v2/schemas/metadefs/*: the schema
+"""GET /v2/schemas/{image,images,member,members,task,tasks} and /v2/schemas/metadefs/*: the schema
 documents clients fetch."""
 
 from __future__ import annotations

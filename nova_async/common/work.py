@@ -1,8 +1,8 @@
-"""The volume role's background work (a create from an image, a delete, an extend): every
-task is named and belongs to a TaskGroup that the role enters for as long as it runs
-(`async with work`), so none is fire-and-forget. Leaving it lets what is running finish
-within the drain's deadline and cancels the rest (a restart's recovery finishes that work
-from the rows' states)."""
+"""A role's background work (the volume role's creates from an image, deletes, extends; the
+image role's import tasks): every task is named and belongs to a TaskGroup that the role
+enters for as long as it runs (`async with work`), so none is fire-and-forget. Leaving it
+lets what is running finish within the drain's deadline and cancels the rest (a restart's
+recovery finishes or fails that work from the rows' states)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import structlog
 
 from nova_async.common import errors
 
-log = structlog.get_logger("volume")
+log = structlog.get_logger("work")
 
 
 class Work:
-    def __init__(self, drain_within: float = 30.0) -> None:
+    def __init__(self, service: str, drain_within: float = 30.0) -> None:
+        self._service = service
         self._tg: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
@@ -48,7 +49,7 @@ class Work:
     def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         if self._tg is None:
             coro.close()
-            raise errors.Unavailable("the volume service is not running")
+            raise errors.Unavailable(f"the {self._service} service is not running")
         task = self._tg.create_task(self._logged(name, coro), name=name)
         self._tasks.add(task)
         self._idle.clear()
@@ -59,8 +60,7 @@ class Work:
         if not self._tasks:
             self._idle.set()
 
-    @staticmethod
-    async def _logged(name: str, coro: Coroutine[Any, Any, None]) -> None:
+    async def _logged(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         # The work records its own failure in the row (status error…); this is the backstop
         # for a failure in doing so (the database away): the row stays in its transient
         # state and the next start finishes it.
@@ -69,7 +69,7 @@ class Work:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("volume work failed", task=name)
+            log.exception("background work failed", service=self._service, task=name)
 
     async def idle(self) -> None:
         """Until nothing is running (tests)."""
