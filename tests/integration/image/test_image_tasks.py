@@ -3,17 +3,22 @@ The bytes come from an HTTP server this test starts on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
 
+import openstack
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tests.harness import running
 
-pytestmark = pytest.mark.asyncio
+# The SDK warns about its own optional parts (InfluxDB metrics) as it loads its config.
+pytestmark = [pytest.mark.asyncio,
+              pytest.mark.filterwarnings("ignore::openstack.warnings._RemovedInSDKWarning"),
+              pytest.mark.filterwarnings("ignore::openstack.warnings.OpenStackDeprecationWarning")]
 
 DATA = b"QFI\xfb" + bytes(range(256)) * 400     # a qcow2 magic, then anything
 OTHER_ADMIN = {"X-Auth-Token": "admin:proj-ops"}
@@ -183,3 +188,28 @@ async def test_a_restart_fails_the_tasks_it_cut_off_and_takes_their_unfinished_i
             assert "restarted" in task["message"] and was in task["message"]
             assert task["expires_at"] is not None
         assert (await h.http.get(f"/image/v2/images/{image_id}", headers=h.admin)).status == 404
+
+
+def sdk_import(endpoint: str, body: dict) -> str:
+    conn = openstack.connect(auth_type="admin_token", auth={"token": "admin", "endpoint": endpoint},
+                             image_api_version="2")
+    made = conn.image.create_task(**body)
+    assert made.type == "import"
+    return made.id
+
+
+def sdk_look(endpoint: str, task_id: str) -> tuple[str, list[str], str, int]:
+    conn = openstack.connect(auth_type="admin_token", auth={"token": "admin", "endpoint": endpoint},
+                             image_api_version="2")
+    shown = conn.image.get_task(task_id)
+    image = conn.image.get_image(shown.result["image_id"])
+    return shown.status, [t.id for t in conn.image.tasks()], image.status, image.size
+
+
+async def test_openstacksdk_creates_lists_and_shows_tasks(pool, tmp_path, origin):
+    async with running(pool, ["image"], tmp_path) as h:
+        endpoint = str(h.http.make_url("/image/v2"))
+        task_id = await asyncio.to_thread(sdk_import, endpoint, _task(str(origin.make_url("/disk.qcow2"))))
+        await h.roles["image"].work.idle()
+        seen = await asyncio.to_thread(sdk_look, endpoint, task_id)
+        assert seen == ("success", [task_id], "active", len(DATA))
