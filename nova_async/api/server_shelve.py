@@ -30,6 +30,7 @@ Nova). `unrescue` (from RESCUE) boots its own guest again.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable
 from typing import Any
 
 from aiohttp import web
@@ -76,6 +77,15 @@ async def _given_back(db, ctx: RequestContext, uuid: str, task_states: list[str]
     await instances.finish_action(db, uuid, ctx.request_id, "Error")
 
 
+async def _hand_over(db, ctx: RequestContext, uuid: str, task_state: str, send: Awaitable[None]) -> None:
+    """Send the claimed server's task to its host; if that fails, give the server back."""
+    try:
+        await send
+    except Exception:
+        await _given_back(db, ctx, uuid, [task_state])
+        raise
+
+
 async def shelve(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
     db, row = await server_store.changeable(state, ctx, uuid)
     if row["task_state"] is not None or row["vm_state"] not in (
@@ -83,11 +93,8 @@ async def shelve(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -
         raise lookup.refusal(row, "shelve", uuid)
     if not row["image_ref"]:   # volume-backed: nothing to snapshot, off the host at once
         claimed = await _claim(db, ctx, uuid, "shelve", SQ.begin_shelve, TaskState.SHELVING_OFFLOADING, None)
-        try:
-            await state.compute.shelve_offload(claimed["host"], uuid, ctx)
-        except Exception:
-            await _given_back(db, ctx, uuid, [TaskState.SHELVING_OFFLOADING])
-            raise
+        await _hand_over(db, ctx, uuid, TaskState.SHELVING_OFFLOADING,
+                         state.compute.shelve_offload(claimed["host"], uuid, ctx))
         return web.Response(status=202)
     image = await server_resize.snapshot_image(state, ctx, row, f"{row['display_name']}-shelved", "snapshot", {})
     try:
@@ -108,11 +115,8 @@ async def shelve(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -
 async def shelve_offload(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
     db, _row = await server_store.changeable(state, ctx, uuid)
     claimed = await _claim(db, ctx, uuid, "shelveOffload", SQ.begin_offload)
-    try:
-        await state.compute.shelve_offload(claimed["host"], uuid, ctx)
-    except Exception:
-        await _given_back(db, ctx, uuid, [TaskState.SHELVING_OFFLOADING])
-        raise
+    await _hand_over(db, ctx, uuid, TaskState.SHELVING_OFFLOADING,
+                     state.compute.shelve_offload(claimed["host"], uuid, ctx))
     return web.Response(status=202)
 
 
@@ -186,20 +190,12 @@ async def rescue(state: ApiState, ctx: RequestContext, uuid: str, value: Any, ve
     if not row["image_ref"] and not (version >= (2, 87) and all(p in properties for p in _STABLE_RESCUE)):
         raise errors.InvalidInput(f"Instance {uuid} cannot be rescued: Cannot rescue a volume-backed instance")
     claimed = await _claim(db, ctx, uuid, "rescue", SQ.begin_rescue, image_ref)
-    try:
-        await state.compute.rescue(claimed["host"], uuid, ctx)
-    except Exception:
-        await _given_back(db, ctx, uuid, [TaskState.RESCUING])
-        raise
+    await _hand_over(db, ctx, uuid, TaskState.RESCUING, state.compute.rescue(claimed["host"], uuid, ctx))
     return w.dump({"adminPass": password})
 
 
 async def unrescue(state: ApiState, ctx: RequestContext, uuid: str, _value: Any) -> web.Response:
     db, _row = await server_store.changeable(state, ctx, uuid)
     claimed = await _claim(db, ctx, uuid, "unrescue", SQ.begin_unrescue)
-    try:
-        await state.compute.unrescue(claimed["host"], uuid, ctx)
-    except Exception:
-        await _given_back(db, ctx, uuid, [TaskState.UNRESCUING])
-        raise
+    await _hand_over(db, ctx, uuid, TaskState.UNRESCUING, state.compute.unrescue(claimed["host"], uuid, ctx))
     return web.Response(status=202)
