@@ -50,6 +50,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 NOVA_ASYNC = CHECKOUT / ".venv" / "bin" / "nova-async"
 SUITES = {"identity": "identity.v3", "image": "image.v2", "network": "network", "compute": "compute"}
 READY_TIMEOUT = 300
+FORWARDING = Path("/proc/sys/net/ipv4/ip_forward")
 
 
 # --- 1. Tempest in its own virtualenv ---------------------------------------------------------
@@ -87,11 +88,23 @@ class Service:
         self.hosts = simulated_hosts or 1   # none simulated: the one real host, qemu:///system
         self.simulated_hosts = simulated_hosts
         self.proc: subprocess.Popen | None = None
+        self.table = ""
+        self.host_before: set[str] = set()
+        self.forwarding = ""
 
     def start(self) -> None:
+        # A data plane that keeps to this machine, as the test suite's (tests/e2e/conftest.py):
+        # its own nftables table, an external network on TEST-NET-3 whose gateway is not this
+        # host's (no address, no NAT, no forwarding here). What it makes is removed at stop().
+        self.table = f"conformance_{secrets.token_hex(4)}"
+        config = self.state_dir.parent / "serve.toml"
+        config.write_text(f'[network]\ndataplane_table = "{self.table}"\nexternal_cidr = "203.0.113.0/24"\n'
+                          'external_host_gateway = false\n')
+        self.host_before = host_network_objects()
+        self.forwarding = FORWARDING.read_text() if FORWARDING.exists() else ""
         argv = [str(NOVA_ASYNC), "serve", "--listen", self.url.removeprefix("http://"),
                 "--state-dir", str(self.state_dir), "--admin-password", self.password,
-                "--simulate-hosts", str(self.simulated_hosts)]
+                "--simulate-hosts", str(self.simulated_hosts), "--config", str(config)]
         log = self.log_path.open("w")
         # Its own process group: stop() can then end whatever it started (a private
         # PostgreSQL, helpers) and nothing else.
@@ -118,7 +131,32 @@ class Service:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        remove_host_network_objects(self.host_before, self.table, self.state_dir)
+        if self.forwarding and FORWARDING.read_text() != self.forwarding:
+            FORWARDING.write_text(self.forwarding)   # as it was before the service started
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def host_network_objects() -> set[str]:
+    """The network namespaces and links on this host now."""
+    names = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.splitlines()
+    return names | {line.split(": ")[1].split("@")[0] for line in links if ": " in line}
+
+
+def remove_host_network_objects(before: set[str], table: str, state_dir: Path) -> None:
+    """What the service's data plane made on this host and keeps across a stop (for its next
+    start): its dnsmasq processes, the namespaces and bridges that appeared while it ran, and
+    its nftables tables. A conformance run is done with them."""
+    subprocess.run(["pkill", "-KILL", "-f", f"dnsmasq.*{state_dir}"], capture_output=True)
+    for name in sorted(host_network_objects() - before):
+        if name.startswith(("qdhcp-", "qrouter-")):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        elif name.startswith(("brq", "tap", "qr-", "qg-", "ns-")):
+            subprocess.run(["ip", "link", "del", "dev", name], capture_output=True)
+    for family in ("inet", "ip", "ip6", "bridge"):
+        for name in (table, f"{table}_nat"):   # the firewall's, and the external network's NAT
+            subprocess.run(["nft", "delete", "table", family, name], capture_output=True)
 
 
 # --- 3. provisioning and tempest.conf ---------------------------------------------------------
