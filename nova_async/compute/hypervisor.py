@@ -10,7 +10,6 @@ through: one code path, one switch (`executor is None`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import time
 import urllib.parse
@@ -82,7 +81,6 @@ class NodeFacts:
     hypervisor_type: str     # what Nova reports: "QEMU" or "test"
     hypervisor_version: int
     domain_type: str         # what domain XML asks for: "test", "qemu" or "kvm"
-    cpu_info: dict[str, Any] = dataclasses.field(default_factory=dict)   # cpu_info_of(capabilities)
 
 
 def cpu_info_of(capabilities: str) -> dict[str, Any]:
@@ -185,14 +183,18 @@ class Hypervisor:
         info = await self._call(conn.getInfo)
         driver = (await self._call(conn.getType)).upper()
         version = await self._call(conn.getVersion)
-        cpu_info = cpu_info_of(await self._call(conn.getCapabilities))
         if driver == "TEST":
             return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="test",
-                             hypervisor_version=version, domain_type="test", cpu_info=cpu_info)
+                             hypervisor_version=version, domain_type="test")
         # KVM is not assumed: /dev/kvm can exist and still abort guests (see DESIGN.md).
         # Registration probes it and may upgrade this to "kvm".
         return NodeFacts(vcpus=info[2], memory_mb=info[1], hypervisor_type="QEMU",
-                         hypervisor_version=version, domain_type="qemu", cpu_info=cpu_info)
+                         hypervisor_version=version, domain_type="qemu")
+
+    async def cpu_info(self) -> dict[str, Any]:
+        """The host CPU (cpu_info_of): read once, at registration; the periodic inventory
+        refresh, which reads facts(), does not need it."""
+        return cpu_info_of(await self._call(self.conn.getCapabilities))
 
     async def start(self, xml: str) -> None:
         """Define the domain and boot it; a domain that cannot boot is not left defined.

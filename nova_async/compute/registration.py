@@ -69,6 +69,7 @@ async def _domain_type(facts, settings: ComputeSettings) -> str:
 
 async def register(host: Host, settings: ComputeSettings) -> None:
     facts = await host.hypervisor.facts()
+    cpu_info = await host.hypervisor.cpu_info()
     domain_type = await _domain_type(facts, settings)
     # What os-hypervisors shows: the acceleration guests really get on this host.
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
@@ -77,7 +78,7 @@ async def register(host: Host, settings: ComputeSettings) -> None:
         service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
         node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                    hypervisor_type, facts.hypervisor_version, facts.vcpus,
-                                   facts.memory_mb, disk_gb, service_id, facts.cpu_info)
+                                   facts.memory_mb, disk_gb, service_id, cpu_info)
     host.service_id, host.node_uuid = str(service_id), str(node["uuid"])
     host.failed_builds = node["failed_builds"] > 0
     host.domain_type = domain_type
