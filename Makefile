@@ -23,8 +23,9 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 # deployment installs rabbitmq-server on the host that runs it. systemd: the unit is tested
 # under a real systemd in namespaces of its own (it need not be PID 1). ssh: the README's
 # guests block logs into a guest. lvm2 and thin-provisioning-tools: the lvm-thin volume
-# backend's tests (the default file backend needs neither).
-TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools
+# backend's tests (the default file backend needs neither). chromium: the dashboard's browser
+# tests (Playwright drives it through executable_path).
+TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools chromium
 
 .PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench conformance clean help
 

@@ -66,7 +66,7 @@ class Role:
 
     def root_routes(self) -> list[web.RouteDef]:
         """Routes this role answers on the port's root application, outside its prefix: no
-        token, no fault format of its own. Only identity has one, `/`."""
+        token, no fault format of its own: identity's `/`, the compute API's dashboard files."""
         return []
 
     async def run(self) -> None:

@@ -9,6 +9,7 @@ from nova_async.api import routes
 from nova_async.api.state import ApiState
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import ConductorClient
+from nova_async.dashboard import serve as dashboard
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -33,3 +34,7 @@ class ComputeApiRole(Role):
                          compute=ComputeClient(bus), placement=PlacementClient(bus),
                          volumes=VolumeClient(bus))
         return "/compute", routes.build_app(state)
+
+    def root_routes(self) -> list[web.RouteDef]:
+        """The dashboard, under /dashboard/: served wherever the compute API is."""
+        return dashboard.routes()

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from nova_async.common import web as w
 from nova_async.config import Settings
+from nova_async.dashboard import serve as dashboard
 from nova_async.identity.views import DEPS
 
 
@@ -28,12 +29,18 @@ async def show_version(request: web.Request) -> web.Response:
 
 
 def list_versions(settings: Settings) -> w.Handler:
-    """The root's handler; it lives on the port's root application, outside identity's own."""
+    """The root's handler; it lives on the port's root application, outside identity's own.
+    A browser navigating to it goes to the dashboard, where this process serves one (the
+    compute API role does): a person typing the address wants a page, not JSON."""
     current = v3(settings)
     body = msgspec.json.encode({"versions": {"values": [current]}})
     location = current["links"][0]["href"]
 
+    with_dashboard = "api" in settings.service.roles
+
     async def handler(request: web.Request) -> web.Response:
+        if with_dashboard and dashboard.wants_html(request):
+            raise web.HTTPFound(f"{dashboard.PREFIX}/")
         return web.Response(body=body, status=300, content_type="application/json",
                             headers={"Location": location})
 

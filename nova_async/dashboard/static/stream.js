@@ -1,0 +1,97 @@
+// The tab's one live stream: GET /compute/v2.1/events read as Server-Sent Events. fetch()
+// rather than EventSource, because EventSource cannot send X-Auth-Token (and a token in the
+// URL would end up in logs). After a drop it reconnects with the last id it saw
+// (Last-Event-ID), so the server replays what was missed; a `reset` means the gap was too
+// old to replay and every page reloads what it shows.
+
+import * as api from "./api.js";
+
+const subscribers = new Set();
+let controller = null;
+let lastId = null;
+let stateListener = () => {};
+
+/** fn(type, data, id) for every event; returns the unsubscribe function. */
+export function subscribe(fn) {
+  subscribers.add(fn);
+  return () => subscribers.delete(fn);
+}
+
+/** fn("on" | "retry" | "off") as the connection changes (the header's dot). */
+export function onState(fn) { stateListener = fn; }
+
+function emit(type, data, id) {
+  for (const fn of [...subscribers]) {
+    try { fn(type, data, id); } catch (err) { console.error("event subscriber failed", err); }
+  }
+}
+
+export function start() {
+  stop();
+  controller = new AbortController();
+  run(controller.signal);
+}
+
+export function stop() {
+  if (controller) controller.abort();
+  controller = null;
+  lastId = null;
+  stateListener("off");
+}
+
+async function run(signal) {
+  let delay = 500;
+  while (!signal.aborted && api.current()) {
+    try {
+      const query = api.isAdmin() ? { all_tenants: 1 } : undefined;
+      const h = api.headers("compute", { Accept: "text/event-stream" });
+      if (lastId) h["Last-Event-ID"] = lastId;
+      const resp = await fetch(api.url("compute", "/events", query), { headers: h, signal });
+      if (resp.status === 401) { await api.logout(); return; }
+      if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
+      stateListener("on");
+      delay = 500;
+      await read(resp.body, signal);
+    } catch (err) {
+      if (signal.aborted) return;
+      console.warn("event stream dropped; reconnecting", err);
+    }
+    stateListener("retry");
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 10000);
+  }
+}
+
+async function read(body, signal) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let event = { type: "message", data: [], id: null };
+  while (!signal.aborted) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let nl;
+    while ((nl = buffer.search(/\r\n|\n|\r/)) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + (buffer.startsWith("\r\n", nl) ? 2 : 1));
+      if (line === "") {
+        if (event.data.length) {
+          if (event.id !== null) lastId = event.id;
+          let data;
+          try { data = JSON.parse(event.data.join("\n")); } catch { data = event.data.join("\n"); }
+          emit(event.type, data, event.id);
+        }
+        event = { type: "message", data: [], id: null };
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event.type = value;
+      else if (field === "data") event.data.push(value);
+      else if (field === "id") event.id = value;
+    }
+  }
+}
