@@ -83,7 +83,7 @@ cloud-image: venv
 run: venv host-setup
 	@$(BIN)/nova-async guest-image || echo "make run: no demo guest (see above); starting without it"
 	@$(SUDO) $(BIN)/nova-async cloud-image || echo "make run: no cloud image (see above); starting without it"
-	@echo "Starting nova-async (Ctrl-C stops it). The README shows how to reach it with curl and openstack."
+	@echo "Starting nova-async (Ctrl-C stops it). Once ready it prints its dashboard URL (a browser, user admin); the README shows curl and openstack."
 	$(BIN)/nova-async serve $(ARGS)
 
 # Tests run in parallel workers (pytest-xdist), each with its own PostgreSQL cluster: most of

@@ -304,7 +304,8 @@ class Service:
             ready = f"ready at {settings.base_url}, roles {','.join(r.name for r in roles)}"
             notifier.ready(ready)
             reporting = tg.create_task(self._report_database(ready), name="systemd:database-status")
-            log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url,
+            dashboard = (f"{settings.base_url}/dashboard/" if any(r.name == "api" for r in roles) else None)
+            log.info(f"nova-async ready at {settings.base_url}", url=settings.base_url, dashboard=dashboard,
                      identity=f"{settings.base_url}/v3", login=login, auth=settings.identity.auth,
                      roles=",".join(r.name for r in roles),
                      seconds=round(time.monotonic() - started, 2))
