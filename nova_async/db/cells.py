@@ -304,7 +304,9 @@ async def _adopt(cells: Cells, api: asyncpg.Connection) -> int:
             await conn.execute(Q.catch_up_sequence.format(table=table))
     await api.execute(Q.adopt_mappings, uuids, [target.uuid] * len(uuids),
                       [r["project_id"] for r in legacy], [r["user_id"] for r in legacy])
-    await api.execute(Q.forget_instances, uuids)
+    async with api.transaction():
+        await api.execute(Q.quiet_events)   # they live on in the cell: not deletes (no one reads them here)
+        await api.execute(Q.forget_instances, uuids)
     log.info("instances moved from the API database into their cell", cell=target.name, count=len(uuids))
     return len(uuids)
 

@@ -214,10 +214,13 @@ async def test_a_cursor_older_than_the_backlog_is_a_reset_then_live(pool, tmp_pa
         await h.cell1.execute("UPDATE instances SET task_state = 'h' WHERE uuid = $1", sid)
         _, kind, data = await again.next()
         assert kind == "server" and data["OS-EXT-STS:task_state"] == "h"
-        # A cursor naming a cell this database does not have is another database's: a reset.
+        # A cursor naming a cell this database does not have, or a position it never gave, is
+        # another database's: a reset.
         other = await open_stream(h, h.alice, last_id="v1.0badce11-3")
         assert (await other.next())[1] == "reset"
-        for stream in (watch, again, other):
+        ahead = await open_stream(h, h.alice, last_id=last.rsplit("-", 1)[0] + "-999999")
+        assert (await ahead.next())[1] == "reset"
+        for stream in (watch, again, other, ahead):
             await stream.close()
 
 
@@ -262,3 +265,74 @@ async def test_a_thousand_servers_changing_at_once_reach_two_streams_exactly_onc
             latency = sorted(at - committed[(u, s)] for u in uuids for s, at in got[u])
             print(f"\n{name}: {len(latency)} changes, commit→event latency p50 "
                   f"{statistics.median(latency) * 1000:.1f} ms, p95 {latency[int(len(latency) * .95)] * 1000:.1f} ms")
+
+
+async def test_a_stream_that_falls_behind_reads_back_what_it_missed_without_a_reset(pool, tmp_path):
+    # A buffer of 5 events: one transaction of 50 changes overflows it at once.
+    async with running(pool, ["api"], tmp_path, api={"event_buffer": 5}) as h:
+        uuids = await insert_servers(h.cell1, 50)
+        watch = await open_stream(h, h.alice)
+        await h.cell1.execute("UPDATE instances SET task_state = 'burst' WHERE uuid = ANY($1::uuid[])", uuids)
+        got = [await watch.until(lambda _i, _k, d: d.get("OS-EXT-STS:task_state") == "burst") for _ in uuids]
+        assert {d["id"] for _, _, d in got} == set(uuids)
+        assert "reset" not in {k for _, k, _ in watch.seen}
+        assert [positions(i) for i, _, _ in got] == sorted({positions(i) for i, _, _ in got})
+        await watch.close()
+
+
+def parse_frames(text: str) -> list[tuple[str, str, dict]]:
+    out = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        if "event" in fields:
+            out.append((fields["id"], fields["event"], json.loads(fields["data"])))
+    return out
+
+
+async def test_two_api_processes_sequence_the_same_cell_and_both_streams_get_everything_once(pool, tmp_path):
+    """A second API process is a second EventHub on the same databases: both take turns at
+    numbering (an advisory lock), both follow, and each stream sees every change once."""
+    from nova_async.api.event_stream import EventHub
+    from nova_async.api.event_views import Audience
+
+    rounds, count = 4, 300
+    async with running(pool, ["api"], tmp_path) as h:
+        stopping = asyncio.Event()
+        other = EventHub(h.cells, h.deps.settings.api)
+        following = asyncio.create_task(other.run(stopping), name="test:second-api-process")
+        await other.started.wait()
+        uuids = await insert_servers(h.cell1, count)
+        here = await open_stream(h, h.admin, "?all_tenants=1")
+        there = await other.open(Audience(project_id=None, server_id=None, is_admin=True), None)
+
+        async def read_there() -> list[tuple[str, str, dict]]:
+            got: list[tuple[str, str, dict]] = []
+            async for text in there.frames():
+                got += [e for e in parse_frames(text) if (e[2].get("OS-EXT-STS:task_state") or "").startswith("r")]
+                if len(got) >= rounds * count:
+                    return got
+            return got
+
+        async def read_here() -> list[tuple[str, str, dict]]:
+            return [await here.until(lambda _i, _k, d: (d.get("OS-EXT-STS:task_state") or "").startswith("r"))
+                    for _ in range(rounds * count)]
+
+        readers = [asyncio.create_task(read_here()), asyncio.create_task(read_there())]
+
+        async def writer(part: list[str]) -> None:
+            for r in range(rounds):
+                await h.cell1.execute("UPDATE instances SET task_state = $2 WHERE uuid = ANY($1::uuid[])", part, f"r{r}")
+
+        await asyncio.gather(*(writer(uuids[i::3]) for i in range(3)))
+        results = await asyncio.gather(*readers)
+        there.close()
+        await here.close()
+        stopping.set()
+        await following
+        for got in results:
+            per_server: dict[str, list[str]] = {}
+            for _, _, d in got:
+                per_server.setdefault(d["id"], []).append(d["OS-EXT-STS:task_state"])
+            assert per_server == {u: [f"r{r}" for r in range(rounds)] for u in uuids}
+        # both saw the same events at the same positions
+        assert [i for i, _, _ in results[0]] == [i for i, _, _ in results[1]]
