@@ -74,7 +74,7 @@ class CellFeed:
             back = health.next_return()
             try:
                 await self._follow()
-            except (errors.Unavailable, OSError, asyncpg.PostgresError) as exc:
+            except (errors.Unavailable, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("server events are not followed until the database is back", cell=self.cell.name,
                             error=str(exc))
                 health.suspect()

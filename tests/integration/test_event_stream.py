@@ -336,3 +336,15 @@ async def test_two_api_processes_sequence_the_same_cell_and_both_streams_get_eve
             assert per_server == {u: [f"r{r}" for r in range(rounds)] for u in uuids}
         # both saw the same events at the same positions
         assert [i for i, _, _ in results[0]] == [i for i, _, _ in results[1]]
+
+
+async def test_a_change_whose_notification_was_lost_arrives_with_the_next_safety_pass(pool, tmp_path):
+    async with running(pool, ["api"], tmp_path) as h:
+        watch = await open_stream(h, h.alice)
+        sid = str(uuid.uuid4())
+        # A row as a trigger writes it, but no NOTIFY: as if the listening connection missed it.
+        await h.cell1.execute("INSERT INTO server_events (kind, instance_uuid, project_id, deleted)"
+                              " VALUES ('deleted', $1, 'proj-a', true)", sid)
+        _, kind, data = await watch.next()
+        assert (kind, data) == ("server", {"id": sid, "tenant_id": "proj-a", "deleted": True})
+        await watch.close()

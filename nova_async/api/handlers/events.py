@@ -50,6 +50,9 @@ async def list_events(request: web.Request) -> web.StreamResponse:
     except errors.Unavailable as exc:
         # Too late for a fault: the stream ends, and the client comes back with its last id.
         log.warning("event stream ended: the database is unreachable", error=exc.message)
+    except Exception:
+        # Likewise: the status line is sent; the log says why, the client reconnects.
+        log.exception("event stream ended by an unexpected error")
     finally:
         stream.close()
     return response
