@@ -266,9 +266,8 @@ class Stream:
             if self.reset_first:
                 yield views.reset_frame(self.cursor(), self.reset_first)
             if self.catch_up_first:
-                for cell_uuid in sorted(self.positions):
-                    async for f in self._catch_up(cell_uuid, None):
-                        yield f
+                async for f in self._catch_up_all():
+                    yield f
             while not self._closed:
                 try:
                     async with asyncio.timeout(KEEPALIVE_INTERVAL):
@@ -292,9 +291,8 @@ class Stream:
                 if batch:
                     yield "".join(batch)
                 if overflowed:
-                    for cell_uuid in sorted(self.positions):
-                        async for f in self._catch_up(cell_uuid, None):
-                            yield f
+                    async for f in self._catch_up_all():
+                        yield f
         finally:
             self.close()
 
@@ -312,30 +310,64 @@ class Stream:
     async def _catch_up(self, cell_uuid: str, upto: int | None) -> AsyncIterator[str]:
         """What this client may see of the cell's positions after its own, up to `upto` (None:
         all committed), read from the database; a reset when they are no longer kept."""
-        pool = (await self._hub.cells.get(cell_uuid)).pool
-        at = self.positions.get(cell_uuid, 0)
-        head = await pool.fetchval(Q.head)
-        upto = head if upto is None else min(upto, head)
-        if at > head:
-            self.positions[cell_uuid] = head
-            yield views.reset_frame(self.cursor(), "the cursor is not from this database")
-            return
-        if upto <= at:
-            return
-        oldest = await pool.fetchval(Q.oldest)
-        if oldest is None or oldest > at + 1:
-            self.positions[cell_uuid] = max(upto, at)
-            yield views.reset_frame(self.cursor(), "the events after the cursor are no longer kept")
-            return
-        audience = self.audience
-        while at < upto:
-            rows = await pool.fetch(Q.read, at, upto, audience.project_id, audience.server_id, PAGE)
-            page = []
-            for event in views.render(cell_uuid, rows):
-                self.positions[cell_uuid] = event.seq
-                if audience.sees(event):
-                    page.append(views.frame(self.cursor(), event.kind, event.json(audience.is_admin)))
-            if page:
+        async for f in self._replay({cell_uuid: upto}):
+            yield f
+
+    async def _catch_up_all(self) -> AsyncIterator[str]:
+        async for f in self._replay(dict.fromkeys(sorted(self.positions))):
+            yield f
+
+    async def _replay(self, wanted: dict[str, int | None]) -> AsyncIterator[str]:
+        """_catch_up for several cells at once, merged in the order the changes were written:
+        a server that moved between cells (to cell0 when no host had room) replays as it
+        happened, not cell by cell. Each cell's own order is kept whatever the merge does."""
+        sources = []
+        for cell_uuid, upto in wanted.items():
+            pool = (await self._hub.cells.get(cell_uuid)).pool
+            at = self.positions.get(cell_uuid, 0)
+            head = await pool.fetchval(Q.head)
+            upto = head if upto is None else min(upto, head)
+            if at > head:
+                self.positions[cell_uuid] = head
+                yield views.reset_frame(self.cursor(), "the cursor is not from this database")
+                continue
+            if upto <= at:
+                continue
+            oldest = await pool.fetchval(Q.oldest)
+            if oldest is None or oldest > at + 1:
+                self.positions[cell_uuid] = upto
+                yield views.reset_frame(self.cursor(), "the events after the cursor are no longer kept")
+                continue
+            source = _Replay(cell_uuid, pool, at, upto)
+            await source.fill(self.audience)
+            sources.append(source)
+        page: list[str] = []
+        while live := [s for s in sources if s.events]:
+            source = min(live, key=lambda s: s.events[0][0])
+            _, event = source.events.popleft()
+            self.positions[event.cell] = event.seq
+            if self.audience.sees(event):
+                page.append(views.frame(self.cursor(), event.kind, event.json(self.audience.is_admin)))
+            if not source.events:
+                await source.fill(self.audience)
+            if len(page) >= PAGE:
                 yield "".join(page)
-            at = rows[-1]["seq"] if len(rows) == PAGE else upto
-        self.positions[cell_uuid] = upto
+                page = []
+        for source in sources:   # the last ones read may have been another project's
+            self.positions[source.cell] = max(self.positions[source.cell], source.upto)
+        if page:
+            yield "".join(page)
+
+
+class _Replay:
+    """One cell's part of a replay: its positions (at, upto] read a page at a time."""
+
+    def __init__(self, cell: str, pool: Any, at: int, upto: int) -> None:
+        self.cell, self.pool, self.at, self.upto = cell, pool, at, upto
+        self.events: collections.deque[tuple[Any, Event]] = collections.deque()
+
+    async def fill(self, audience: Audience) -> None:
+        while not self.events and self.at < self.upto:
+            rows = await self.pool.fetch(Q.read, self.at, self.upto, audience.project_id, audience.server_id, PAGE)
+            self.events.extend(zip((r["created_at"] for r in rows), views.render(self.cell, rows)))
+            self.at = rows[-1]["seq"] if len(rows) == PAGE else self.upto

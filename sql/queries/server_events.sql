@@ -42,7 +42,7 @@ DELETE FROM server_events WHERE seq <= (SELECT last FROM server_event_counter) -
 -- Positions ($1, $2], of one project ($3) and one server ($4) when given, oldest first.
 SELECT seq, kind, instance_uuid::text, project_id, name, vm_state, task_state, power_state, host, locked,
        image_ref, flavor_name, network_info, created, updated, deleted, request_id, action, start_time,
-       finish_time, message, event, result, code, details
+       finish_time, message, event, result, code, details, created_at
   FROM server_events
  WHERE seq > $1 AND seq <= $2
    AND ($3::text IS NULL OR project_id = $3)

@@ -171,6 +171,17 @@ async def test_a_fault_shows_its_details_to_admins_only(cloud):
     await alice.close()
     await admin.close()
     assert not [d for _, k, d in alice.seen if k == "server" and d["deleted"]]
+    # Deleted now, in cell0; replayed, its events from both cells come in the order they
+    # happened (BUILD to ERROR in cell1, the delete in cell0), whatever order the cells sort in.
+    await ok(await h.http.delete(f"{V}/servers/{sid}", headers=h.alice), 204)
+    watch = await open_stream(h, h.alice, f"?since=oldest&server={sid}")
+    got = [await watch.next()]
+    while not got[-1][2].get("deleted"):
+        got.append(await watch.next())
+    await watch.close()
+    statuses = [d["status"] for _, k, d in got if k == "server" and not d["deleted"]]
+    assert statuses[0] == "BUILD" and statuses[-1] == "ERROR"
+    assert "fault" in [k for _, k, _ in got[1:-1]]
 
 
 @pytest.mark.parametrize("cursor", ["x", "v1", "v1.", "v2.00000000-1", "v1.0000000-1", "v1.00000000-01",
