@@ -214,6 +214,8 @@ class ApiSettings:
                               "with an older Last-Event-ID is told to reload: a `reset` event)", 10000)
     event_buffer: int = _doc("events a slow stream client may have waiting in memory; beyond it the stream "
                              "reads what it missed back from the database", 5000)
+    event_keepalive: float = _doc("seconds without a write after which an event stream sends a keepalive "
+                                  "comment", 15.0)
 
 
 @dataclass(frozen=True)

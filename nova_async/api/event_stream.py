@@ -48,7 +48,6 @@ NEW_ROWS = "nova_async_server_events"           # a trigger wrote rows (sql/func
 NEW_POSITIONS = "nova_async_server_events_seq"  # a sequencer numbered rows
 SAFETY_INTERVAL = 5.0   # seconds between passes nobody asked for
 RELISTEN_PAUSE = 5.0    # seconds before listening again when the database's return is not heard
-KEEPALIVE_INTERVAL = 15.0
 OPEN_TIMEOUT = 10.0     # seconds a new stream waits for the feeds to be listening (else 503)
 PAGE = 1000
 _END = 2 ** 62          # a position past every other
@@ -239,6 +238,15 @@ class Stream:
         self._overflowed = False
         self._closed = False
         self._wake = asyncio.Event()
+        self._told: str | None = None   # the last id written
+
+    def _frame(self, event: Event) -> str:
+        self._told = self.cursor()
+        return views.frame(self._told, event.kind, event.json(self.audience.is_admin))
+
+    def _reset(self, reason: str) -> str:
+        self._told = self.cursor()
+        return views.reset_frame(self._told, reason)
 
     def offer(self, events: list[Event]) -> None:
         if self._closed or self._overflowed:
@@ -264,16 +272,23 @@ class Stream:
         """What to write, as it comes: one or more whole messages, or a keepalive."""
         try:
             if self.reset_first:
-                yield views.reset_frame(self.cursor(), self.reset_first)
+                yield self._reset(self.reset_first)
             if self.catch_up_first:
                 async for f in self._catch_up_all():
                     yield f
+            sent = time.monotonic()
             while not self._closed:
                 try:
-                    async with asyncio.timeout(KEEPALIVE_INTERVAL):
+                    # From the last write, not the last wake: a stream that sees none of a
+                    # busy cloud's events still writes (and so notices its client left).
+                    async with asyncio.timeout(max(0.0, sent + self._hub.settings.event_keepalive - time.monotonic())):
                         await self._wake.wait()
                 except TimeoutError:
-                    yield views.KEEPALIVE
+                    # With the cursor when it moved past events this client may not see: a
+                    # reconnect then starts there, not where its last visible event was.
+                    now = self.cursor()
+                    yield views.keepalive(now if now != self._told else None)
+                    sent, self._told = time.monotonic(), now
                     continue
                 self._wake.clear()
                 if self._closed:
@@ -293,6 +308,8 @@ class Stream:
                 if overflowed:
                     async for f in self._catch_up_all():
                         yield f
+                if batch or overflowed:
+                    sent = time.monotonic()
         finally:
             self.close()
 
@@ -305,7 +322,7 @@ class Stream:
             return
         self.positions[event.cell] = event.seq
         if self.audience.sees(event):
-            yield views.frame(self.cursor(), event.kind, event.json(self.audience.is_admin))
+            yield self._frame(event)
 
     async def _catch_up(self, cell_uuid: str, upto: int | None) -> AsyncIterator[str]:
         """What this client may see of the cell's positions after its own, up to `upto` (None:
@@ -329,14 +346,14 @@ class Stream:
             upto = head if upto is None else min(upto, head)
             if at > head:
                 self.positions[cell_uuid] = head
-                yield views.reset_frame(self.cursor(), "the cursor is not from this database")
+                yield self._reset("the cursor is not from this database")
                 continue
             if upto <= at:
                 continue
             oldest = await pool.fetchval(Q.oldest)
             if oldest is None or oldest > at + 1:
                 self.positions[cell_uuid] = upto
-                yield views.reset_frame(self.cursor(), "the events after the cursor are no longer kept")
+                yield self._reset("the events after the cursor are no longer kept")
                 continue
             source = _Replay(cell_uuid, pool, at, upto)
             await source.fill(self.audience)
@@ -347,7 +364,7 @@ class Stream:
             _, event = source.events.popleft()
             self.positions[event.cell] = event.seq
             if self.audience.sees(event):
-                page.append(views.frame(self.cursor(), event.kind, event.json(self.audience.is_admin)))
+                page.append(self._frame(event))
             if not source.events:
                 await source.fill(self.audience)
             if len(page) >= PAGE:

@@ -93,7 +93,10 @@ def reset_frame(cursor: str, reason: str) -> str:
     return frame(cursor, "reset", msgspec.json.encode({"reason": reason}).decode())
 
 
-KEEPALIVE = ": keepalive\n\n"
+def keepalive(cursor: str | None) -> str:
+    """A comment, and the cursor when it moved without an event for this client: an `id:`
+    with no data sets EventSource's lastEventId without an event (the SSE processing model)."""
+    return f": keepalive\nid: {cursor}\n\n" if cursor else ": keepalive\n\n"
 
 
 def render(cell_uuid: str, rows: list[Any]) -> list[Event]:

@@ -7,6 +7,7 @@ once reach two streams each change exactly once, in each server's order."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -31,6 +32,8 @@ class Sse:
     def __init__(self, resp) -> None:
         self.resp = resp
         self.seen: list[tuple[str, str, dict]] = []
+        self.last_id: str | None = None     # as EventSource keeps it
+        self.keepalives = 0
 
     async def next(self, timeout: float = WAIT) -> tuple[str, str, dict]:
         fields: dict[str, str] = {}
@@ -41,6 +44,8 @@ class Sse:
                     raise EOFError("the stream ended")
                 line = line.rstrip("\n")
                 if line == "":
+                    if "id" in fields:
+                        self.last_id = fields["id"]
                     if "event" in fields:
                         got = (fields["id"], fields["event"], json.loads(fields["data"]))
                         self.seen.append(got)
@@ -48,6 +53,7 @@ class Sse:
                     fields = {}
                     continue
                 if line.startswith(":"):
+                    self.keepalives += 1
                     continue
                 name, _, value = line.partition(": ")
                 fields[name] = value
@@ -359,3 +365,30 @@ async def test_a_change_whose_notification_was_lost_arrives_with_the_next_safety
         _, kind, data = await watch.next()
         assert (kind, data) == ("server", {"id": sid, "tenant_id": "proj-a", "deleted": True})
         await watch.close()
+
+
+async def test_keepalives_carry_the_cursor_past_events_a_client_may_not_see(pool, tmp_path):
+    async with running(pool, ["api"], tmp_path, api={"event_keepalive": 0.2}) as h:
+        alice = await open_stream(h, h.alice)
+        [bobs] = await insert_servers(h.cell1, 1, "proj-b")
+        for state in ("a", "b", "c"):
+            await h.cell1.execute("UPDATE instances SET task_state = $2 WHERE uuid = $1", bobs, state)
+        [alices] = await insert_servers(h.cell1, 1)
+        _, _, data = await alice.next()
+        assert data["id"] == alices
+        before = alice.last_id
+        # Bob's changes move alice's cursor on, and a keepalive tells her so (no event).
+        await h.cell1.execute("UPDATE instances SET task_state = 'd' WHERE uuid = $1", bobs)
+        async with asyncio.timeout(WAIT):
+            while positions(alice.last_id) <= positions(before):
+                with contextlib.suppress(TimeoutError):
+                    got = await alice.next(timeout=0.5)
+                    pytest.fail(f"alice got {got}")
+        assert alice.keepalives >= 1
+        # Reconnecting with it replays nothing; the next change of hers comes next.
+        again = await open_stream(h, h.alice, last_id=alice.last_id)
+        await h.cell1.execute("UPDATE instances SET task_state = 'e' WHERE uuid = $1", alices)
+        _, _, data = await again.next()
+        assert data["OS-EXT-STS:task_state"] == "e"
+        for stream in (alice, again):
+            await stream.close()
