@@ -106,6 +106,7 @@ bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/guest_boot.py
 	$(BIN)/python bench/volumes.py
+	$(BIN)/python bench/event_stream.py
 
 # OpenStack's own suites, run as their projects run them, against a fresh service: upstream
 # Placement's gabbi files and Tempest's API tests. Slow, so not part of `make test`; each

@@ -209,6 +209,16 @@ class SchedulerSettings:
 
 
 @dataclass(frozen=True)
+class ApiSettings:
+    event_backlog: int = _doc("events each cell keeps for GET /compute/v2.1/events (a client that reconnects "
+                              "with an older Last-Event-ID is told to reload: a `reset` event)", 10000)
+    event_buffer: int = _doc("events a slow stream client may have waiting in memory; beyond it the stream "
+                             "reads what it missed back from the database", 5000)
+    event_keepalive: float = _doc("seconds without a write after which an event stream sends a keepalive "
+                                  "comment", 15.0)
+
+
+@dataclass(frozen=True)
 class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
@@ -218,6 +228,7 @@ class Settings:
     volume: VolumeSettings = field(default_factory=VolumeSettings)
     quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
 
     @property
     def state_path(self) -> Path:

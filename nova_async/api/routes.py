@@ -11,6 +11,7 @@ from nova_async.api.handlers import (
     availability_zones,
     console_proxy,
     diagnostics,
+    events,
     extensions,
     flavors,
     floating_ips,
@@ -50,6 +51,8 @@ ROUTES = [
     ("GET", "/", versions.list_versions),
     ("GET", V, versions.show_version),
     ("GET", V + "/", versions.show_version),
+
+    ("GET", V + "/events", events.list_events),   # ours: the server event stream, every microversion
 
     ("GET", V + "/extensions", extensions.list_extensions),
     ("GET", V + "/extensions/{alias}", extensions.show_extension),
@@ -241,6 +244,7 @@ QUERY_PARAMS: dict[object, tuple[microversion.Version, frozenset[str]]] = {
         (volume_attachments.list_volume_attachments, (2, 102), ("limit", "offset")),
         (console_proxy.serial_console, (2, 102), ("token",)),
         (console_proxy.vnc_console, (2, 102), ("token", "path")),
+        (events.list_events, (2, 1), ("all_tenants", "server", "since")),
     )}
 
 
@@ -250,7 +254,13 @@ def build_app(state: ApiState) -> web.Application:
     app[microversion.QUERY_PARAMS] = QUERY_PARAMS
     app[STATE] = state
     w.add_routes(app, ROUTES + _legacy_v2(ROUTES), head=True)
+    app.on_shutdown.append(_end_event_streams)
     return app
+
+
+async def _end_event_streams(app: web.Application) -> None:
+    """Open event streams end as HTTP intake stops: otherwise shutdown would wait for them."""
+    app[STATE].events.close()
 
 
 def _legacy_v2(routes):

@@ -113,9 +113,15 @@ def _fault(row, ctx: RequestContext) -> dict[str, Any] | None:
         return None
     fault = {"code": row["fault_code"], "created": iso(row["fault_created_at"]),
              "message": row["fault_message"]}
-    if ctx.is_admin or row["fault_code"] != 500:
+    if fault_details_shown(row["fault_code"], ctx.is_admin):
         fault["details"] = row["fault_details"]
     return fault
+
+
+def fault_details_shown(code: int, is_admin: bool) -> bool:
+    """Whether a fault's details (a traceback, for a 500) are shown: to admins, or when the
+    fault is not an internal error, as Nova."""
+    return is_admin or code != 500
 
 
 # The image properties Nova knows by name (its ImageMetaProps): from 2.98 a server's image shows

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from nova_async.api.event_stream import EventHub
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import ConductorClient
 from nova_async.config import Settings
@@ -29,6 +30,7 @@ class ApiState:
     compute: ComputeClient
     placement: PlacementClient
     volumes: VolumeClient
+    events: EventHub    # the server event stream's feeds (GET /events)
 
     @property
     def base_url(self) -> str:

@@ -181,12 +181,16 @@ class Cells:
             return
         # The source row stays locked to the end: a change made meanwhile (a delete) waits, then
         # finds the row gone and looks again where the mapping now points.
+        # Neither side is an event for the stream (api/event_stream.py): its clients saw the
+        # server all along; the copy is the same server, the delete is not its end.
         async with source.pool.acquire() as src, src.transaction():
             if await src.fetchval(Q.lock_instance, instance_uuid) is None:
                 return
+            await src.execute(Q.quiet_events)
             exported = await src.fetchrow(Q.export_instance, instance_uuid)
             mappings = await src.fetchval(BQ.export_of_instance, instance_uuid)
             async with target.pool.acquire() as conn, conn.transaction():
+                await conn.execute(Q.quiet_events)
                 await conn.execute(Q.drop_instance, instance_uuid)
                 await conn.execute(Q.import_instance, exported["instance"], exported["faults"],
                                    exported["actions"], exported["events"])
@@ -253,7 +257,9 @@ class Cells:
             await conn.fetchval(Q.lock_instance, instance_uuid)
             if await self.api.fetchval(Q.instance_cell, instance_uuid) != source.uuid:
                 return False   # the move finished: this copy is the instance now
-            await cell.pool.execute(Q.drop_instance, instance_uuid)
+            async with cell.pool.acquire() as copy, copy.transaction():
+                await copy.execute(Q.quiet_events)   # a leftover copy, not the server's end
+                await copy.execute(Q.drop_instance, instance_uuid)
         return True
 
 
@@ -298,7 +304,9 @@ async def _adopt(cells: Cells, api: asyncpg.Connection) -> int:
             await conn.execute(Q.catch_up_sequence.format(table=table))
     await api.execute(Q.adopt_mappings, uuids, [target.uuid] * len(uuids),
                       [r["project_id"] for r in legacy], [r["user_id"] for r in legacy])
-    await api.execute(Q.forget_instances, uuids)
+    async with api.transaction():
+        await api.execute(Q.quiet_events)   # they live on in the cell: not deletes (no one reads them here)
+        await api.execute(Q.forget_instances, uuids)
     log.info("instances moved from the API database into their cell", cell=target.name, count=len(uuids))
     return len(uuids)
 

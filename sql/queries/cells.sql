@@ -124,3 +124,8 @@ SELECT c.uuid::text, c.name, c.database_connection, c.disabled,
 -- name: host_list
 SELECT h.host, c.name AS cell FROM host_mappings h JOIN cell_mappings c ON c.uuid = h.cell_uuid
  ORDER BY c.name, h.host;
+
+-- name: quiet_events
+-- For the rest of this transaction, what it writes to instances and their records is not an
+-- event (sql/functions/server_events_instance.sql): a move's copy and delete of a server.
+SELECT set_config('nova_async.quiet_events', 'on', true);

@@ -11,7 +11,7 @@ failed boots, upstream placement finding the same candidates).
 Each case brings its own peer: boot_rate and bus start their own RabbitMQ, guest_boot a real
 TCG guest (the demo guest is built first if this machine has none), placement_vs_upstream
 upstream Placement in a virtualenv this run makes (shared by its two cases, then removed),
-volumes a test:///default connection of its own.
+volumes a test:///default connection of its own; event_stream has no peer (Nova has no stream).
 """
 
 from __future__ import annotations
@@ -132,6 +132,15 @@ async def test_volumes_against_bare_libvirt():
     expect(out, rf"concurrency=2 rounds=1 size=1G samples: ours 2 \(errors 0\), floor 2; poll every {NUM} ms",
            *(rf"{phase}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}x"
              for phase in ("create", "attach", "detach", "delete", "total")))
+
+
+async def test_event_stream():
+    out = await run_bench("event_stream.py", "--servers", "20", "--rounds", "2", "--writers", "2", "--quiet", "3")
+    # 0 out of order/missing/repeated: each stream got every change once, in order (not a timing)
+    expect(out, rf"20 servers × 2 rounds by 2 writers = 40 changes, 2 streams; the writes took {NUM} ms",
+           *(rf"stream {i}: 40 events, servers out of order/missing/repeated: 0; commit→event p50 {NUM} ms, "
+             rf"p95 {NUM} ms, max {NUM} ms; {NUM} events/s" for i in (0, 1)),
+           rf"3 single changes one at a time: commit→event p50 {NUM} ms, p95 {NUM} ms")
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nova_async.api import (lookup, microversion, schemas, security_groups, server_create, server_delete,
+from nova_async.api import (lookup, microversion, policy, schemas, security_groups, server_create, server_delete,
                             server_store, server_views, volume_attachments)
 from nova_async.api.links import links, next_page
 from nova_async.api.state import STATE
@@ -35,9 +35,7 @@ async def create_server(request: web.Request) -> web.Response:
 def _filter(request: web.Request) -> server_store.ListFilter:
     ctx = w.context(request)
     q = request.query
-    all_projects = q.get("all_tenants", "false").lower() not in ("false", "0", "no", "off")
-    if all_projects and not ctx.is_admin:
-        raise errors.Forbidden("Policy does not allow listing the servers of all projects (all_tenants).")
+    all_projects = policy.all_tenants(request)
     # As Nova: without all_tenants a list is the caller's project's, whatever project_id or
     # tenant_id say; with it, either one narrows the list to that project.
     project = (q.get("project_id") or q.get("tenant_id") or None) if all_projects else ctx.project_id
