@@ -7,6 +7,7 @@ user of another project does not get). Every page's screenshot is saved (light, 
 from __future__ import annotations
 
 import os
+import re
 
 import aiohttp
 import pytest
@@ -17,6 +18,7 @@ from playwright.async_api import expect
 from tests.browser.conftest import log_in
 from tests.conftest import dsn_for
 from tests.e2e.conftest import serve
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -178,9 +180,25 @@ async def test_network_router_floating_ip_and_a_rule(browser, served, screens):
     await page.get_by_role("button", name="Allocate IP").click()
     dialog = page.get_by_role("dialog", name="Allocate a floating IP")
     await dialog.get_by_role("button", name="Allocate").click()
-    await expect(row(page, "203.0.113.")).to_have_count(1)
-    await expect(row(page, "203.0.113.")).to_contain_text("public")
+    address = row(page, "203.0.113.")
+    await expect(address).to_have_count(1)
+    await expect(address).to_contain_text("public")
+
+    # Associated to a server on web-net (booted through the API: launching is another page's),
+    # chosen by its name, then the server's port by its address.
+    async with aiohttp.ClientSession() as http:
+        await boot(http, served, "web1", "web-net")
+    await address.get_by_role("button", name="Associate").click()
+    dialog = page.get_by_role("dialog").filter(has_text="Associate 203.0.113.")
+    await dialog.get_by_label("Server").select_option(label="web1")
+    await expect(dialog.get_by_label("Port")).to_contain_text("10.20.0.")
+    await dialog.get_by_role("button", name="Associate").click()
+    await expect(address).to_contain_text("web1")
+    await expect(address).to_contain_text("10.20.0.")
     await screens.shot(page, "floating-ips")
+    await address.get_by_role("button", name="Disassociate").click()
+    await confirm(page, "Disassociate")
+    await expect(address).not_to_contain_text("web1")
 
     await open_page(page, served, "security-groups", "Security groups")
     await page.get_by_role("button", name="Add a rule to default").click()
@@ -219,11 +237,13 @@ async def test_overview_admin_and_another_projects_user(browser, served, screens
     page = await admin_page(browser, served)
     await page.goto(f"{served.url}/dashboard/#/overview")
     await expect(page.locator("#view section[aria-busy]")).to_have_count(0, timeout=SLOW)
-    await expect(page.locator("[data-quota=Servers]")).to_contain_text("0 of 10")
+    await expect(page.locator("[data-quota=Servers]")).to_contain_text(re.compile(r"\d+ of 10"))
     await expect(page.locator("[role=meter]")).not_to_have_count(0)
-    host = page.locator(".host svg")
-    await expect(host.locator("g[role=img]")).to_have_count(3)
-    await expect(host.locator("g[role=img]").first).to_have_attribute("aria-label", "vCPU: 0 used of 64")
+    # One ring per resource class; the test driver's host: 16 vCPUs × allocation ratio 4.
+    rings = page.locator(".host svg g[role=img]")
+    await expect(rings).to_have_count(3)
+    await expect(rings.first).to_have_attribute("aria-label", re.compile(r"^vCPU: \d+ used of 64$"))
+    await expect(rings.nth(1)).to_have_attribute("aria-label", re.compile(r"^RAM: .* used of "))
     await screens.shot(page, "overview-admin")
     await page.get_by_role("button", name="Switch light or dark").click()
     await expect(page.locator("html")).to_have_attribute("data-theme", "dark")
@@ -278,3 +298,27 @@ async def make_user(http: aiohttp.ClientSession, served, name: str, password: st
         role = (await resp.json())["roles"][0]
     async with http.put(f"{served.url}/v3/projects/{p['id']}/users/{u['id']}/roles/{role['id']}", headers=auth) as resp:
         assert resp.status == 204, await resp.text()
+
+
+async def boot(http: aiohttp.ClientSession, served, name: str, network: str) -> None:
+    """A server on `network`, made with the APIs, once ACTIVE (libvirt's test driver boots at once)."""
+    token = await served.token(http)
+    auth = {"X-Auth-Token": token, "OpenStack-API-Version": "compute 2.100"}
+    async with http.get(f"{served.url}/network/v2.0/networks", params={"name": network}, headers=auth) as resp:
+        net = (await resp.json())["networks"][0]["id"]
+    async with http.get(f"{served.url}/image/v2/images", params={"name": "nova-async-demo"}, headers=auth) as resp:
+        image = (await resp.json())["images"][0]["id"]
+    async with http.post(f"{served.url}/compute/v2.1/flavors", headers=auth,
+                         json={"flavor": {"name": f"for-{name}", "vcpus": 1, "ram": 256, "disk": 1}}) as resp:
+        flavor = (await resp.json())["flavor"]["id"]
+    async with http.post(f"{served.url}/compute/v2.1/servers", headers=auth, json={"server": {
+            "name": name, "flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}}) as resp:
+        assert resp.status == 202, await resp.text()
+        server = (await resp.json())["server"]["id"]
+    # What the dashboard associates is the server's port, there once the server is ACTIVE.
+
+    async def show() -> dict:
+        async with http.get(f"{served.url}/compute/v2.1/servers/{server}", headers=auth) as resp:
+            return (await resp.json())["server"]
+
+    await until(show, lambda x: x["status"] == "ACTIVE", what=f"{name} ACTIVE", interval=0.2)

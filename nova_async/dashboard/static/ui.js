@@ -242,3 +242,9 @@ export async function settle(fetchOne, done, { signal, limit = 120000 } = {}) {
     delay = Math.min(delay * 1.6, 5000);
   }
 }
+
+/** A resource page's title with its buttons beside it (outside the heading, so that the
+ *  heading's name is the title alone). */
+export function pageHeading(text, ...actions) {
+  return h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
+}

@@ -1,13 +1,13 @@
 // Flavors: what a server may be sized as. Everybody sees the public ones (and those shared
 // with their project); admins see every one and make and delete them.
 
-import { h, clear, heading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
+import { h, clear, pageHeading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
          rowActions, checkbox } from "../ui.js";
 
 export default async function flavors(view, { api }) {
   const admin = api.isAdmin();
   const list = h("div");
-  view.append(heading("Flavors", admin ? h("button", { type: "button", onclick: () => create(api, load) }, "Create flavor") : null),
+  view.append(pageHeading("Flavors", admin ? h("button", { type: "button", onclick: () => create(api, load) }, "Create flavor") : null),
               list);
 
   async function load() {

@@ -1,13 +1,13 @@
 // Floating IPs (Neutron v2): list (with the server behind each), allocate from an external
 // network, associate to a server (through one of its ports), disassociate, release.
 
-import { h, clear, heading, table, badge, field, select, modal, confirm, toast, fieldError,
+import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError,
          rowButton, rowActions } from "../ui.js";
 
 export default async function floatingIps(view, { api }) {
   const list = h("div");
   let nets = [];
-  view.append(heading("Floating IPs", h("button", { type: "button", onclick: () => allocate() }, "Allocate IP")), list);
+  view.append(pageHeading("Floating IPs", h("button", { type: "button", onclick: () => allocate() }, "Allocate IP")), list);
 
   async function load() {
     const [f, n, p, s] = await Promise.all([

@@ -3,7 +3,7 @@
 // PUT /v2/images/{id}/file sends the bytes (XMLHttpRequest, for its progress events); the
 // image is active once the service has stored them.
 
-import { h, clear, heading, table, badge, age, bytes, field, select, modal, confirm, toast,
+import { h, clear, pageHeading, table, badge, age, bytes, field, select, modal, confirm, toast,
          fieldError, blame, rowButton, rowActions } from "../ui.js";
 
 const DISK_FORMATS = ["qcow2", "raw", "iso", "vmdk", "vdi", "vhd", "vhdx", "ploop", "ami", "ari", "aki"];
@@ -20,7 +20,7 @@ export default async function images(view, { api }) {
     const made = await uploadForm(api);
     if (made) await send(api, made, uploads, load);
   };
-  view.append(heading("Images", h("button", { type: "button", onclick: start }, "Upload image")), uploads, list);
+  view.append(pageHeading("Images", h("button", { type: "button", onclick: start }, "Upload image")), uploads, list);
 
   async function load() {
     const data = await api.get("image", "/images", { limit: 1000, sort: "name:asc" });

@@ -5,12 +5,12 @@
 // Ed25519, and only its public half is sent. The private half never leaves the page: it is
 // offered once as a file to save (OpenSSH's own format, which ssh reads; PKCS#8 PEM too).
 
-import { h, clear, heading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
-         rowActions, age } from "../ui.js";
+import { h, clear, pageHeading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
+         rowActions } from "../ui.js";
 
 export default async function keypairs(view, { api }) {
   const list = h("div");
-  view.append(heading("Key pairs",
+  view.append(pageHeading("Key pairs",
     h("button", { type: "button", onclick: () => generate(api, load) }, "Create key pair"),
     h("button", { type: "button", class: "ghost", onclick: () => importKey(api, load) }, "Import public key")), list);
 
@@ -23,7 +23,6 @@ export default async function keypairs(view, { api }) {
       { label: "Fingerprint", value: (k) => h("span", { class: "mono" }, k.fingerprint) },
       { label: "Public key", value: (k) => h("span", { class: "mono", title: k.public_key },
                                             `${(k.public_key || "").slice(0, 32)}…`) },
-      { label: "Age", value: (k) => age(k.created_at) },
       { label: "", value: (k) => rowActions(rowButton("Delete", `Delete key pair ${k.name}`, () => remove(k), { danger: true })) },
     ], pairs, { rowKey: (k) => k.name, empty: "No key pairs yet: create or import one." }));
   }
@@ -108,7 +107,7 @@ function showPrivate({ keypair, openssh, pkcs8 }) {
       h("p", {}, "Save the private key now: it was made in this browser and is not kept anywhere. ",
         "Use it with ", h("code", {}, `ssh -i ${file} user@server`), " (chmod 600 it first)."),
       h("div", { class: "downloads" }, links),
-      h("textarea", { class: "secret", readonly: true, "aria-label": "Private key", rows: 8 }, openssh),
+      h("textarea", { class: "secret", readonly: true, wrap: "off", "aria-label": "Private key", rows: 8 }, openssh),
       h("p", { class: "muted mono" }, `Fingerprint ${keypair.fingerprint}`),
       h("div", { class: "actions" }, h("button", { type: "button", onclick: () => dialog.close() }, "I have saved it")));
     dialog.addEventListener("close", () => {

@@ -1,14 +1,14 @@
 // Networks with their subnets (Neutron v2): list, create a network and, in the same form, its
 // first subnet; add a subnet; delete either.
 
-import { h, clear, heading, table, badge, field, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, table, badge, field, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions, checkbox } from "../ui.js";
 
 export default async function networks(view, { api }) {
   const admin = api.isAdmin();
   const project = api.current().project.id;
   const list = h("div");
-  view.append(heading("Networks", h("button", { type: "button", onclick: () => createNetwork(api, load) }, "Create network")), list);
+  view.append(pageHeading("Networks", h("button", { type: "button", onclick: () => createNetwork(api, load) }, "Create network")), list);
 
   async function load() {
     const [nets, subs] = await Promise.all([api.get("network", "/networks"), api.get("network", "/subnets")]);

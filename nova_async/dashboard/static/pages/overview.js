@@ -3,7 +3,7 @@
 // allocated, after reserved and allocation ratio) drawn as rings, and the hypervisors.
 // Non-admins never ask placement (it would refuse them anyway).
 
-import { h, clear, heading, table, badge, usageBar, svg } from "../ui.js";
+import { h, clear, pageHeading, table, badge, usageBar, svg } from "../ui.js";
 
 const COMPUTE = [["instances", "Servers"], ["cores", "vCPUs"], ["ram", "RAM", "MiB"], ["key_pairs", "Key pairs"],
                  ["server_groups", "Server groups"]];
@@ -16,7 +16,7 @@ const CLASSES = [["VCPU", "vCPU", ""], ["MEMORY_MB", "RAM", "MiB"], ["DISK_GB", 
 export default async function overview(view, { api }) {
   const session = api.current();
   const project = session.project.id;
-  view.append(heading(`Overview · ${session.project.name}`));
+  view.append(pageHeading(`Overview · ${session.project.name}`));
   const fills = [
     section(view, "Compute", () => computeQuotas(api, project)),
     section(view, "Network", () => networkQuotas(api, project)),

@@ -1,13 +1,13 @@
 // Routers (Neutron v2): list with their gateway and interfaces; create; set or clear the
 // external gateway; add or remove a subnet's interface; delete (its interfaces first).
 
-import { h, clear, heading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions } from "../ui.js";
 
 export default async function routers(view, { api }) {
   const list = h("div");
   let nets = [], subnets = [];
-  view.append(heading("Routers", h("button", { type: "button", onclick: () => create() }, "Create router")), list);
+  view.append(pageHeading("Routers", h("button", { type: "button", onclick: () => create() }, "Create router")), list);
 
   const netName = (id) => nets.find((n) => n.id === id)?.name || id;
   const subnetLabel = (s) => `${s.name ? `${s.name} ` : ""}${s.cidr} (${netName(s.network_id)})`;

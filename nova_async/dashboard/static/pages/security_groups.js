@@ -1,7 +1,7 @@
 // Security groups (Neutron v2): each group with its rules; add and delete a rule; create and
 // delete a group.
 
-import { h, clear, heading, table, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, table, field, select, modal, confirm, toast, fieldError, blame,
          rowButton } from "../ui.js";
 
 const PROTOCOLS = [["", "any"], ["tcp", "TCP"], ["udp", "UDP"], ["icmp", "ICMP"], ["ipv6-icmp", "ICMPv6"]];
@@ -9,7 +9,7 @@ const PROTOCOLS = [["", "any"], ["tcp", "TCP"], ["udp", "UDP"], ["icmp", "ICMP"]
 export default async function securityGroups(view, { api }) {
   const list = h("div");
   let groups = [];
-  view.append(heading("Security groups", h("button", { type: "button", onclick: () => createGroup() }, "Create group")), list);
+  view.append(pageHeading("Security groups", h("button", { type: "button", onclick: () => createGroup() }, "Create group")), list);
 
   const groupName = (id) => groups.find((g) => g.id === id)?.name || id;
 

@@ -2,21 +2,21 @@
 // an image), extend, delete. Only when the token's catalog lists a volume service: a cloud
 // without one says so instead of failing.
 
-import { h, clear, heading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions, age, settle } from "../ui.js";
 
 // Statuses a volume passes through on its own; the page follows it until it leaves them.
 const MOVING = new Set(["creating", "extending", "deleting", "downloading", "attaching", "detaching", "reserved"]);
 
 export default async function volumes(view, { api }) {
-  view.append(heading("Volumes"));
+  view.append(pageHeading("Volumes"));
   if (!await api.hasService("block-storage", "volumev3")) {
     view.append(h("p", { class: "empty" }, "This cloud has no volume service."));
     return undefined;
   }
   const leaving = new AbortController();
   const list = h("div");
-  view.querySelector("h1").append(h("button", { type: "button", onclick: () => create() }, "Create volume"));
+  view.querySelector(".head-actions").append(h("button", { type: "button", onclick: () => create() }, "Create volume"));
   view.append(list);
   let servers = new Map();
 
