@@ -120,6 +120,10 @@ async def test_keypair_made_in_the_browser_and_one_imported(browser, served, scr
         await shown.get_by_role("link", name="Download private key (OpenSSH)").click()
     saved = tmp_path / "browser-key"
     await (await downloading.value).save_as(saved)
+    async with page.expect_download() as downloading:
+        await shown.get_by_role("link", name="Download as PKCS#8 PEM").click()
+    pkcs8 = tmp_path / "browser-key.pem"
+    await (await downloading.value).save_as(pkcs8)
     await screens.shot(page, "keypair-private-key")
     await shown.get_by_role("button", name="I have saved it").click()
     await expect(row(page, "browser-key")).to_contain_text("ssh")
@@ -143,6 +147,8 @@ async def test_keypair_made_in_the_browser_and_one_imported(browser, served, scr
             stored = (await resp.json())["keypair"]["public_key"]
     ours = private.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
     assert stored.split()[:2] == ours.split()[:2]
+    same = serialization.load_pem_private_key(pkcs8.read_bytes(), password=None)
+    assert same.private_bytes_raw() == private.private_bytes_raw()
     await page.context.close()
 
 
@@ -278,6 +284,12 @@ async def test_overview_admin_and_another_projects_user(browser, served, screens
     await screens.shot(page, "overview-other-project")
     await open_page(page, served, "floating-ips", "Floating IPs")
     await expect(page.locator("#view .empty")).to_contain_text("No floating IPs")
+    await open_page(page, served, "networks", "Networks")
+    await expect(row(page, "public")).to_have_count(1)
+    await expect(row(page, "web-net")).to_have_count(0)
+    await expect(page.get_by_role("button", name="Delete network public")).to_have_count(0)
+    await open_page(page, served, "flavors", "Flavors")
+    await expect(page.get_by_role("button", name="Create flavor")).to_have_count(0)
     await page.context.close()
 
 

@@ -248,3 +248,15 @@ export async function settle(fetchOne, done, { signal, limit = 120000 } = {}) {
 export function pageHeading(text, ...actions) {
   return h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
 }
+
+/** fn, called once `ms` after the last of a burst of calls (a page reloading on live events);
+ *  `.cancel()` drops a pending call (when the page is left). */
+export function coalesce(fn, ms = 300) {
+  let timer = null;
+  const call = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { timer = null; Promise.resolve(fn()).catch((err) => console.warn(err)); }, ms);
+  };
+  call.cancel = () => clearTimeout(timer);
+  return call;
+}

@@ -2,25 +2,31 @@
 // network, associate to a server (through one of its ports), disassociate, release.
 
 import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError,
-         rowButton, rowActions } from "../ui.js";
+         rowButton, rowActions, coalesce } from "../ui.js";
 
-export default async function floatingIps(view, { api }) {
+export default async function floatingIps(view, { api, stream }) {
   const list = h("div");
   let nets = [];
+  let behind = new Set();  // the servers the listed addresses point to
   view.append(pageHeading("Floating IPs", h("button", { type: "button", onclick: () => allocate() }, "Allocate IP")), list);
 
   async function load() {
-    const [f, n, p, s] = await Promise.all([
-      api.get("network", "/floatingips"), api.get("network", "/networks"),
-      api.get("network", "/ports"),
+    // The project's own (an admin's list would otherwise hold every project's).
+    const [f, n, s] = await Promise.all([
+      api.get("network", "/floatingips", { project_id: api.current().project.id }), api.get("network", "/networks"),
       api.get("compute", "/servers").catch(() => ({ servers: [] }))]);
     nets = n.networks;
-    const ports = new Map(p.ports.map((port) => [port.id, port]));
+    // The ports behind the addresses only, asked for by id (fifty a call keeps the URL short).
+    const ids = [...new Set(f.floatingips.map((ip) => ip.port_id).filter(Boolean))];
+    const batches = [];
+    for (let i = 0; i < ids.length; i += 50) batches.push(api.get("network", "/ports", { id: ids.slice(i, i + 50) }));
+    const ports = new Map((await Promise.all(batches)).flatMap((b) => b.ports).map((port) => [port.id, port]));
     const servers = new Map(s.servers.map((x) => [x.id, x.name]));
     const serverOf = (ip) => {
       const port = ports.get(ip.port_id);
       return port && port.device_owner?.startsWith("compute:") ? { id: port.device_id, name: servers.get(port.device_id) } : null;
     };
+    behind = new Set(f.floatingips.map(serverOf).filter(Boolean).map((x) => x.id));
     clear(list, table([
       { label: "Address", value: (ip) => h("span", { class: "mono" }, ip.floating_ip_address) },
       { label: "Status", value: (ip) => badge(ip.status) },
@@ -112,4 +118,22 @@ export default async function floatingIps(view, { api }) {
   }
 
   await load();
+  // Live, from the tab's event stream: a server behind one of these deleted (the association
+  // goes with its port), or a server whose floating addresses changed (associated elsewhere,
+  // from the server's page or the CLI). Other servers' changes leave the page alone.
+  const reload = coalesce(load);
+  const floating = new Map();
+  const floatingOf = (addresses) => Object.values(addresses || {}).flat()
+    .filter((a) => a["OS-EXT-IPS:type"] === "floating").map((a) => a.addr).sort().join(" ");
+  const unsubscribe = stream.subscribe((type, data) => {
+    if (type !== "server") return;
+    if (data.deleted) {
+      if (behind.has(data.id)) reload();
+      return;
+    }
+    const now = floatingOf(data.addresses);
+    if ((floating.get(data.id) ?? "") !== now || (behind.has(data.id) && !now)) reload();
+    floating.set(data.id, now);
+  });
+  return () => { reload.cancel(); unsubscribe(); };
 }

@@ -12,8 +12,11 @@ export default async function networks(view, { api }) {
 
   async function load() {
     const [nets, subs] = await Promise.all([api.get("network", "/networks"), api.get("network", "/subnets")]);
+    // What the project uses: its own networks, the shared and the external ones (an admin's
+    // list would otherwise hold every project's).
+    const shown = nets.networks.filter((n) => n.project_id === project || n.shared || n["router:external"]);
     const byNetwork = Map.groupBy(subs.subnets, (s) => s.network_id);
-    const mine = (n) => admin || n.project_id === project;
+    const mine = (n) => n.project_id === project || (admin && (n.shared || n["router:external"]));
     clear(list, table([
       { label: "Name", value: (n) => n.name || n.id },
       { label: "Status", value: (n) => badge(n.status) },
@@ -23,7 +26,7 @@ export default async function networks(view, { api }) {
       { label: "", value: (n) => rowActions(mine(n) ? [
           rowButton("Add subnet", `Add a subnet to ${n.name || n.id}`, () => addSubnet(api, n, load)),
           rowButton("Delete", `Delete network ${n.name || n.id}`, () => removeNetwork(n), { danger: true })] : null) },
-    ], nets.networks, { rowKey: (n) => n.id, empty: "No networks yet: create one." }));
+    ], shown, { rowKey: (n) => n.id, empty: "No networks yet: create one." }));
   }
 
   function subnetList(net, subnets, editable) {

@@ -3,7 +3,7 @@
 // allocated, after reserved and allocation ratio) drawn as rings, and the hypervisors.
 // Non-admins never ask placement (it would refuse them anyway).
 
-import { h, clear, pageHeading, table, badge, usageBar, svg } from "../ui.js";
+import { h, pageHeading, table, badge, usageBar, svg } from "../ui.js";
 
 const COMPUTE = [["instances", "Servers"], ["cores", "vCPUs"], ["ram", "RAM", "MiB"], ["key_pairs", "Key pairs"],
                  ["server_groups", "Server groups"]];

@@ -13,12 +13,16 @@ export default async function routers(view, { api }) {
   const subnetLabel = (s) => `${s.name ? `${s.name} ` : ""}${s.cidr} (${netName(s.network_id)})`;
   const externals = () => nets.filter((n) => n["router:external"]);
   // Subnets a router may take an interface on: not the external networks' own.
-  const internalSubnets = () => subnets.filter((s) => !nets.find((n) => n.id === s.network_id)?.["router:external"]);
+  const internalSubnets = () => subnets.filter((s) => {
+    const net = nets.find((n) => n.id === s.network_id);
+    return net && !net["router:external"] && (net.project_id === api.current().project.id || net.shared);
+  });
 
   async function load() {
     const [r, n, s, p] = await Promise.all([
-      api.get("network", "/routers"), api.get("network", "/networks"), api.get("network", "/subnets"),
-      api.get("network", "/ports", { device_owner: "network:router_interface" })]);
+      api.get("network", "/routers", { project_id: api.current().project.id }),
+      api.get("network", "/networks"), api.get("network", "/subnets"),
+      api.get("network", "/ports", { device_owner: "network:router_interface", project_id: api.current().project.id })]);
     nets = n.networks;
     subnets = s.subnets;
     const interfaces = Map.groupBy(p.ports, (port) => port.device_id);

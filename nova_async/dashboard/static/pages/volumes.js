@@ -3,12 +3,12 @@
 // without one says so instead of failing.
 
 import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
-         rowButton, rowActions, age, settle } from "../ui.js";
+         rowButton, rowActions, age, settle, coalesce } from "../ui.js";
 
 // Statuses a volume passes through on its own; the page follows it until it leaves them.
 const MOVING = new Set(["creating", "extending", "deleting", "downloading", "attaching", "detaching", "reserved"]);
 
-export default async function volumes(view, { api }) {
+export default async function volumes(view, { api, stream }) {
   view.append(pageHeading("Volumes"));
   if (!await api.hasService("block-storage", "volumev3")) {
     view.append(h("p", { class: "empty" }, "This cloud has no volume service."));
@@ -115,5 +115,11 @@ export default async function volumes(view, { api }) {
   }
 
   await load();
-  return () => leaving.abort();
+  // A volume attached or detached from a server's page shows here as it happens: the server's
+  // instance action, finished, arrives on the tab's event stream.
+  const reload = coalesce(load);
+  const unsubscribe = stream.subscribe((type, data) => {
+    if (type === "action" && /volume/.test(data.action || "") && data.finish_time) reload();
+  });
+  return () => { leaving.abort(); reload.cancel(); unsubscribe(); };
 }
