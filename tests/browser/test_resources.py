@@ -20,7 +20,8 @@ from tests.conftest import dsn_for
 from tests.e2e.conftest import serve
 from tests.waiting import until
 
-pytestmark = pytest.mark.e2e
+# One worker runs them all (--dist loadgroup), so the module's one served process serves all.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("dashboard-resources")]
 
 SLOW = 30_000  # ms: what the service does in the background (a volume made, a router plumbed)
 
@@ -83,21 +84,27 @@ async def test_upload_an_image_with_progress_and_delete_it(browser, served, scre
 async def test_flavor_create_refused_twice_and_delete(browser, served, screens):
     page = await admin_page(browser, served)
     await open_page(page, served, "flavors", "Flavors")
+    # With the keyboard: the button, Enter; the dialog's first field has the focus; Enter in a
+    # field sends the form; Escape closes the dialog.
     for attempt in (1, 2):
-        await page.get_by_role("button", name="Create flavor").click()
+        await page.get_by_role("button", name="Create flavor").focus()
+        await page.keyboard.press("Enter")
         dialog = page.get_by_role("dialog", name="Create a flavor")
-        await dialog.get_by_label("Name").fill("m1.web")
+        await expect(dialog.get_by_label("Name")).to_be_focused()
+        await page.keyboard.type("m1.web")
         await dialog.get_by_label("vCPUs").fill("2")
         await dialog.get_by_label("RAM (MiB)").fill("1024")
-        await dialog.get_by_label("Root disk (GiB)").fill("5")
         await dialog.get_by_label("Extra specs").fill("hw:cpu_policy=shared")
-        await dialog.get_by_role("button", name="Create").click()
+        await dialog.get_by_label("Root disk (GiB)").fill("5")
+        await page.keyboard.press("Enter")
         if attempt == 1:
             await expect(dialog).to_have_count(0)
     # The second one's name is taken: said next to the name, the dialog stays open.
     await expect(dialog.locator(".field[data-field=name] .error")).to_contain_text("exists")
+    await expect(dialog.get_by_label("Name")).to_be_focused()
     await screens.shot(page, "flavor-name-taken")
-    await dialog.get_by_role("button", name="Cancel").click()
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_have_count(0)
 
     flavor = row(page, "m1.web")
     await expect(flavor).to_contain_text("1024 MiB")

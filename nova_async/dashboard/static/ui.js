@@ -244,19 +244,26 @@ export async function settle(fetchOne, done, { signal, limit = 120000 } = {}) {
 }
 
 /** A resource page's title with its buttons beside it (outside the heading, so that the
- *  heading's name is the title alone). */
+ *  heading's name is the title alone). The buttons wait for the page's first load, as their
+ *  forms offer what it fetched: `ready(view)` enables them. */
 export function pageHeading(text, ...actions) {
+  for (const b of actions.flat()) if (b instanceof HTMLButtonElement) b.disabled = true;
   return h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
 }
 
-/** fn, called once `ms` after the last of a burst of calls (a page reloading on live events);
+export function ready(view) {
+  for (const b of view.querySelectorAll(".page-head .head-actions button")) b.disabled = false;
+}
+
+/** fn, called once `ms` after the first of a burst of calls, the calls meanwhile joining it:
+ *  a page reloading on live events does so at most once every `ms`, however many arrive.
  *  `.cancel()` drops a pending call (when the page is left). */
 export function coalesce(fn, ms = 300) {
   let timer = null;
   const call = () => {
-    clearTimeout(timer);
+    if (timer !== null) return;
     timer = setTimeout(() => { timer = null; Promise.resolve(fn()).catch((err) => console.warn(err)); }, ms);
   };
-  call.cancel = () => clearTimeout(timer);
+  call.cancel = () => { clearTimeout(timer); timer = null; };
   return call;
 }

@@ -1,7 +1,7 @@
 // Flavors: what a server may be sized as. Everybody sees the public ones (and those shared
 // with their project); admins see every one and make and delete them.
 
-import { h, clear, pageHeading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
+import { h, clear, pageHeading, ready, table, field, modal, confirm, toast, fieldError, blame, rowButton,
          rowActions, checkbox } from "../ui.js";
 
 export default async function flavors(view, { api }) {
@@ -37,6 +37,7 @@ export default async function flavors(view, { api }) {
   }
 
   await load();
+  ready(view);
 }
 
 function specs(extra) {

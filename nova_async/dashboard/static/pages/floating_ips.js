@@ -1,7 +1,7 @@
 // Floating IPs (Neutron v2): list (with the server behind each), allocate from an external
 // network, associate to a server (through one of its ports), disassociate, release.
 
-import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError,
+import { h, clear, pageHeading, ready, table, badge, field, select, modal, confirm, toast, fieldError,
          rowButton, rowActions, coalesce } from "../ui.js";
 
 export default async function floatingIps(view, { api, stream }) {
@@ -118,6 +118,7 @@ export default async function floatingIps(view, { api, stream }) {
   }
 
   await load();
+  ready(view);
   // Live, from the tab's event stream: a server behind one of these deleted (the association
   // goes with its port), or a server whose floating addresses changed (associated elsewhere,
   // from the server's page or the CLI). Other servers' changes leave the page alone.

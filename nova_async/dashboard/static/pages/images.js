@@ -3,7 +3,7 @@
 // PUT /v2/images/{id}/file sends the bytes (XMLHttpRequest, for its progress events); the
 // image is active once the service has stored them.
 
-import { h, clear, pageHeading, table, badge, age, bytes, field, select, modal, confirm, toast,
+import { h, clear, pageHeading, ready, table, badge, age, bytes, field, select, modal, confirm, toast,
          fieldError, blame, rowButton, rowActions } from "../ui.js";
 
 const DISK_FORMATS = ["qcow2", "raw", "iso", "vmdk", "vdi", "vhd", "vhdx", "ploop", "ami", "ari", "aki"];
@@ -48,6 +48,7 @@ export default async function images(view, { api }) {
   }
 
   await load();
+  ready(view);
 }
 
 /** The form: what the image is. Its submit makes the record and hands it back with the file;

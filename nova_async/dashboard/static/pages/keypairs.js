@@ -5,7 +5,7 @@
 // Ed25519, and only its public half is sent. The private half never leaves the page: it is
 // offered once as a file to save (OpenSSH's own format, which ssh reads; PKCS#8 PEM too).
 
-import { h, clear, pageHeading, table, field, modal, confirm, toast, fieldError, blame, rowButton,
+import { h, clear, pageHeading, ready, table, field, modal, confirm, toast, fieldError, blame, rowButton,
          rowActions } from "../ui.js";
 
 export default async function keypairs(view, { api }) {
@@ -37,6 +37,7 @@ export default async function keypairs(view, { api }) {
   }
 
   await load();
+  ready(view);
 }
 
 const nameField = () => field("Name", h("input", { name: "name", required: true, maxlength: 255,

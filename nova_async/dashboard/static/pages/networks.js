@@ -1,7 +1,7 @@
 // Networks with their subnets (Neutron v2): list, create a network and, in the same form, its
 // first subnet; add a subnet; delete either.
 
-import { h, clear, pageHeading, table, badge, field, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, ready, table, badge, field, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions, checkbox } from "../ui.js";
 
 export default async function networks(view, { api }) {
@@ -56,6 +56,7 @@ export default async function networks(view, { api }) {
   }
 
   await load();
+  ready(view);
 }
 
 /** The subnet's fields, named subnet_*, shared by both forms. */

@@ -3,7 +3,7 @@
 // allocated, after reserved and allocation ratio) drawn as rings, and the hypervisors.
 // Non-admins never ask placement (it would refuse them anyway).
 
-import { h, pageHeading, table, badge, usageBar, svg } from "../ui.js";
+import { h, pageHeading, table, badge, usageBar, svg, coalesce } from "../ui.js";
 
 const COMPUTE = [["instances", "Servers"], ["cores", "vCPUs"], ["ram", "RAM", "MiB"], ["key_pairs", "Key pairs"],
                  ["server_groups", "Server groups"]];
@@ -13,35 +13,53 @@ const VOLUME = [["Volumes", "totalVolumesUsed", "maxTotalVolumes"], ["Volume sto
                 ["Snapshots", "totalSnapshotsUsed", "maxTotalSnapshots"], ["Backups", "totalBackupsUsed", "maxTotalBackups"]];
 const CLASSES = [["VCPU", "vCPU", ""], ["MEMORY_MB", "RAM", "MiB"], ["DISK_GB", "Disk", "GiB"]];
 
-export default async function overview(view, { api }) {
+export default async function overview(view, { api, stream }) {
   const session = api.current();
   const project = session.project.id;
   view.append(pageHeading(`Overview · ${session.project.name}`));
-  const fills = [
-    section(view, "Compute", () => computeQuotas(api, project)),
+  const compute = section(view, "Compute", () => computeQuotas(api, project));
+  const fills = [compute,
     section(view, "Network", () => networkQuotas(api, project)),
-    section(view, "Volumes", async () => (await api.hasService("block-storage", "volumev3")) ? volumeQuotas(api) : null),
-  ];
-  if (api.isAdmin()) fills.push(section(view, "Hosts", () => hosts(api)), section(view, "Hypervisors", () => hypervisors(api)));
-  await Promise.all(fills);
+    section(view, "Volumes", async () => (await api.hasService("block-storage", "volumev3")) ? volumeQuotas(api) : null)];
+  const hostsSection = api.isAdmin() ? section(view, "Hosts", () => hosts(api)) : null;
+  if (hostsSection) fills.push(hostsSection, section(view, "Hypervisors", () => hypervisors(api)));
+  await Promise.all(fills.map((refresh) => refresh()));
+
+  // Live: a server made, deleted, resized or going between states changes the quotas' use and
+  // the hosts' usage (placement's allocations follow the build and the resize); the tab's event
+  // stream says when, and these two sections are asked again, at most once a second.
+  const seen = new Map();
+  const reload = coalesce(() => Promise.all([compute(), hostsSection?.()]), 1000);
+  const unsubscribe = stream.subscribe((type, data) => {
+    if (type !== "server") return;
+    const now = data.deleted ? "deleted" : `${data.flavor?.original_name}|${data.status}`;
+    const before = seen.get(data.id);
+    seen.set(data.id, now);
+    if (before !== now) reload();
+  });
+  return () => { reload.cancel(); unsubscribe(); };
 }
 
-/** A titled section, shown at once, whose body `fill()` makes (the sections load side by side);
- *  null takes the section away, an error is shown in it. */
-async function section(view, title, fill) {
+/** A titled section, shown at once; the function returned (re)makes its body with `fill()` —
+ *  null takes the section away, an error is shown in its place. */
+function section(view, title, fill) {
   const id = `ov-${title.toLowerCase()}`;
-  const waiting = h("p", { class: "muted" }, "Loading…");
+  let body = h("p", { class: "muted" }, "Loading…");
   const el = h("section", { class: "overview-section", "aria-labelledby": id, "aria-busy": "true" },
-               h("h2", { id }, title), waiting);
+               h("h2", { id }, title), body);
   view.append(el);
-  try {
-    const body = await fill();
-    if (body === null) el.remove();
-    else waiting.replaceWith(body);
-  } catch (err) {
-    waiting.replaceWith(h("p", { class: "form-error", role: "alert" }, err.message));
-  }
-  el.removeAttribute("aria-busy");
+  return async () => {
+    let made;
+    try {
+      made = await fill();
+    } catch (err) {
+      made = h("p", { class: "form-error", role: "alert" }, err.message);
+    }
+    if (made === null) { el.remove(); return; }
+    body.replaceWith(made);
+    body = made;
+    el.removeAttribute("aria-busy");
+  };
 }
 
 function quota(label, used, limit, unit = "") {

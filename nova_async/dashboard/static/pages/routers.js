@@ -1,7 +1,7 @@
 // Routers (Neutron v2): list with their gateway and interfaces; create; set or clear the
 // external gateway; add or remove a subnet's interface; delete (its interfaces first).
 
-import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, ready, table, badge, field, select, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions } from "../ui.js";
 
 export default async function routers(view, { api }) {
@@ -155,4 +155,5 @@ export default async function routers(view, { api }) {
   }
 
   await load();
+  ready(view);
 }

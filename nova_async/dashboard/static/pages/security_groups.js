@@ -1,7 +1,7 @@
 // Security groups (Neutron v2): each group with its rules; add and delete a rule; create and
 // delete a group.
 
-import { h, clear, pageHeading, table, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, ready, table, field, select, modal, confirm, toast, fieldError, blame,
          rowButton } from "../ui.js";
 
 const PROTOCOLS = [["", "any"], ["tcp", "TCP"], ["udp", "UDP"], ["icmp", "ICMP"], ["ipv6-icmp", "ICMPv6"]];
@@ -120,6 +120,7 @@ export default async function securityGroups(view, { api }) {
   }
 
   await load();
+  ready(view);
 }
 
 function ports(r) {

@@ -2,7 +2,7 @@
 // an image), extend, delete. Only when the token's catalog lists a volume service: a cloud
 // without one says so instead of failing.
 
-import { h, clear, pageHeading, table, badge, field, select, modal, confirm, toast, fieldError, blame,
+import { h, clear, pageHeading, ready, table, badge, field, select, modal, confirm, toast, fieldError, blame,
          rowButton, rowActions, age, settle, coalesce } from "../ui.js";
 
 // Statuses a volume passes through on its own; the page follows it until it leaves them.
@@ -115,6 +115,7 @@ export default async function volumes(view, { api, stream }) {
   }
 
   await load();
+  ready(view);
   // A volume attached or detached from a server's page shows here as it happens: the server's
   // instance action, finished, arrives on the tab's event stream.
   const reload = coalesce(load);
