@@ -11,14 +11,20 @@ const CONTAINER_FORMATS = ["bare", "ovf", "ova", "docker", "ami", "ari", "aki"];
 const BY_EXTENSION = { qcow2: "qcow2", qcow: "qcow2", img: "raw", raw: "raw", iso: "iso", vmdk: "vmdk",
                        vdi: "vdi", vhd: "vhd", vhdx: "vhdx" };
 
+// Uploads outlive a visit to the page: leaving it does not stop them, and coming back shows
+// their progress where it was (this module, and so this panel, lives as long as the tab).
+const uploads = h("div", { class: "uploads" });
+let reloadList = null;
+let sending = 0;
+window.addEventListener("beforeunload", (ev) => { if (sending) ev.preventDefault(); });
+
 export default async function images(view, { api }) {
   const project = api.current().project.id;
   const admin = api.isAdmin();
   const list = h("div");
-  const uploads = h("div", { class: "uploads" });
   const start = async () => {
     const made = await uploadForm(api);
-    if (made) await send(api, made, uploads, load);
+    if (made) await send(api, made);
   };
   view.append(pageHeading("Images", h("button", { type: "button", onclick: start }, "Upload image")), uploads, list);
 
@@ -49,6 +55,8 @@ export default async function images(view, { api }) {
 
   await load();
   ready(view);
+  reloadList = load;
+  return () => { if (reloadList === load) reloadList = null; };
 }
 
 /** The form: what the image is. Its submit makes the record and hands it back with the file;
@@ -94,16 +102,17 @@ function uploadForm(api) {
   }, { action: "Upload" });
 }
 
-/** Send the bytes of a made record, with a progress bar in `into`; the list is reloaded at the end. */
-async function send(api, { record, file }, into, reload) {
+/** Send the bytes of a made record, with its progress bar; the list is reloaded at the end. */
+async function send(api, { record, file }) {
   const cancel = new AbortController();
   const progress = h("progress", { max: 100, value: 0, "aria-label": `Upload of ${record.name}` });
   const status = h("span", { class: "upload-status", "aria-live": "polite" }, `0 % of ${bytes(file.size)}`);
   const stop = h("button", { type: "button", class: "small ghost", onclick: () => cancel.abort() }, "Cancel");
   const row = h("div", { class: "panel upload", dataset: { image: record.id } },
     h("div", { class: "toolbar" }, h("strong", {}, record.name), status, h("span", { class: "spacer" }), stop), progress);
-  into.append(row);
+  uploads.append(row);
   const started = performance.now();
+  sending += 1;
   try {
     await api.upload("image", `/images/${record.id}/file`, file, (sent, total) => {
       const pct = total ? Math.floor((sent / total) * 100) : 100;
@@ -111,7 +120,7 @@ async function send(api, { record, file }, into, reload) {
       const secs = (performance.now() - started) / 1000;
       status.textContent = `${pct} % of ${bytes(total)}${secs > 0.2 ? ` · ${bytes(sent / secs)}/s` : ""}`;
     }, cancel.signal);
-    const stored = await api.get("image", `/images/${record.id}`);
+    const stored = await api.get("image", `/images/${record.id}`).catch(() => ({ name: record.name, status: "stored" }));
     status.textContent = `100 % of ${bytes(file.size)} · ${stored.status}`;
     toast(`Image ${stored.name} uploaded: ${stored.status}.`, "ok");
   } catch (err) {
@@ -122,7 +131,8 @@ async function send(api, { record, file }, into, reload) {
     status.classList.add("form-error");
     toast(`${record.name}: ${err.message}`, "bad");
   }
+  sending -= 1;
   stop.textContent = "Dismiss";
   stop.onclick = () => row.remove();
-  await reload();
+  await reloadList?.();
 }
