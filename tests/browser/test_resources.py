@@ -220,6 +220,18 @@ async def test_network_router_floating_ip_and_a_rule(browser, served, screens):
     await dialog.get_by_role("button", name="Add rule").click()
     await expect(row(page, "ingress").filter(has_text="tcp")).to_contain_text("22")
     await screens.shot(page, "security-groups")
+
+    # The router's gateway cleared and set again; then the router deleted, its interface first.
+    await open_page(page, served, "routers", "Routers")
+    await page.get_by_role("button", name="Clear the gateway of edge").click()
+    await confirm(page, "Clear gateway")
+    await expect(edge.get_by_role("cell").nth(2)).to_have_text("none")
+    await page.get_by_role("button", name="Set the gateway of edge").click()
+    await page.get_by_role("dialog", name="Set the gateway of edge").get_by_role("button", name="Set gateway").click()
+    await expect(edge).to_contain_text("public 203.0.113.", timeout=SLOW)
+    await page.get_by_role("button", name="Delete router edge").click()
+    await confirm(page, "Delete")
+    await expect(edge).to_have_count(0, timeout=SLOW)
     await page.context.close()
 
 
