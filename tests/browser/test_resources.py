@@ -241,6 +241,10 @@ async def test_volume_create_extend_delete(browser, served, screens):
     await page.get_by_role("button", name="Create volume").click()
     dialog = page.get_by_role("dialog", name="Create a volume")
     await dialog.get_by_label("Name").fill("data")
+    # Over the project's quota (1,000 GiB): the service's refusal, next to the size.
+    await dialog.get_by_label("Size (GiB)").fill("5000")
+    await dialog.get_by_role("button", name="Create").click()
+    await expect(dialog.locator(".field[data-field=size] .error")).to_contain_text(re.compile("quota|exceed", re.I))
     await dialog.get_by_label("Size (GiB)").fill("1")
     await dialog.get_by_role("button", name="Create").click()
     data = row(page, "data")

@@ -66,7 +66,7 @@ function create(api, reload) {
       field("ID", h("input", { name: "id", placeholder: "made for you" }), "Leave empty for a new UUID."),
       field("vCPUs", num("vcpus", { min: 1, value: 1 })),
       field("RAM (MiB)", num("ram", { min: 1, value: 512 })),
-      field("Root disk (GiB)", num("disk", { min: 0, value: 1 }), "0: the image's size (volume-backed servers need 0)."),
+      field("Root disk (GiB)", num("disk", { min: 0, value: 1 }), "0: as large as the image."),
       field("Ephemeral disk (GiB)", num("ephemeral", { min: 0, value: 0 })),
       field("Swap (MiB)", num("swap", { min: 0, value: 0 })),
       checkbox("Public (every project may use it)", "public", { checked: true }),

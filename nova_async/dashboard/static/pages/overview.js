@@ -9,7 +9,7 @@ const COMPUTE = [["instances", "Servers"], ["cores", "vCPUs"], ["ram", "RAM", "M
                  ["server_groups", "Server groups"]];
 const NETWORK = [["network", "Networks"], ["subnet", "Subnets"], ["port", "Ports"], ["router", "Routers"],
                  ["floatingip", "Floating IPs"], ["security_group", "Security groups"], ["security_group_rule", "Security group rules"]];
-const VOLUME = [["Volumes", "totalVolumesUsed", "maxTotalVolumes"], ["Volume storage", "totalGigabytesUsed", "maxTotalVolumeGigabytes", "GiB"],
+const VOLUME = [["Volumes", "totalVolumesUsed", "maxTotalVolumes"], ["Storage", "totalGigabytesUsed", "maxTotalVolumeGigabytes", "GiB"],
                 ["Snapshots", "totalSnapshotsUsed", "maxTotalSnapshots"], ["Backups", "totalBackupsUsed", "maxTotalBackups"]];
 const CLASSES = [["VCPU", "vCPU", ""], ["MEMORY_MB", "RAM", "MiB"], ["DISK_GB", "Disk", "GiB"]];
 
