@@ -87,7 +87,9 @@ async def test_flavor_create_refused_twice_and_delete(browser, served, screens):
     # With the keyboard: the button, Enter; the dialog's first field has the focus; Enter in a
     # field sends the form; Escape closes the dialog.
     for attempt in (1, 2):
-        await page.get_by_role("button", name="Create flavor").focus()
+        create = page.get_by_role("button", name="Create flavor")
+        await expect(create).to_be_enabled()  # once the page has loaded: focus() does not wait
+        await create.focus()
         await page.keyboard.press("Enter")
         dialog = page.get_by_role("dialog", name="Create a flavor")
         await expect(dialog.get_by_label("Name")).to_be_focused()
