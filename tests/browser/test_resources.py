@@ -266,6 +266,8 @@ async def test_volume_create_extend_delete(browser, served, screens):
 
 async def test_overview_admin_and_another_projects_user(browser, served, screens):
     page = await admin_page(browser, served)
+    elsewhere: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(served.url) else elsewhere.append(r.url))
     await page.goto(f"{served.url}/dashboard/#/overview")
     await expect(page.locator("#view section[aria-busy]")).to_have_count(0, timeout=SLOW)
     await expect(page.locator("[data-quota=Servers]")).to_contain_text(re.compile(r"\d+ of 10"))
@@ -281,6 +283,7 @@ async def test_overview_admin_and_another_projects_user(browser, served, screens
     await screens.shot(page, "overview-admin-dark")
     await open_page(page, served, "security-groups", "Security groups")
     await screens.shot(page, "security-groups-dark")
+    assert elsewhere == []  # everything the pages use comes from the process
     await page.context.close()
 
     # A phone's width (log_in waits for the menu, which a phone folds away: it narrows after).
