@@ -150,3 +150,51 @@ export const del = (service, path, opts = {}) => request(service, "DELETE", path
 
 /** A server action (POST /servers/{id}/action) with Nova's one-key body. */
 export const serverAction = (id, name, arg = null) => post("compute", `/servers/${id}/action`, { [name]: arg });
+
+// --- resources ---
+
+/**
+ * Send a file's bytes with PUT, reporting progress: onProgress(sentBytes, totalBytes).
+ * XMLHttpRequest rather than fetch, because only it reports an upload's progress.
+ * Resolves with the parsed answer; rejects with an ApiError as request() does. `signal` (an
+ * AbortSignal) cancels it.
+ */
+export function upload(service, path, blob, onProgress = () => {}, signal = null) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    signal?.addEventListener("abort", () => xhr.abort());
+    xhr.open("PUT", url(service, path));
+    for (const [k, v] of Object.entries(headers(service, { "Content-Type": "application/octet-stream" }))) {
+      xhr.setRequestHeader(k, v);
+    }
+    xhr.upload.addEventListener("progress", (ev) => onProgress(ev.loaded, ev.lengthComputable ? ev.total : blob.size));
+    xhr.addEventListener("load", () => {
+      let data = null;
+      try { data = xhr.responseText ? JSON.parse(xhr.responseText) : null; } catch { data = xhr.responseText; }
+      if (xhr.status === 401) { logout(); reject(new ApiError(401, "Your session ended; log in again.", data)); return; }
+      if (xhr.status < 200 || xhr.status >= 300) {
+        reject(new ApiError(xhr.status, faultMessage(data, { status: xhr.status, statusText: xhr.statusText }), data));
+        return;
+      }
+      onProgress(blob.size, blob.size);
+      resolve(data);
+    });
+    xhr.addEventListener("error", () => reject(new ApiError(0, "The upload was cut off (network error).")));
+    xhr.addEventListener("abort", () => reject(new ApiError(0, "The upload was cancelled.")));
+    xhr.send(blob);
+  });
+}
+
+let catalogFor = null;
+let catalogTypes = null;
+
+/** Whether the token's catalog lists a service of this type (e.g. "block-storage"); asked once
+ *  per session. */
+export async function hasService(...types) {
+  if (catalogFor !== session?.token) {
+    const data = await get("identity", "/auth/catalog");
+    catalogTypes = new Set((data.catalog || []).map((s) => s.type));
+    catalogFor = session.token;
+  }
+  return types.some((t) => catalogTypes.has(t));
+}

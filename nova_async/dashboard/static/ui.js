@@ -180,3 +180,90 @@ export function usageBar(used, limit) {
                     "aria-valuemax": unlimited ? null : limit, title: `${used} of ${unlimited ? "∞" : limit}` },
     h("span", { style: { width: `${pct}%` } }));
 }
+
+// --- resources ---
+// Helpers of the resource pages (images, networks, volumes, overview…).
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** svg("circle", {r: 10}) → an SVG element (attributes set as they are, text as text). */
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+/** An error that belongs next to the form field named `field` (see showError). */
+export function fieldError(field, message) {
+  return Object.assign(new Error(message), { field });
+}
+
+/** Point an API's error at the field it is about: blame(err, {cidr: /cidr/i}) sets err.field to
+ *  the first field whose pattern the message matches (the services name the field in words). */
+export function blame(err, fields) {
+  if (!err.field && err.message) {
+    for (const [name, pattern] of Object.entries(fields)) {
+      if (pattern.test(err.message)) { err.field = name; break; }
+    }
+  }
+  return err;
+}
+
+/** A row's buttons: small, labelled with what they act on (for screen readers and keyboards). */
+export function rowButton(text, label, onclick, { danger = false, disabled = false } = {}) {
+  return h("button", { type: "button", class: danger ? "small ghost danger-text" : "small ghost",
+                       "aria-label": label, title: label, onclick, disabled }, text);
+}
+
+export const rowActions = (...buttons) => h("div", { class: "row-actions" }, buttons);
+
+/** A checkbox with its label beside it, as a form field. */
+export function checkbox(labelText, name, { checked = false, hint } = {}) {
+  const input = h("input", { type: "checkbox", name, checked });
+  return h("div", { class: "field check", dataset: { field: name } },
+    h("label", {}, input, " ", labelText), hint ? h("div", { class: "hint" }, hint) : null,
+    h("div", { class: "error", role: "alert" }));
+}
+
+/** Follow a transitional thing (a volume being made, an image being stored) until `done(thing)`,
+ *  asking again at growing intervals for at most `limit` ms, and stop when `signal` aborts.
+ *  The event stream carries servers only; this is the bounded fallback for the rest. */
+export async function settle(fetchOne, done, { signal, limit = 120000 } = {}) {
+  let delay = 500;
+  const until = Date.now() + limit;
+  for (;;) {
+    const thing = await fetchOne();
+    if (done(thing) || Date.now() > until || signal?.aborted) return thing;
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 1.6, 5000);
+  }
+}
+
+/** A resource page's title with its buttons beside it (outside the heading, so that the
+ *  heading's name is the title alone). The buttons wait for the page's first load, as their
+ *  forms offer what it fetched: `ready(view)` enables them. */
+export function pageHeading(text, ...actions) {
+  for (const b of actions.flat()) if (b instanceof HTMLButtonElement) b.disabled = true;
+  return h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
+}
+
+export function ready(view) {
+  for (const b of view.querySelectorAll(".page-head .head-actions button")) b.disabled = false;
+}
+
+/** fn, called once `ms` after the first of a burst of calls, the calls meanwhile joining it:
+ *  a page reloading on live events does so at most once every `ms`, however many arrive.
+ *  `.cancel()` drops a pending call (when the page is left). */
+export function coalesce(fn, ms = 300) {
+  let timer = null;
+  const call = () => {
+    if (timer !== null) return;
+    timer = setTimeout(() => { timer = null; Promise.resolve(fn()).catch((err) => console.warn(err)); }, ms);
+  };
+  call.cancel = () => { clearTimeout(timer); timer = null; };
+  return call;
+}
