@@ -7,6 +7,10 @@
 import * as api from "./api.js";
 
 const subscribers = new Set();
+// The last events this tab saw since it logged in, oldest first: the activity page shows
+// them when opened later (a ring buffer, so a long-open tab keeps a bounded amount).
+const HISTORY = 500;
+const recent = [];
 let controller = null;
 let lastId = null;
 let stateListener = () => {};
@@ -20,7 +24,12 @@ export function subscribe(fn) {
 /** fn("on" | "retry" | "off") as the connection changes (the header's dot). */
 export function onState(fn) { stateListener = fn; }
 
+/** The events seen so far (oldest first): {type, data, id, at}. */
+export function history() { return recent.slice(); }
+
 function emit(type, data, id) {
+  recent.push({ type, data, id, at: new Date().toISOString() });
+  if (recent.length > HISTORY) recent.splice(0, recent.length - HISTORY);
   for (const fn of [...subscribers]) {
     try { fn(type, data, id); } catch (err) { console.error("event subscriber failed", err); }
   }
@@ -36,6 +45,7 @@ export function stop() {
   if (controller) controller.abort();
   controller = null;
   lastId = null;
+  recent.length = 0;
   stateListener("off");
 }
 

@@ -41,15 +41,21 @@ export const heading = (text, ...actions) => h("h1", {}, text, ...actions);
 export function table(columns, rows, { rowKey, empty = "Nothing here yet.", onRow } = {}) {
   const body = h("tbody");
   const t = h("table", { class: "cards" },
-    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.class, scope: "col" }, c.label)))), body);
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.class, scope: "col" }, c.header ?? c.label)))), body);
   const render = (row) => {
     const tr = h("tr", { dataset: rowKey ? { key: rowKey(row) } : {} },
       columns.map((c) => h("td", { class: c.class, "data-label": c.label || null }, c.value(row))));
     if (onRow) onRow(tr, row);
     return tr;
   };
+  const placeholder = h("tr", { class: "placeholder" }, h("td", { colspan: columns.length, class: "empty" }, empty));
   for (const r of rows) body.append(render(r));
-  if (!rows.length) body.append(h("tr", {}, h("td", { colspan: columns.length, class: "empty" }, empty)));
+  body.append(placeholder);
+  // The "nothing here" row shows exactly when no other row does (live updates add and remove rows).
+  t.refreshEmpty = () => {
+    placeholder.hidden = [...body.rows].some((tr) => tr !== placeholder && !tr.hidden);
+  };
+  t.refreshEmpty();
   t.renderRow = render;
   t.body = body;
   return t;
@@ -61,6 +67,23 @@ const STATUS_KIND = {
   PAUSED: "warn", SUSPENDED: "warn", SHELVED: "muted", SHELVED_OFFLOADED: "muted", RESCUE: "warn",
   DELETED: "muted", active: "ok", queued: "info", saving: "info", UP: "ok", enabled: "ok",
 };
+
+/** Nova's power_state numbers, as words. */
+export const POWER_STATES = { 0: "no state", 1: "running", 3: "paused", 4: "shut down", 6: "crashed", 7: "suspended" };
+export const powerState = (n) => (n === undefined || n === null ? "" : POWER_STATES[n] ?? String(n));
+
+/** Tabs as links (#/servers/<id>/console): the router shows the chosen one. */
+export function tabs(label, items, selected) {
+  return h("div", { class: "tabs", role: "tablist", "aria-label": label },
+    items.map(([key, text, href]) => h("a", { href, role: "tab", "aria-selected": String(key === selected),
+                                            dataset: { tab: key } }, text)));
+}
+
+/** A definition list of facts: [[term, node|text], …]; empty values are left out. */
+export function facts(pairs) {
+  return h("dl", { class: "facts" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
+    .map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
 
 export function badge(status) {
   const s = status ?? "";
