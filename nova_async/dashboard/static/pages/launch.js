@@ -56,6 +56,8 @@ export default async function (view, ctx) {
 
   const bootable = images.filter((i) => i.status === "active" && !["aki", "ari"].includes(i.disk_format));
   const usable = (networks || []).filter((n) => !n["router:external"] || api.isAdmin());
+  // One network of the project's own is the obvious choice; an external one never is.
+  const internal = usable.filter((n) => !n["router:external"]);
   const flavorLabel = (f) => `${f.name} — ${f.vcpus} vCPU, ${MiB(f.ram)}, ${f.disk} GB disk`;
 
   const name = h("input", { name: "name", required: true, autocomplete: "off" });
@@ -64,7 +66,7 @@ export default async function (view, ctx) {
   const flavor = select("flavorRef", [["", "Choose a flavor"], ...[...flavors].sort((a, b) => a.ram - b.ram || a.vcpus - b.vcpus)
     .map((f) => [f.id, flavorLabel(f)])], { required: true });
   const nets = select("networks", usable.map((n) => [n.id, `${n.name || n.id}${n.shared ? " (shared)" : ""}`]),
-                      { multiple: true, value: usable.length === 1 ? [usable[0].id] : [] });
+                      { multiple: true, value: internal.length === 1 ? [internal[0].id] : [] });
   const keypair = select("key_name", [["", "None"], ...(keypairs || []).map((k) => [k.name, k.name])]);
   const secgroups = select("security_groups", (groups || []).map((g) => [g.name, g.name]),
                            { multiple: true, value: ["default"] });

@@ -379,20 +379,23 @@ async function eventsTab(body, ctx, initial) {
     faultBox.replaceChildren(server.fault ? faultBlock(server.fault) : "",
       server.fault ? h("p", { class: "muted" }, explainFault(server.fault)) : "");
   };
+  const eventItem = (e) => h("li", {}, `${e.event} `,
+    e.result ? badge(e.result === "Success" ? "ACTIVE" : "ERROR") : badge("BUILD"),
+    e.result ? ` ${e.result}` : " running",
+    e.traceback ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "log" }, e.traceback)) : "");
+  const actionRow = (a) => h("tr", { dataset: { key: a.request_id } },
+    h("td", { "data-label": "Action" }, h("strong", {}, a.action)),
+    h("td", { "data-label": "Request", class: "mono" }, a.request_id),
+    h("td", { "data-label": "Started" }, a.start_time ? when(a.start_time) : ""),
+    h("td", { "data-label": "User", class: "mono" }, (a.user_id || "").slice(0, 8)),
+    h("td", { "data-label": "Message" }, a.message || ""),
+    h("td", { "data-label": "Events" }, h("ul", { class: "plain" }, (a.events || []).map(eventItem))));
   const render = () => {
     const actions = [...details.values()].sort((a, b) => (a.start_time < b.start_time ? 1 : -1));
-    list.replaceChildren(actions.length ? h("table", { class: "cards", "aria-label": "Instance actions" },
+    if (!actions.length) return list.replaceChildren(h("p", { class: "muted" }, "No actions yet."));
+    list.replaceChildren(h("table", { class: "cards", "aria-label": "Instance actions" },
       h("thead", {}, h("tr", {}, ["Action", "Request", "Started", "User", "Message", "Events"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, actions.map((a) => h("tr", { dataset: { key: a.request_id } },
-        h("td", { "data-label": "Action" }, h("strong", {}, a.action)),
-        h("td", { "data-label": "Request", class: "mono" }, a.request_id),
-        h("td", { "data-label": "Started" }, a.start_time ? when(a.start_time) : ""),
-        h("td", { "data-label": "User", class: "mono" }, (a.user_id || "").slice(0, 8)),
-        h("td", { "data-label": "Message" }, a.message || ""),
-        h("td", { "data-label": "Events" }, h("ul", { class: "plain" }, (a.events || []).map((e) => h("li", {},
-          `${e.event} `, e.result ? badge(e.result === "Success" ? "ACTIVE" : "ERROR") : badge("BUILD"),
-          e.result ? ` ${e.result}` : " running", e.traceback ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "log" }, e.traceback)) : "")))))))
-      : h("p", { class: "muted" }, "No actions yet."));
+      h("tbody", {}, actions.map(actionRow))));
   };
   const loadOne = async (requestId) => {
     try {

@@ -1,0 +1,191 @@
+"""The servers' pages in a real browser, against one served process (simulated hosts of
+test:///default, which reach ACTIVE at once) shared by the module's tests: a server launched
+from the form turns ACTIVE in the list without the page reloading, stop is followed to
+SHUTOFF, a multi-select delete removes the row, a flavor bigger than any host is explained
+next to the flavor field, and a user of another project sees none of it.
+
+"Without reloading" is checked with a marker set on `window` at log-in: a reload or a
+navigation away would drop it."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+from playwright.async_api import expect
+
+from tests.browser.conftest import log_in
+from tests.conftest import dsn_for
+from tests.e2e.conftest import serve
+
+pytestmark = pytest.mark.e2e
+V = "/compute/v2.1"
+
+
+class Admin:
+    """The served process's REST APIs as its admin, for what a test sets up."""
+
+    def __init__(self, http: aiohttp.ClientSession, served, token: str) -> None:
+        self.http, self.url, self.token = http, served.url, token
+
+    async def call(self, method: str, path: str, status: int, **kw):
+        async with self.http.request(method, self.url + path, headers={"X-Auth-Token": self.token}, **kw) as resp:
+            text = await resp.text()
+            assert resp.status == status, f"{method} {path}: {resp.status} {text}"
+            return await resp.json() if text else None
+
+
+@pytest.fixture(scope="module")
+async def served(pg_cluster, databases, tmp_path_factory):
+    name = await databases.take()
+    try:
+        async with serve(tmp_path_factory.mktemp("dashboard") / "state", "--database", dsn_for(pg_cluster, name),
+                         "--libvirt-uri", "test:///default") as running:
+            async with aiohttp.ClientSession() as http:
+                admin = Admin(http, running, await running.token(http))
+                for flavor in ({"name": "dash.tiny", "ram": 256, "vcpus": 1, "disk": 1},
+                               # more memory than the simulated host has, within the quota
+                               {"name": "dash.big", "ram": 40 * 1024, "vcpus": 1, "disk": 1},
+                               # more than the project's quota (50 GiB)
+                               {"name": "dash.huge", "ram": 64 * 1024 * 1024, "vcpus": 1, "disk": 1}):
+                    await admin.call("POST", V + "/flavors", 200, json={"flavor": flavor})
+            yield running
+    finally:
+        databases.discard(name)
+
+
+@pytest.fixture
+async def admin(served):
+    async with aiohttp.ClientSession() as http:
+        yield Admin(http, served, await served.token(http))
+
+
+async def admin_page(browser, served):
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await context.new_page()
+    await log_in(page, served.url, "admin", served.password, "admin")
+    await page.evaluate("window.__notReloaded = true")
+    return context, page
+
+
+async def launch(page, name: str, flavor: str) -> None:
+    await page.get_by_role("link", name="Launch").click()
+    await page.get_by_label("Name").fill(name)
+    options = page.locator("select[name=flavorRef] option", has_text=flavor)
+    await page.get_by_label("Flavor").select_option(await options.first.get_attribute("value"))
+    await page.get_by_role("button", name="Launch").click()
+
+
+async def test_launch_follow_stop_and_delete_live(browser, screens, served):
+    context, page = await admin_page(browser, served)
+    await page.get_by_role("link", name="Servers").first.click()
+    await page.get_by_role("link", name="Launch").wait_for()
+    await screens.shot(page, "servers-empty")
+
+    await page.get_by_role("link", name="Launch").click()
+    await page.get_by_label("Name").wait_for()
+    await screens.shot(page, "launch-form")
+    await page.goto(f"{served.url}/dashboard/#/servers")   # same document: only the hash changes
+    await launch(page, "web-1", "dash.tiny")
+
+    # The form follows the new server on the stream and goes to the list once it is ACTIVE.
+    await page.wait_for_url("**/#/servers")
+    row = page.locator("table[aria-label=Servers] tbody tr", has_text="web-1")
+    await expect(row.locator(".badge")).to_have_text("ACTIVE", timeout=30000)
+    await expect(row).to_contain_text("running")
+    await expect(row).to_contain_text("dash.tiny")
+    assert await page.evaluate("window.__notReloaded === true")
+    await screens.shot(page, "servers-active")
+
+    # The filter box is instant.
+    await page.get_by_label("Filter servers").fill("no-such-name")
+    await expect(row).to_be_hidden()
+    await page.get_by_label("Filter servers").fill("web")
+    await expect(row).to_be_visible()
+
+    # One server's page: stop, confirmed, and its status follows to SHUTOFF.
+    await row.get_by_role("link", name="web-1").click()
+    header = page.locator("h1 .badge")
+    await expect(header).to_have_text("ACTIVE")
+    await screens.shot(page, "server-overview")
+    await page.get_by_role("toolbar", name="Actions").get_by_role("button", name="Stop").click()
+    dialog = page.get_by_role("dialog")
+    await expect(dialog).to_contain_text("Stop it?")
+    await dialog.get_by_role("button", name="Stop").click()
+    await expect(header).to_have_text("SHUTOFF", timeout=30000)
+    await expect(page.get_by_role("toolbar", name="Actions").get_by_role("button", name="Start")).to_be_enabled()
+    await screens.shot(page, "server-stopped")
+
+    await page.get_by_role("tab", name="Events").click()
+    await expect(page.get_by_role("table", name="Instance actions")).to_contain_text("stop")
+    await screens.shot(page, "server-events")
+    await page.get_by_role("tab", name="Log").click()
+    await page.get_by_role("button", name="Refresh").wait_for()
+    await screens.shot(page, "server-log")
+
+    await page.get_by_role("link", name="Activity").click()
+    await expect(page.get_by_role("list", name="Activity, newest first")).to_contain_text("SHUTOFF")
+    await screens.shot(page, "activity")
+
+    # Multi-select delete: the row goes when the stream says the server is gone.
+    await page.get_by_role("link", name="Servers").first.click()
+    await row.get_by_role("checkbox").check()
+    await page.get_by_role("button", name="Delete selected (1)").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    await expect(row).to_have_count(0, timeout=30000)
+    await expect(page.get_by_text("No servers.")).to_be_visible()
+    assert await page.evaluate("window.__notReloaded === true")
+    await screens.shot(page, "servers-after-delete")
+    await context.close()
+
+
+async def test_quota_and_no_valid_host_are_explained_next_to_the_flavor(browser, screens, served):
+    context, page = await admin_page(browser, served)
+    await page.get_by_role("link", name="Servers").first.click()
+    # Refused at once (403): the quota's sentence under the flavor.
+    await launch(page, "too-much", "dash.huge")
+    error = page.locator('.field[data-field="flavorRef"] .error')
+    await expect(error).to_contain_text("Quota exceeded for ram")
+    await screens.shot(page, "launch-over-quota")
+    # Accepted (202), then no host will do: the scheduler's reason, from the server's fault.
+    await page.get_by_label("Name").fill("too-big")
+    options = page.locator("select[name=flavorRef] option", has_text="dash.big")
+    await page.get_by_label("Flavor").select_option(await options.first.get_attribute("value"))
+    await page.get_by_role("button", name="Launch").click()
+    await expect(error).to_contain_text("No valid host", timeout=30000)
+    await expect(error.get_by_role("link", name="See the server")).to_be_visible()
+    await screens.shot(page, "launch-no-valid-host")
+    await error.get_by_role("link", name="See the server").click()
+    await expect(page.locator(".fault")).to_contain_text("No valid host")
+    await screens.shot(page, "server-fault")
+    assert await page.evaluate("window.__notReloaded === true")
+    await context.close()
+
+
+async def test_another_project_sees_none_of_it(browser, screens, served, admin):
+    flavor = next(f["id"] for f in (await admin.call("GET", V + "/flavors", 200))["flavors"] if f["name"] == "dash.tiny")
+    images = (await admin.call("GET", "/image/v2/images", 200))["images"]
+    image = next(i["id"] for i in images if i["name"] == "nova-async-demo")
+    server = (await admin.call("POST", V + "/servers", 202, json={"server": {
+        "name": "admins-only", "imageRef": image, "flavorRef": flavor, "networks": "none"}}))["server"]["id"]
+
+    project = (await admin.call("POST", "/v3/projects", 201, json={"project": {"name": "other", "domain_id": "default"}}))["project"]["id"]
+    user = (await admin.call("POST", "/v3/users", 201, json={"user": {
+        "name": "olga", "password": "olga-secret", "domain_id": "default", "default_project_id": project}}))["user"]["id"]
+    roles = (await admin.call("GET", "/v3/roles", 200))["roles"]
+    role = next(r["id"] for r in roles if r["name"] in ("member", "_member_", "reader"))
+    await admin.call("PUT", f"/v3/projects/{project}/users/{user}/roles/{role}", 204)
+
+    context = await browser.new_context()
+    page = await context.new_page()
+    await log_in(page, served.url, "olga", "olga-secret", "other")
+    await page.get_by_role("link", name="Servers").first.click()
+    await expect(page.get_by_text("No servers.")).to_be_visible()
+    await expect(page.locator("table[aria-label=Servers]")).not_to_contain_text("admins-only")
+    await screens.shot(page, "other-project-servers")
+    await page.goto(f"{served.url}/dashboard/#/servers/{server}")
+    await expect(page.get_by_role("heading", name="Server not found")).to_be_visible()
+    await screens.shot(page, "other-project-not-found")
+    await page.get_by_role("link", name="Activity").click()
+    await expect(page.get_by_role("list", name="Servers changed in the last 24 hours")).not_to_contain_text("admins-only")
+    await context.close()
+    await admin.call("DELETE", f"{V}/servers/{server}", 204)
