@@ -65,7 +65,7 @@ const STATUS_KIND = {
   ACTIVE: "ok", available: "ok", "in-use": "info", ERROR: "bad", error: "bad", DOWN: "bad", BUILD: "info",
   REBOOT: "info", HARD_REBOOT: "info", RESIZE: "info", VERIFY_RESIZE: "warn", SHUTOFF: "muted",
   PAUSED: "warn", SUSPENDED: "warn", SHELVED: "muted", SHELVED_OFFLOADED: "muted", RESCUE: "warn",
-  DELETED: "muted", active: "ok", queued: "info", saving: "info", UP: "ok", enabled: "ok",
+  DELETED: "muted", Success: "ok", Error: "bad", running: "info", active: "ok", queued: "info", saving: "info", UP: "ok", enabled: "ok",
 };
 
 /** Nova's power_state numbers, as words. */

@@ -32,7 +32,7 @@ export default async function (view, ctx) {
            admin && d["OS-EXT-SRV-ATTR:host"] ? h("span", { class: "muted" }, ` on ${d["OS-EXT-SRV-ATTR:host"]}`) : ""];
     } else if (ev.type === "action") {
       what = [link(d.server_id), " ", h("strong", {}, d.action), d.event ? ` · ${d.event}` : "",
-              d.result ? [" ", badge(d.result === "Success" ? "ACTIVE" : "ERROR"), ` ${d.result}`] : " started",
+              d.event ? [" ", badge(d.result || "running")] : " started",
               d.message ? h("span", { class: "muted" }, ` — ${d.message}`) : ""];
     } else if (ev.type === "fault") {
       what = [link(d.server_id), " ", badge("ERROR"), ` fault ${d.code ?? ""}: ${d.message || ""}`];

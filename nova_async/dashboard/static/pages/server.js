@@ -13,7 +13,7 @@ const ACTIONS = [
   ["Start", (st) => st === "SHUTOFF", (c, s) => c.api.serverAction(s.id, "os-start")],
   ["Stop", (st) => ["ACTIVE", "ERROR", "RESCUE"].includes(st), (c, s) => c.api.serverAction(s.id, "os-stop"),
     { ask: "Stop it? The guest is shut down." }],
-  ["Reboot", (st) => ["ACTIVE", "SHUTOFF", "PAUSED", "SUSPENDED", "ERROR"].includes(st),
+  ["Reboot", (st) => st === "ACTIVE",
     (c, s) => c.api.serverAction(s.id, "reboot", { type: "SOFT" }), { ask: "Reboot it (soft: the guest is asked)?" }],
   ["Hard reboot", (st) => ["ACTIVE", "SHUTOFF", "PAUSED", "SUSPENDED", "ERROR", "REBOOT", "HARD_REBOOT"].includes(st),
     (c, s) => c.api.serverAction(s.id, "reboot", { type: "HARD" }), { ask: "Hard reboot it (power cycle, unsaved data is lost)?" }],
@@ -235,7 +235,9 @@ async function overview(body, ctx, initial, refresh) {
   body.replaceChildren(actionsBox, faultBox, factsBox, extras);
   loadExtras();
 
-  return stream.subscribe((type, data) => {
+  // One read after subscribing closes the gap between the first read and the subscription.
+  const reread = () => api.get("compute", `/servers/${server.id}`).then((r) => { server = r.server; refresh(server); render(); }, () => {});
+  const off = stream.subscribe((type, data) => {
     if (type === "server" && data.id === server.id && !data.deleted) {
       server = { ...server, ...data };
       refresh(server);
@@ -248,10 +250,26 @@ async function overview(body, ctx, initial, refresh) {
       render();
     }
   });
+  reread();
+  return off;
+}
+
+/**
+ * A console URL on this page's own origin: the API names its configured base URL, which may
+ * be another name for this same process than the one the browser used (and the CSP allows
+ * frames and sockets to this origin only). Path and token are kept.
+ */
+function here(consoleUrl, scheme) {
+  const url = new URL(consoleUrl, location.href);
+  const mine = new URL(location.href);
+  url.host = mine.host;
+  const secure = mine.protocol === "https:";
+  url.protocol = scheme === "ws" ? (secure ? "wss:" : "ws:") : mine.protocol;
+  return url.href;
 }
 
 async function consoleTab(body, ctx, server) {
-  const { api } = ctx;
+  const { api, stream } = ctx;
   const graphical = h("div");
   const serial = h("div");
   body.replaceChildren(
@@ -265,9 +283,10 @@ async function consoleTab(body, ctx, server) {
     try {
       const { remote_console: rc } = await api.post("compute", `/servers/${server.id}/remote-consoles`,
         { remote_console: { protocol: "vnc", type: "novnc" } });
+      const src = here(rc.url, "http");
       graphical.replaceChildren(
-        h("iframe", { class: "console", src: rc.url, title: "Graphical console (noVNC)" }),
-        h("p", {}, h("a", { href: rc.url, target: "_blank", rel: "noopener" }, "Open in its own tab")));
+        h("iframe", { class: "console", src, title: "Graphical console (noVNC)" }),
+        h("p", {}, h("a", { href: src, target: "_blank", rel: "noopener" }, "Open in its own tab")));
     } catch (err) {
       graphical.replaceChildren(h("p", { class: "form-error", role: "alert" }, err.message));
     }
@@ -291,10 +310,7 @@ async function consoleTab(body, ctx, server) {
     styles = mirrorStyles(host);
     term.open(host);
     // The proxy relays bytes both ways, in binary frames.
-    const url = new URL(rc.url, location.href);
-    if (url.protocol === "http:") url.protocol = "ws:";
-    if (url.protocol === "https:") url.protocol = "wss:";
-    socket = new WebSocket(url.href, ["binary"]);
+    socket = new WebSocket(here(rc.url, "ws"), ["binary"]);
     socket.binaryType = "arraybuffer";
     const encoder = new TextEncoder();
     socket.onopen = () => { state.textContent = "Connected: type to talk to the guest's serial port."; term.focus(); };
@@ -310,8 +326,18 @@ async function consoleTab(body, ctx, server) {
   }
   graphical.append(h("button", { class: "ghost", onclick: openVnc }, "Open the graphical console"));
   serial.append(h("button", { class: "ghost", onclick: openSerial }, "Connect to the serial console"));
-  if (server.status === "ACTIVE") { openVnc(); openSerial(); }
-  return close;
+  // A guest's serial port keeps no history: connected as soon as the server runs, the page
+  // sees its boot from the start (a server still building connects when it turns ACTIVE).
+  let opened = false;
+  const openBoth = () => { if (opened) return; opened = true; openVnc(); openSerial(); };
+  if (server.status === "ACTIVE") openBoth();
+  else serial.append(h("p", { class: "muted" }, "Connects by itself when the server is running."));
+  const off = stream.subscribe((type, data) => {
+    if (type === "server" && data.id === server.id && data.status === "ACTIVE") openBoth();
+  });
+  // It may have turned ACTIVE between the page's read and the subscription.
+  if (!opened) api.get("compute", `/servers/${server.id}`).then((r) => r.server.status === "ACTIVE" && openBoth(), () => {});
+  return () => { off(); close(); };
 }
 
 let xtermLoading = null;
@@ -380,8 +406,7 @@ async function eventsTab(body, ctx, initial) {
       server.fault ? h("p", { class: "muted" }, explainFault(server.fault)) : "");
   };
   const eventItem = (e) => h("li", {}, `${e.event} `,
-    e.result ? badge(e.result === "Success" ? "ACTIVE" : "ERROR") : badge("BUILD"),
-    e.result ? ` ${e.result}` : " running",
+    badge(e.result || "running"),
     e.traceback ? h("details", {}, h("summary", {}, "Traceback"), h("pre", { class: "log" }, e.traceback)) : "");
   const actionRow = (a) => h("tr", { dataset: { key: a.request_id } },
     h("td", { "data-label": "Action" }, h("strong", {}, a.action)),

@@ -147,9 +147,10 @@ export default async function (view, ctx) {
       h("button", { class: "ghost", onclick: () => load().catch((e) => toast(e.message, "bad")) }, "Refresh")),
     h("div", { class: "toolbar" }, filter, statusSelect, deleteButton, count),
     list);
-  await load();
-
-  return stream.subscribe((type, data) => {
+  // Subscribed before the list is read: what changes while it loads is applied after it
+  // (each event carries the server's whole state then, so applying it late converges).
+  let queued = [];
+  const apply = (type, data) => {
     if (type !== "server") return;
     if (data.deleted) {
       servers.delete(data.id);
@@ -160,5 +161,15 @@ export default async function (view, ctx) {
       show(s, { flash: true });
     }
     refreshControls();
-  });
+  };
+  const off = stream.subscribe((type, data) => (queued ? queued.push([type, data]) : apply(type, data)));
+  try {
+    await load();
+  } catch (err) {
+    off();
+    throw err;
+  }
+  for (const [type, data] of queued) apply(type, data);
+  queued = null;
+  return off;
 }
