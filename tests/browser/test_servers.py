@@ -43,6 +43,7 @@ async def served(pg_cluster, databases, tmp_path_factory):
             async with aiohttp.ClientSession() as http:
                 admin = Admin(http, running, await running.token(http))
                 for flavor in ({"name": "dash.tiny", "ram": 256, "vcpus": 1, "disk": 1},
+                               {"name": "dash.small", "ram": 512, "vcpus": 1, "disk": 1},
                                # more memory than the simulated host has, within the quota
                                {"name": "dash.big", "ram": 40 * 1024, "vcpus": 1, "disk": 1},
                                # more than the project's quota (50 GiB)
@@ -95,6 +96,10 @@ async def test_launch_follow_stop_and_delete_live(browser, screens, served):
     await expect(row).to_contain_text("dash.tiny")
     assert await page.evaluate("window.__notReloaded === true")
     await screens.shot(page, "servers-active")
+    await page.set_viewport_size({"width": 390, "height": 844})   # a phone: the table as cards
+    await expect(row.locator("td[data-label=Status]")).to_be_visible()
+    await screens.shot(page, "servers-phone")
+    await page.set_viewport_size({"width": 1280, "height": 900})
 
     # The filter box is instant.
     await page.get_by_label("Filter servers").fill("no-such-name")
@@ -124,7 +129,9 @@ async def test_launch_follow_stop_and_delete_live(browser, screens, served):
 
     await page.get_by_role("link", name="Activity").click()
     await expect(page.get_by_role("list", name="Activity, newest first")).to_contain_text("SHUTOFF")
-    await screens.shot(page, "activity")
+    await page.get_by_role("button", name="Switch light or dark").click()
+    await screens.shot(page, "activity-dark")
+    await page.get_by_role("button", name="Switch light or dark").click()
 
     # Multi-select delete: the row goes when the stream says the server is gone.
     await page.get_by_role("link", name="Servers").first.click()
@@ -187,5 +194,50 @@ async def test_another_project_sees_none_of_it(browser, screens, served, admin):
     await screens.shot(page, "other-project-not-found")
     await page.get_by_role("link", name="Activity").click()
     await expect(page.get_by_role("list", name="Servers changed in the last 24 hours")).not_to_contain_text("admins-only")
+    await context.close()
+    await admin.call("DELETE", f"{V}/servers/{server}", 204)
+
+
+async def test_actions_follow_their_states(browser, screens, served, admin):
+    flavors = {f["name"]: f["id"] for f in (await admin.call("GET", V + "/flavors", 200))["flavors"]}
+    images = (await admin.call("GET", "/image/v2/images", 200))["images"]
+    image = next(i["id"] for i in images if i["name"] == "nova-async-demo")
+    server = (await admin.call("POST", V + "/servers", 202, json={"server": {
+        "name": "acts", "imageRef": image, "flavorRef": flavors["dash.tiny"], "networks": "none"}}))["server"]["id"]
+    context, page = await admin_page(browser, served)
+    await page.goto(f"{served.url}/dashboard/#/servers/{server}")
+    header = page.locator("h1 .badge")
+    actions = page.get_by_role("toolbar", name="Actions")
+    await expect(header).to_have_text("ACTIVE", timeout=30000)
+
+    async def act(button: str, status: str, *, confirm: str | None = None) -> None:
+        await actions.get_by_role("button", name=button, exact=True).click()
+        if confirm:
+            await page.get_by_role("dialog").get_by_role("button", name=confirm).click()
+        await expect(header).to_have_text(status, timeout=30000)
+        # the buttons come back once the task is over
+        await expect(actions.get_by_role("button", name="Delete")).to_be_enabled()
+
+    await act("Pause", "PAUSED")
+    await expect(actions.get_by_role("button", name="Pause", exact=True)).to_be_disabled()
+    await act("Unpause", "ACTIVE")
+    await act("Suspend", "SUSPENDED")
+    await act("Resume", "ACTIVE")
+    await act("Hard reboot", "ACTIVE", confirm="Hard reboot")
+    await act("Lock", "ACTIVE")
+    await expect(actions.get_by_role("button", name="Unlock")).to_be_enabled()
+    await act("Unlock", "ACTIVE")
+
+    # Resize through its dialog, then confirm it.
+    await actions.get_by_role("button", name="Resize…").click()
+    dialog = page.get_by_role("dialog", name="Resize")
+    options = dialog.locator("select option", has_text="dash.small")
+    await dialog.get_by_label("New flavor").select_option(await options.first.get_attribute("value"))
+    await screens.shot(page, "server-resize-dialog", full_page=False)
+    await dialog.get_by_role("button", name="Resize").click()
+    await expect(header).to_have_text("VERIFY_RESIZE", timeout=30000)
+    await screens.shot(page, "server-verify-resize")
+    await act("Confirm resize", "ACTIVE")
+    await expect(page.locator("dl.facts")).to_contain_text("dash.small")
     await context.close()
     await admin.call("DELETE", f"{V}/servers/{server}", 204)

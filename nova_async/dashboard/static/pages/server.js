@@ -107,6 +107,7 @@ function faultBlock(fault) {
   return h("div", { class: "panel fault", role: "note" },
     h("h2", {}, "Fault"),
     h("p", {}, h("strong", {}, `${fault.code ?? ""} `), fault.message || ""),
+    explainFault(fault) ? h("p", { class: "muted" }, explainFault(fault)) : null,
     fault.details ? h("details", {}, h("summary", {}, "Details"), h("pre", { class: "log" }, fault.details)) : null,
     fault.created ? h("p", { class: "muted" }, "At ", new Date(fault.created).toLocaleString()) : null);
 }
@@ -402,8 +403,7 @@ async function eventsTab(body, ctx, initial) {
   const details = new Map();   // request_id → the action with its events
 
   const showFault = () => {
-    faultBox.replaceChildren(server.fault ? faultBlock(server.fault) : "",
-      server.fault ? h("p", { class: "muted" }, explainFault(server.fault)) : "");
+    faultBox.replaceChildren(server.fault ? faultBlock(server.fault) : "");
   };
   const eventItem = (e) => h("li", {}, `${e.event} `,
     badge(e.result || "running"),
