@@ -171,7 +171,6 @@ async function overview(body, ctx, initial, refresh) {
     if (!(await confirm(`Detach volume ${att.volumeId} from this server?`, { action: "Detach" }))) return;
     await api.del("compute", `/servers/${server.id}/os-volume_attachments/${att.volumeId}`)
       .then(() => toast("Detaching.", "ok"), (e) => toast(e.message, "bad"));
-    loadExtras();
   };
   const disassociate = async (fip) => {
     if (!(await confirm(`Disassociate ${fip.floating_ip_address} from this server?`, { action: "Disassociate" }))) return;
@@ -249,6 +248,9 @@ async function overview(body, ctx, initial, refresh) {
     } else if (type === "fault" && data.server_id === server.id) {
       server = { ...server, fault: data };
       render();
+    } else if (type === "action" && data.server_id === server.id && (data.result || data.finish_time)) {
+      // Attaching and detaching end after their 202: the lists follow when the action does.
+      loadExtras();
     }
   });
   reread();
