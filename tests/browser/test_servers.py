@@ -278,3 +278,34 @@ async def test_boot_from_volume_and_attach_a_volume(browser, screens, served, ad
     await expect(page.locator("main")).not_to_contain_text(spare, timeout=30000)
     assert await page.evaluate("window.__notReloaded === true")
     await context.close()
+
+
+async def test_floating_ip_allocated_associated_and_removed(browser, screens, served, admin):
+    public = next(n["id"] for n in (await admin.call("GET", "/network/v2.0/networks?router:external=true", 200))["networks"])
+    net = (await admin.call("POST", "/network/v2.0/networks", 201, json={"network": {"name": "dashnet"}}))["network"]["id"]
+    subnet = (await admin.call("POST", "/network/v2.0/subnets", 201, json={"subnet": {
+        "network_id": net, "cidr": "10.252.9.0/24", "ip_version": 4}}))["subnet"]["id"]
+    router = (await admin.call("POST", "/network/v2.0/routers", 201, json={"router": {
+        "name": "dashrouter", "external_gateway_info": {"network_id": public}}}))["router"]["id"]
+    await admin.call("PUT", f"/network/v2.0/routers/{router}/add_router_interface", 200, json={"subnet_id": subnet})
+    flavor = next(f["id"] for f in (await admin.call("GET", V + "/flavors", 200))["flavors"] if f["name"] == "dash.tiny")
+    image = next(i["id"] for i in (await admin.call("GET", "/image/v2/images", 200))["images"] if i["name"] == "nova-async-demo")
+    server = (await admin.call("POST", V + "/servers", 202, json={"server": {
+        "name": "reachable", "imageRef": image, "flavorRef": flavor, "networks": [{"uuid": net}]}}))["server"]["id"]
+
+    context, page = await admin_page(browser, served)
+    await page.goto(f"{served.url}/dashboard/#/servers/{server}")
+    await expect(page.locator("h1 .badge")).to_have_text("ACTIVE", timeout=30000)
+    await expect(page.locator("dl.facts")).to_contain_text("dashnet: 10.252.9.")
+    await page.get_by_role("toolbar", name="Actions").get_by_role("button", name="Associate floating IP…").click()
+    dialog = page.get_by_role("dialog", name="Associate a floating IP")
+    await dialog.get_by_label("Floating IP").select_option(label="Allocate a new one from public")
+    await dialog.get_by_role("button", name="Associate").click()
+    fips = page.locator("h2:text('Floating IPs') + ul")
+    await expect(fips).to_contain_text("203.0.113.", timeout=30000)
+    await screens.shot(page, "server-with-floating-ip")
+    await fips.get_by_role("button", name="Disassociate").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Disassociate").click()
+    await expect(page.locator("h2:text('Floating IPs') + p")).to_have_text("None.", timeout=30000)
+    await context.close()
+    await admin.call("DELETE", f"{V}/servers/{server}", 204)
