@@ -3,7 +3,7 @@ qemu:///system`, the demo guest (its images registered by the fresh serve), and 
 server's Console tab opened while it still builds. The tab connects when the server turns
 ACTIVE (a serial port keeps no history) and xterm.js shows what the guest prints on it,
 up to the demo guest's own `nova-async-guest: ready` line; the graphical console's noVNC
-page loads in its frame beside it."""
+page loads in its frame beside it; the Log tab reads the same lines back."""
 
 from __future__ import annotations
 
@@ -61,6 +61,10 @@ async def test_serial_console_of_a_real_guest_in_xterm(browser, screens, databas
             frame = page.frame_locator("iframe.console")
             await expect(frame.locator("body")).not_to_be_empty()
             await screens.shot(page, "server-console")
+            # The Log tab: the same lines, read back through os-getConsoleOutput.
+            await page.get_by_role("tab", name="Log").click()
+            await expect(page.get_by_label("Console log")).to_contain_text(READY_LINE)
+            await screens.shot(page, "server-log")
         finally:
             await context.close()
             async with http.delete(f"{served.url}{V}/servers/{server}", headers=headers):
