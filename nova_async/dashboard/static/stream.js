@@ -85,8 +85,10 @@ async function read(body, signal) {
       const line = buffer.slice(0, nl);
       buffer = buffer.slice(nl + (buffer.startsWith("\r\n", nl) ? 2 : 1));
       if (line === "") {
+        // An id with no data still moves the cursor (the server's keepalive carries one when
+        // it went past events this client may not see): a reconnect starts there.
+        if (event.id !== null) lastId = event.id;
         if (event.data.length) {
-          if (event.id !== null) lastId = event.id;
           let data;
           try { data = JSON.parse(event.data.join("\n")); } catch { data = event.data.join("\n"); }
           emit(event.type, data, event.id);
