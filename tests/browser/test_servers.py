@@ -142,6 +142,23 @@ async def test_launch_follow_stop_and_delete_live(browser, screens, served):
     await expect(page.get_by_text("No servers.")).to_be_visible()
     assert await page.evaluate("window.__notReloaded === true")
     await screens.shot(page, "servers-after-delete")
+
+    # Two at once (count 2): the form follows both, named pair-1 and pair-2, to ACTIVE;
+    # "select all" and one delete remove both.
+    await page.get_by_role("link", name="Launch").click()
+    await page.get_by_label("Name").fill("pair")
+    await page.get_by_label("Count").fill("2")
+    options = page.locator("select[name=flavorRef] option", has_text="dash.tiny")
+    await page.get_by_label("Flavor").select_option(await options.first.get_attribute("value"))
+    await page.get_by_role("button", name="Launch").click()
+    await page.wait_for_url("**/#/servers")
+    pair = page.locator("table[aria-label=Servers] tbody tr", has_text="pair-")
+    await expect(pair.locator(".badge")).to_have_text(["ACTIVE", "ACTIVE"], timeout=30000)
+    await page.get_by_label("Select all shown").check()
+    await page.get_by_role("button", name="Delete selected (2)").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    await expect(pair).to_have_count(0, timeout=30000)
+    assert await page.evaluate("window.__notReloaded === true")
     await context.close()
 
 
