@@ -7,6 +7,7 @@ page loads in its frame beside it; the Log tab reads the same lines back."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import aiohttp
@@ -57,7 +58,7 @@ async def test_serial_console_of_a_real_guest_in_xterm(browser, screens, databas
             terminal = page.locator(".terminal-host .xterm-rows")
             await expect(terminal).to_contain_text(READY_LINE, timeout=240_000)
             await expect(terminal).to_contain_text("nova-async-guest: config_drive=")
-            await expect(page.get_by_text("Connected")).to_be_visible()
+            await expect(page.get_by_text(re.compile("^Connected:"))).to_be_visible()
             frame = page.frame_locator("iframe.console")
             await expect(frame.locator("body")).not_to_be_empty()
             await screens.shot(page, "server-console")

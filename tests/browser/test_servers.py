@@ -235,8 +235,13 @@ async def test_actions_follow_their_states(browser, screens, served, admin):
         # the buttons come back once the task is over
         await expect(actions.get_by_role("button", name="Delete")).to_be_enabled()
 
-    await act("Pause", "PAUSED")
+    # By keyboard: Enter on the focused button; the focus stays in the toolbar when that
+    # button turns disabled.
+    await actions.get_by_role("button", name="Pause", exact=True).focus()
+    await page.keyboard.press("Enter")
+    await expect(header).to_have_text("PAUSED", timeout=30000)
     await expect(actions.get_by_role("button", name="Pause", exact=True)).to_be_disabled()
+    await expect(actions.locator("button:focus")).to_have_count(1)
     await act("Unpause", "ACTIVE")
     await act("Suspend", "SUSPENDED")
     await act("Resume", "ACTIVE")

@@ -18,7 +18,7 @@ export default async function (view, ctx) {
   const kinds = h("select", { "aria-label": "Show" },
     [["", "Everything"], ["server", "Server changes"], ["action", "Actions"], ["fault", "Faults"]]
       .map(([v, t]) => h("option", { value: v }, t)));
-  const feed = h("ol", { class: "feed", "aria-label": "Activity, newest first", "aria-live": "polite" });
+  const feed = h("ol", { class: "feed", "aria-label": "Activity, newest first" });
   const seeded = h("ol", { class: "feed seeded", "aria-label": "Servers changed in the last 24 hours" });
 
   const link = (id) => h("a", { href: `#/servers/${id}` }, names.get(id) || id.slice(0, 8));

@@ -9,7 +9,8 @@ import { imageNames, addressText, imageText } from "./servers.js";
 
 // What each action needs the server to be (Nova's vm_state rules, as its status shows them).
 const ACTIONS = [
-  // [label, when(status, server), run(ctx, server) → promise, {danger, confirm}]
+  // [label, when(status, server) → enabled?, run(ctx, server) → promise, {ask: the question
+  // asked first, danger: a red button}]
   ["Start", (st) => st === "SHUTOFF", (c, s) => c.api.serverAction(s.id, "os-start")],
   ["Stop", (st) => ["ACTIVE", "ERROR", "RESCUE"].includes(st), (c, s) => c.api.serverAction(s.id, "os-stop"),
     { ask: "Stop it? The guest is shut down." }],
@@ -193,6 +194,32 @@ async function overview(body, ctx, initial, refresh) {
         h("button", { class: "ghost", onclick: () => disassociate(f) }, "Disassociate")))) : h("p", { class: "muted" }, "None."));
   }
 
+  // A keyboard user's focus stays in the toolbar when the button it is on turns disabled
+  // (while the action is asked, or because the server's new state no longer allows it).
+  const keepFocus = (button) => {
+    const target = button.disabled ? buttons.find(([b]) => !b.disabled)?.[0] : button;
+    (target || actionsBox).focus();
+  };
+  actionsBox.tabIndex = -1;
+  const buttons = ACTIONS.map(([label, when, run, opts = {}]) => {
+    const button = h("button", { class: opts.danger ? "danger" : "ghost", onclick: async () => {
+      if (opts.ask && !(await confirm(opts.ask, { action: label, danger: !!opts.danger || label.includes("reboot") || label === "Stop" }))) return;
+      running = true; render();
+      try {
+        const done = await run(ctx, server);
+        if (done !== null || !label.endsWith("…")) toast(`${label.replace("…", "")}: asked.`, "ok");
+        if (label.includes("volume") || label.includes("floating")) loadExtras();
+      } catch (err) {
+        toast(`${label.replace("…", "")}: ${err.message}`, "bad");
+      } finally {
+        running = false; render();
+        if (document.activeElement === document.body || document.activeElement === actionsBox) keepFocus(button);
+      }
+    } }, label);
+    return [button, label, when];
+  });
+  actionsBox.append(...buttons.map(([b]) => b));
+
   const render = () => {
     factsBox.replaceChildren(facts([
       ["ID", h("span", { class: "mono" }, server.id)],
@@ -212,23 +239,12 @@ async function overview(body, ctx, initial, refresh) {
       ["Created", server.created ? [new Date(server.created).toLocaleString(), " (", age(server.created), " ago)"] : ""],
       ["Updated", server.updated ? new Date(server.updated).toLocaleString() : ""],
     ]));
-    actionsBox.replaceChildren(...ACTIONS.map(([label, when, run, opts = {}]) => {
+    const had = buttons.find(([b]) => b === document.activeElement)?.[0];
+    for (const [button, label, when] of buttons) {
       const busy = !!server["OS-EXT-STS:task_state"] && label !== "Delete";
-      const enabled = !running && !busy && when(server.status, server);
-      return h("button", { class: opts.danger ? "danger" : "ghost", disabled: !enabled, onclick: async () => {
-        if (opts.ask && !(await confirm(opts.ask, { action: label, danger: !!opts.danger || label.includes("reboot") || label === "Stop" }))) return;
-        running = true; render();
-        try {
-          const done = await run(ctx, server);
-          if (done !== null || !label.endsWith("…")) toast(`${label.replace("…", "")}: asked.`, "ok");
-          if (label.includes("volume") || label.includes("floating")) loadExtras();
-        } catch (err) {
-          toast(`${label.replace("…", "")}: ${err.message}`, "bad");
-        } finally {
-          running = false; render();
-        }
-      } }, label);
-    }));
+      button.disabled = running || busy || !when(server.status, server);
+    }
+    if (had && had.disabled) keepFocus(had);
     faultBox.replaceChildren(server.status === "ERROR" || server.fault ? faultBlock(server.fault) || "" : "");
   };
   render();
