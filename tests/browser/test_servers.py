@@ -159,6 +159,9 @@ async def test_launch_follow_stop_and_delete_live(browser, screens, served):
     await page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     await expect(pair).to_have_count(0, timeout=30000)
     assert await page.evaluate("window.__notReloaded === true")
+    # Everything the page loaded came from the process (no CDN, nothing elsewhere).
+    loaded = await page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+    assert loaded and all(u.startswith(served.url) for u in loaded), loaded
     await context.close()
 
 
