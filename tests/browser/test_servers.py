@@ -264,6 +264,23 @@ async def test_actions_follow_their_states(browser, screens, served, admin):
     await screens.shot(page, "server-verify-resize")
     await act("Confirm resize", "ACTIVE")
     await expect(page.locator("dl.facts")).to_contain_text("dash.small")
+
+    # Rebuild (choose the image) and a snapshot (name it), each through its dialog.
+    await actions.get_by_role("button", name="Rebuild…").click()
+    dialog = page.get_by_role("dialog", name="Rebuild")
+    await dialog.get_by_label("Image").select_option(label="nova-async-demo")
+    await dialog.get_by_role("button", name="Rebuild").click()
+    await expect(page.locator(".toast", has_text="Rebuild: asked.")).to_be_visible()
+    await expect(header).to_have_text("ACTIVE", timeout=30000)
+    await page.get_by_role("tab", name="Events").click()
+    await expect(page.get_by_role("table", name="Instance actions")).to_contain_text("rebuild")
+    await page.get_by_role("tab", name="Overview").click()
+    await expect(actions.get_by_role("button", name="Create image…")).to_be_enabled()
+    await actions.get_by_role("button", name="Create image…").click()
+    dialog = page.get_by_role("dialog", name="Create an image")
+    await dialog.get_by_label("Image name").fill("acts-snap")
+    await dialog.get_by_role("button", name="Create").click()
+    await expect(page.locator(".toast", has_text="The image is being made")).to_be_visible()
     await context.close()
     await admin.call("DELETE", f"{V}/servers/{server}", 204)
 
