@@ -147,8 +147,13 @@ function setupChrome() {
     dot.dataset.state = state;
     dot.title = { on: "Live", retry: "Reconnecting…", off: "Not live" }[state];
   });
-  // A gap too old to replay: the page reloads what it shows.
-  stream.subscribe((type) => { if (type === "reset") route(); });
+  // A gap too old to replay: the page reloads what it shows — by itself when its cleanup
+  // function carries an `onReset` (a form keeps what the user typed), else by routing again.
+  stream.subscribe((type) => {
+    if (type !== "reset") return;
+    if (leave && typeof leave.onReset === "function") leave.onReset();
+    else route();
+  });
   window.addEventListener("hashchange", route);
   api.onSessionChange((s) => {
     if (s) startSession(s);

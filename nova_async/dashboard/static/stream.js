@@ -21,6 +21,18 @@ export function subscribe(fn) {
   return () => subscribers.delete(fn);
 }
 
+let connected = null;       // resolves when the stream first answers (see ready())
+let markConnected = () => {};
+
+/**
+ * Resolves once the stream is connected (or after `ms`, so that a page never waits on a
+ * stream that is down). A page that reads state over REST after this, having subscribed
+ * before, misses no change: every change after the read comes on the stream.
+ */
+export function ready(ms = 3000) {
+  return Promise.race([connected || Promise.resolve(), new Promise((r) => setTimeout(r, ms))]);
+}
+
 /** fn("on" | "retry" | "off") as the connection changes (the header's dot). */
 export function onState(fn) { stateListener = fn; }
 
@@ -37,6 +49,7 @@ function emit(type, data, id) {
 
 export function start() {
   stop();
+  connected = new Promise((r) => { markConnected = r; });
   controller = new AbortController();
   run(controller.signal);
 }
@@ -51,6 +64,7 @@ export function stop() {
 
 async function run(signal) {
   let delay = 500;
+  let dropped = false;
   while (!signal.aborted && api.current()) {
     try {
       const query = api.isAdmin() ? { all_tenants: 1 } : undefined;
@@ -60,12 +74,17 @@ async function run(signal) {
       if (resp.status === 401) { await api.logout(); return; }
       if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
       stateListener("on");
+      // Back without a cursor (it dropped before its first id): what changed meanwhile cannot
+      // be replayed, so the pages reload what they show, as after a reset.
+      if (dropped && !lastId) emit("reset", { reason: "reconnected without a cursor" }, null);
+      markConnected();
       delay = 500;
       await read(resp.body, signal);
     } catch (err) {
       if (signal.aborted) return;
       console.warn("event stream dropped; reconnecting", err);
     }
+    dropped = true;
     stateListener("retry");
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 10000);

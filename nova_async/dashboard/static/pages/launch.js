@@ -101,6 +101,7 @@ export default async function (view, ctx) {
     progress);
 
   let unsubscribe = null;
+  let recheck = () => {};
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearErrors(form);
@@ -157,7 +158,8 @@ export default async function (view, ctx) {
       if (type === "fault" && data.server_id === created.id) explain(data.server_id, data);
     }
     // The state now, in case it settled before the stream could say (or the stream is down).
-    api.get("compute", `/servers/${created.id}`).then((r) => follow(r.server), () => {});
+    recheck = () => { for (const sid of watched.keys()) api.get("compute", `/servers/${sid}`).then((r) => follow(r.server), () => {}); };
+    recheck();
 
     function track(id, label) {
       if (watched.has(id)) return watched.get(id);
@@ -201,5 +203,7 @@ export default async function (view, ctx) {
 
   clear(view, h("h1", {}, "Launch a server"), form);
   name.focus();
-  return () => { if (unsubscribe) unsubscribe(); };
+  const leave = () => { if (unsubscribe) unsubscribe(); };
+  leave.onReset = () => recheck();   // events were missed: read the followed servers again
+  return leave;
 }

@@ -118,6 +118,7 @@ export default async function (view, ctx) {
   const id = ctx.params[0];
   const tab = ctx.params[1] || "overview";
   let server;
+  await stream.ready();
   try {
     server = (await api.get("compute", `/servers/${id}`)).server;
   } catch (err) {

@@ -164,6 +164,7 @@ export default async function (view, ctx) {
   };
   const off = stream.subscribe((type, data) => (queued ? queued.push([type, data]) : apply(type, data)));
   try {
+    await stream.ready();
     await load();
   } catch (err) {
     off();
