@@ -50,10 +50,12 @@ export function table(columns, rows, { rowKey, empty = "Nothing here yet.", onRo
   };
   const placeholder = h("tr", { class: "placeholder" }, h("td", { colspan: columns.length, class: "empty" }, empty));
   for (const r of rows) body.append(render(r));
-  body.append(placeholder);
-  // The "nothing here" row shows exactly when no other row does (live updates add and remove rows).
+  // The "nothing here" row is there exactly when no other row shows; a page that adds and
+  // removes rows live (renderRow) calls refreshEmpty() after.
   t.refreshEmpty = () => {
-    placeholder.hidden = [...body.rows].some((tr) => tr !== placeholder && !tr.hidden);
+    const shown = [...body.rows].some((tr) => tr !== placeholder && !tr.hidden);
+    if (shown) placeholder.remove();
+    else if (!placeholder.isConnected) body.append(placeholder);
   };
   t.refreshEmpty();
   t.renderRow = render;
