@@ -240,7 +240,9 @@ async def test_actions_follow_their_states(browser, screens, served, admin):
 
     # By keyboard: Enter on the focused button; the focus stays in the toolbar when that
     # button turns disabled.
-    await actions.get_by_role("button", name="Pause", exact=True).focus()
+    pause = actions.get_by_role("button", name="Pause", exact=True)
+    await expect(pause).to_be_enabled()   # focus() does not wait for it
+    await pause.focus()
     await page.keyboard.press("Enter")
     await expect(header).to_have_text("PAUSED", timeout=30000)
     await expect(actions.get_by_role("button", name="Pause", exact=True)).to_be_disabled()
