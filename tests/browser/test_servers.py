@@ -16,6 +16,7 @@ from playwright.async_api import expect
 from tests.browser.conftest import log_in
 from tests.conftest import dsn_for
 from tests.e2e.conftest import serve
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 V = "/compute/v2.1"
@@ -214,8 +215,28 @@ async def test_another_project_sees_none_of_it(browser, screens, served, admin):
     await screens.shot(page, "other-project-not-found")
     await page.get_by_role("link", name="Activity").click()
     await expect(page.get_by_role("list", name="Servers changed in the last 24 hours")).not_to_contain_text("admins-only")
-    await context.close()
+
+    # Live: the admin's server goes away, then olga launches one of her own. Her feed shows
+    # hers, and nothing of the admin's delete, which was over before hers began.
     await admin.call("DELETE", f"{V}/servers/{server}", 204)
+
+    async def gone() -> int:
+        async with admin.http.get(f"{admin.url}{V}/servers/{server}", headers={"X-Auth-Token": admin.token}) as resp:
+            return resp.status
+
+    await until(gone, lambda status: status == 404, what="the admin's server deleted")
+    async with admin.http.post(f"{served.url}/v3/auth/tokens", json={"auth": {"identity": {"methods": ["password"],
+            "password": {"user": {"name": "olga", "domain": {"id": "default"}, "password": "olga-secret"}}},
+            "scope": {"project": {"id": project}}}}) as resp:
+        olga = Admin(admin.http, served, resp.headers["X-Subject-Token"])
+    await olga.call("POST", V + "/servers", 202, json={"server": {
+        "name": "olgas", "imageRef": image, "flavorRef": flavor, "networks": "none"}})
+    feed = page.get_by_role("list", name="Activity, newest first")
+    await expect(feed.locator("li", has_text="olgas").locator(".badge", has_text="ACTIVE")).not_to_have_count(0, timeout=30000)
+    await expect(feed).not_to_contain_text("admins-only")
+    await expect(feed).not_to_contain_text(server[:8])
+    await screens.shot(page, "other-project-activity")
+    await context.close()
 
 
 async def test_actions_follow_their_states(browser, screens, served, admin):
