@@ -30,8 +30,9 @@ export function clear(el, ...children) {
   return el;
 }
 
-/** A page's heading with optional actions beside it. */
-export const heading = (text, ...actions) => h("h1", {}, text, ...actions);
+/** A page's heading with its actions beside it (outside the <h1>, whose name stays its title). */
+export const heading = (text, ...actions) =>
+  h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
 
 /**
  * A table: columns [{label, value: row => node|text, class?, key?}], rows of data.
@@ -273,7 +274,7 @@ export async function settle(fetchOne, done, { signal, limit = 120000 } = {}) {
  *  forms offer what it fetched: `ready(view)` enables them. */
 export function pageHeading(text, ...actions) {
   for (const b of actions.flat()) if (b instanceof HTMLButtonElement) b.disabled = true;
-  return h("div", { class: "page-head" }, h("h1", {}, text), h("div", { class: "head-actions" }, actions));
+  return heading(text, ...actions);
 }
 
 export function ready(view) {

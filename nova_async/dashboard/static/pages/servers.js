@@ -3,7 +3,7 @@
 // one, or removes a deleted one. No reload and no polling loop; "Refresh" asks again by hand.
 // #/servers/new (launch) and #/servers/<id> (one server) are their own modules.
 
-import { h, clear, table, badge, age, confirm, toast, powerState } from "../ui.js";
+import { h, clear, heading, table, badge, age, confirm, toast, powerState } from "../ui.js";
 
 /** The servers' image names by id (the list and the stream name images by id only). */
 export async function imageNames(api) {
@@ -143,7 +143,7 @@ export default async function (view, ctx) {
   });
 
   clear(view,
-    h("h1", {}, "Servers", h("a", { class: "button", href: "#/servers/new" }, "Launch"),
+    heading("Servers", h("a", { class: "button", href: "#/servers/new" }, "Launch"),
       h("button", { class: "ghost", onclick: () => load().catch((e) => toast(e.message, "bad")) }, "Refresh")),
     h("div", { class: "toolbar" }, filter, statusSelect, deleteButton, count),
     list);
