@@ -329,6 +329,13 @@ async function consoleTab(body, ctx, server) {
     term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 14, rows: 24, scrollback: 2000 });
     styles = mirrorStyles(host);
     term.open(host);
+    // A serial port keeps no history: what the guest printed before (its boot, a login
+    // prompt) comes from its console log, dimmed, then the port's live bytes follow.
+    try {
+      const { output } = await api.serverAction(server.id, "os-getConsoleOutput", { length: 40 });
+      if (output && term) term.write(`\x1b[2m${output.replace(/\r?\n/g, "\r\n")}\x1b[0m`);
+    } catch { /* no log (a simulated host): the live port alone */ }
+    if (!term) return;   // closed meanwhile
     // The proxy relays bytes both ways, in binary frames.
     socket = new WebSocket(here(rc.url, "ws"), ["binary"]);
     socket.binaryType = "arraybuffer";
