@@ -28,8 +28,11 @@ TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css"
 def _resolve(tail: str) -> Path | None:
     if not tail or tail.endswith("/"):
         tail += "index.html"
-    path = (STATIC / tail).resolve()
-    if not path.is_relative_to(STATIC.resolve()) or not path.is_file():
+    try:
+        path = (STATIC / tail).resolve()
+        if not path.is_relative_to(STATIC.resolve()) or not path.is_file():
+            return None
+    except (ValueError, OSError):   # a NUL byte, a name too long: no such file either
         return None
     return path
 

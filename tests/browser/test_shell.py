@@ -20,8 +20,9 @@ async def test_login_and_the_root_redirect(browser, screens, database, tmp_path)
             async with http.get(f"{served.url}/", headers={"Accept": "text/html,*/*"},
                                 allow_redirects=False) as resp:
                 assert resp.status == 302 and resp.headers["Location"] == "/dashboard/"
-            async with http.get(f"{served.url}/dashboard/../../etc/passwd") as resp:
-                assert resp.status == 404
+            for hostile in ("../../etc/passwd", "%00", "%2e%2e/%2e%2e/etc/passwd", "x" * 5000):
+                async with http.get(f"{served.url}/dashboard/{hostile}") as resp:
+                    assert resp.status == 404, hostile
 
         context = await browser.new_context()
         page = await context.new_page()
