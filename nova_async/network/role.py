@@ -39,7 +39,7 @@ class NetworkRole(Role):
 
     def http(self) -> tuple[str, web.Application]:
         return "/network", routes.build_app(NetworkApi(
-            pool=self.pool, base_url=self.settings.base_url,
+            pool=self.pool, cells=self.cells, base_url=self.settings.base_url,
             physical_networks=providers.physical_networks(self.settings.network)))
 
     async def _validate(self, msg: m.ValidateNetworks, ctx: RequestContext) -> None:
@@ -73,4 +73,4 @@ class NetworkRole(Role):
         return await proxy.answer(self.pool, ctx, msg)
 
     async def _floating_ip_request(self, msg: m.FloatingIpRequest, ctx: RequestContext) -> m.FloatingIpReply:
-        return await floatingip_proxy.answer(self.pool, ctx, msg, self.settings.network.external_network)
+        return await floatingip_proxy.answer(self.pool, self.cells, ctx, msg, self.settings.network.external_network)
