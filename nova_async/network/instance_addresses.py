@@ -14,6 +14,7 @@ event) when the addresses are already right."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from typing import Any
 
@@ -42,8 +43,10 @@ def with_floating_ips(network_info: list[dict[str, Any]], floating: dict[str, li
 
 async def refresh(pool: Pool, cells: Cells, instance_uuids: set[str]) -> None:
     """Recompute the floating IPs in the network_info of each instance (an unknown or deleted
-    one is skipped: a port's device_id may name anything)."""
+    one is skipped: a port's device_id may name anything, "vm-1" too)."""
     for instance_uuid in sorted(instance_uuids):
+        if not _is_uuid(instance_uuid):
+            continue
         cell = await cells.of_instance(instance_uuid)
         if cell is None:
             continue
@@ -59,3 +62,11 @@ async def refresh(pool: Pool, cells: Cells, instance_uuids: set[str]) -> None:
                 await conn.execute(IQ.replace_network_info, instance_uuid, wanted)
                 log.info("floating IPs of the instance's ports refreshed", instance=instance_uuid,
                          floating_ips=sorted(a for addresses in floating.values() for a in addresses))
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
