@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.integration.api.test_floating_ip_proxy import FIPS, OLD, _routed_server, cloud  # noqa: F401
 from tests.integration.test_event_stream import insert_servers, open_stream
-from tests.integration.test_server_lifecycle import V, ok
+from tests.integration.test_server_lifecycle import V, ok, wait_status
 
 NEUTRON_FIPS = "/network/v2.0/floatingips"
 
@@ -118,3 +118,19 @@ async def test_the_event_stream_shows_the_floating_ip_come_and_go(cloud):
     finally:
         await mine.close()
         await bobs.close()
+
+
+async def test_a_server_booted_on_a_port_with_a_floating_ip_shows_it_from_the_start(cloud):
+    h = cloud
+    await _routed_server(h)   # makes the router that joins net1 to public
+    port = (await ok(await h.http.post("/network/v2.0/ports", headers=h.alice, json={
+        "port": {"network_id": h.net}}), 201))["port"]
+    fip = await _new_fip(h)
+    await _associate(h, fip["id"], port["id"])
+    body = {"server": {"name": "on-port", "imageRef": h.image, "flavorRef": h.flavor,
+                       "networks": [{"port": port["id"]}]}}
+    sid = (await ok(await h.http.post(f"{V}/servers", headers=h.alice, json=body), 202))["server"]["id"]
+    server = await wait_status(h, sid, "ACTIVE")
+    assert [(a["addr"], a["OS-EXT-IPS:type"], a["OS-EXT-IPS-MAC:mac_addr"]) for a in server["addresses"]["net1"]] == \
+        [(port["fixed_ips"][0]["ip_address"], "fixed", port["mac_address"]),
+         (fip["floating_ip_address"], "floating", port["mac_address"])]
