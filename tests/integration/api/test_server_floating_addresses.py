@@ -5,10 +5,12 @@ another project sees none of it."""
 
 from __future__ import annotations
 
-from tests.integration.api.test_floating_ip_proxy import FIPS, OLD, _routed_server, cloud  # noqa: F401
+from tests.integration.api import test_floating_ip_proxy
+from tests.integration.api.test_floating_ip_proxy import FIPS, OLD, _routed_server
 from tests.integration.test_event_stream import insert_servers, open_stream
 from tests.integration.test_server_lifecycle import V, ok, wait_status
 
+cloud = test_floating_ip_proxy.cloud
 NEUTRON_FIPS = "/network/v2.0/floatingips"
 
 
