@@ -10,7 +10,9 @@ from them, so a refresh repeated, or run after several changes, writes the same 
 The instance row is locked in its cell before the network tables are read: two refreshes
 of one instance run one after the other, and the later reads what the later commit left,
 so an older answer never overwrites a newer one. Nothing changes (no write, no `server`
-event) when the addresses are already right."""
+event) when the addresses are already right. A refresh a crash (or a lost database) cut off
+after the commit is made good by `reconcile`, which the network role runs at start and each
+time the database is back."""
 
 from __future__ import annotations
 
@@ -62,6 +64,13 @@ async def refresh(pool: Pool, cells: Cells, instance_uuids: set[str]) -> None:
                 await conn.execute(IQ.replace_network_info, instance_uuid, wanted)
                 log.info("floating IPs of the instance's ports refreshed", instance=instance_uuid,
                          floating_ips=sorted(a for addresses in floating.values() for a in addresses))
+
+
+async def reconcile(pool: Pool, cells: Cells) -> None:
+    """Refresh every instance that has a floating IP or shows one."""
+    wanted = {r["device_id"] for r in await pool.fetch(Q.devices_with_floating_ips)}
+    shown = {str(r["uuid"]) for r in await cells.gather(IQ.showing_floating_ips)}
+    await refresh(pool, cells, wanted | shown)
 
 
 def _is_uuid(text: str) -> bool:

@@ -161,3 +161,7 @@ RETURNING uuid;
 -- name: replace_network_info
 -- The ports of instance $1 as the network role recomputed them (its floating IPs).
 UPDATE instances SET network_info = $2::jsonb, updated_at = now() WHERE uuid = $1 AND deleted_at IS NULL;
+
+-- name: showing_floating_ips
+-- The live instances whose network_info shows a floating IP on some port.
+SELECT uuid FROM instances WHERE deleted_at IS NULL AND network_info @? '$[*].floating_ips';

@@ -152,3 +152,7 @@ SELECT f.port_id, host(f.floating_ip_address) AS address
   FROM floatingips f JOIN ports p ON p.id = f.port_id
  WHERE p.device_id = $1
  ORDER BY f.port_id, f.floating_ip_address;
+
+-- name: devices_with_floating_ips
+-- The device ids (instances) whose ports have a floating IP.
+SELECT DISTINCT p.device_id FROM floatingips f JOIN ports p ON p.id = f.port_id WHERE p.device_id <> '';

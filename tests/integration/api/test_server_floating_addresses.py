@@ -5,6 +5,7 @@ another project sees none of it."""
 
 from __future__ import annotations
 
+from nova_async.network import instance_addresses
 from tests.integration.api import test_floating_ip_proxy
 from tests.integration.api.test_floating_ip_proxy import FIPS, OLD, _routed_server
 from tests.integration.test_event_stream import insert_servers, open_stream
@@ -136,3 +137,23 @@ async def test_a_server_booted_on_a_port_with_a_floating_ip_shows_it_from_the_st
     assert [(a["addr"], a["OS-EXT-IPS:type"], a["OS-EXT-IPS-MAC:mac_addr"]) for a in server["addresses"]["net1"]] == \
         [(port["fixed_ips"][0]["ip_address"], "fixed", port["mac_address"]),
          (fip["floating_ip_address"], "floating", port["mac_address"])]
+
+
+async def test_addresses_a_crash_left_behind_are_made_right_by_the_reconcile_pass(cloud):
+    """A crash between the association's commit and the refresh leaves the server's addresses
+    behind the network tables; the pass the network role runs at start (and each time the
+    database is back) catches up, both ways."""
+    h = cloud
+    server = await _routed_server(h)
+    port = await _port_of(h, server["id"])
+    fip = await _new_fip(h)
+    # as if the process died right after committing: the network tables alone know
+    await h.pool.execute("UPDATE floatingips SET port_id = $2, fixed_ip_address = $3 WHERE id = $1",
+                         fip["id"], port["id"], port["fixed_ips"][0]["ip_address"])
+    assert len((await _server(h, server["id"]))["addresses"]["net1"]) == 1
+    await instance_addresses.reconcile(h.pool, h.deps.cells)
+    assert [a["addr"] for a in (await _server(h, server["id"]))["addresses"]["net1"]][1:] == \
+        [fip["floating_ip_address"]]
+    await h.pool.execute("UPDATE floatingips SET port_id = NULL WHERE id = $1", fip["id"])
+    await instance_addresses.reconcile(h.pool, h.deps.cells)
+    assert len((await _server(h, server["id"]))["addresses"]["net1"]) == 1
