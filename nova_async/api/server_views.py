@@ -72,15 +72,24 @@ def host_id(project_id: str, host: str | None) -> str:
 def addresses(network_info: list[dict[str, Any]], extended: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per network, its addresses; `extended` adds the type and MAC (OS-EXT-IPS*), which
     update and rebuild answers leave out before 2.75."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    fixed: dict[str, list[dict[str, Any]]] = {}
+    floating: dict[str, list[dict[str, Any]]] = {}
     for vif in network_info:
-        entries = out.setdefault(vif["network_name"], [])
-        for ip in vif.get("ips", []):
-            entry = {"version": ip["version"], "addr": ip["address"]}
-            if extended:
-                entry.update({"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": vif["mac_address"]})
-            entries.append(entry)
-    return out
+        name, mac = vif["network_name"], vif["mac_address"]
+        fixed.setdefault(name, []).extend(
+            _address_entry(ip["version"], ip["address"], "fixed", mac, extended) for ip in vif.get("ips", []))
+        floating.setdefault(name, []).extend(
+            _address_entry(4, address, "floating", mac, extended) for address in vif.get("floating_ips", []))
+    # A network's floating addresses follow all its fixed ones, as Nova lists them
+    # (network/instance_addresses.py keeps each port's floating_ips current).
+    return {name: entries + floating[name] for name, entries in fixed.items()}
+
+
+def _address_entry(version: int, address: str, kind: str, mac: str, extended: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"version": version, "addr": address}
+    if extended:
+        entry.update({"OS-EXT-IPS:type": kind, "OS-EXT-IPS-MAC:mac_addr": mac})
+    return entry
 
 
 def _address(written: str | None) -> str:

@@ -96,10 +96,14 @@ class BootFiles:
 
 
 def vif_record(vif: Vif) -> dict[str, Any]:
-    """How a port is kept in instances.network_info (plain JSON, no message tags)."""
-    return {"port_id": vif.port_id, "network_id": vif.network_id, "network_name": vif.network_name,
-            "mac_address": vif.mac_address, "ips": [ip_record(ip) for ip in vif.ips],
-            "bridge": vif.bridge, "tap": vif.tap or tap_name(vif.port_id), "mtu": vif.mtu}
+    """How a port is kept in instances.network_info (plain JSON, no message tags); its
+    floating IPs only when it has some, as network/instance_addresses.py writes them."""
+    record = {"port_id": vif.port_id, "network_id": vif.network_id, "network_name": vif.network_name,
+              "mac_address": vif.mac_address, "ips": [ip_record(ip) for ip in vif.ips],
+              "bridge": vif.bridge, "tap": vif.tap or tap_name(vif.port_id), "mtu": vif.mtu}
+    if vif.floating_ips:
+        record["floating_ips"] = list(vif.floating_ips)
+    return record
 
 
 def ip_record(ip: IpInfo) -> dict[str, Any]:

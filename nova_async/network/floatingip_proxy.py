@@ -16,12 +16,14 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.network import floatingips, ipam, networks, ports
 from nova_async.network import messages as m
 
 
-async def answer(pool: Pool, ctx: RequestContext, msg: m.FloatingIpRequest, default_pool: str) -> m.FloatingIpReply:
+async def answer(pool: Pool, cells: Cells, ctx: RequestContext, msg: m.FloatingIpRequest,
+                 default_pool: str) -> m.FloatingIpReply:
     if msg.action == "list":
         # Nova asks Neutron for the caller's project's floating IPs only, an admin's too.
         filters = floatingips.FloatingIpFilters(project_ids=[ctx.project_id])
@@ -33,20 +35,20 @@ async def answer(pool: Pool, ctx: RequestContext, msg: m.FloatingIpRequest, defa
         row = await floatingips.create_floatingip(pool, ctx, {"floating_network_id": network_id})
         return await _reply(pool, ctx, [row])
     if msg.action == "delete":
-        await floatingips.delete_floatingip(pool, ctx, msg.id)   # an associated one too, as Nova
+        await floatingips.delete_floatingip(pool, cells, ctx, msg.id)   # an associated one too, as Nova
         return m.FloatingIpReply()
     if msg.action == "pools":
         found = await networks.list_networks(pool, ctx, networks.NetworkFilters(external=True))
         return m.FloatingIpReply(pools=[r["name"] or str(r["id"]) for r in found])
     if msg.action == "associate":
-        await _associate(pool, ctx, msg)
+        await _associate(pool, cells, ctx, msg)
         return m.FloatingIpReply()
     if msg.action == "disassociate":
         fip = await _by_address(pool, ctx, msg.address)
         if fip["port_id"] is None or fip["port_device_id"] != msg.instance_uuid:
             raise errors.Conflict(f"Floating IP {msg.address} is not associated with instance {msg.instance_uuid}.",
                                   code="floatingip_not_associated")
-        await floatingips.update_floatingip(pool, ctx, str(fip["id"]), {"port_id": None})
+        await floatingips.update_floatingip(pool, cells, ctx, str(fip["id"]), {"port_id": None})
         return m.FloatingIpReply()
     raise errors.InvalidInput(f"Unknown floating IP request {msg.action!r}.")
 
@@ -86,7 +88,7 @@ async def _by_address(pool: Pool, ctx: RequestContext, address: str) -> asyncpg.
     return found[0]
 
 
-async def _associate(pool: Pool, ctx: RequestContext, msg: m.FloatingIpRequest) -> None:
+async def _associate(pool: Pool, cells: Cells, ctx: RequestContext, msg: m.FloatingIpRequest) -> None:
     """The floating IP `msg.address` on the instance's port holding `msg.fixed_address`, or
     its first IPv4 address (Nova's choice); one associated elsewhere moves here."""
     mine = await ports.list_ports(pool, ctx, ports.PortFilters(device_ids=[msg.instance_uuid]))
@@ -108,5 +110,5 @@ async def _associate(pool: Pool, ctx: RequestContext, msg: m.FloatingIpRequest) 
                                       f"{msg.instance_uuid}. Instance has no fixed IPv4 addresses to associate.")
     port_id, address = chosen[0]
     fip = await _by_address(pool, ctx, msg.address)
-    await floatingips.update_floatingip(pool, ctx, str(fip["id"]), {"port_id": port_id,
-                                                                    "fixed_ip_address": str(address)})
+    await floatingips.update_floatingip(pool, cells, ctx, str(fip["id"]),
+                                        {"port_id": port_id, "fixed_ip_address": str(address)})

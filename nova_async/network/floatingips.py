@@ -7,7 +7,9 @@ with a gateway on that external network and an interface on the subnet of the fi
 (FOR SHARE), in the same transaction that records the association. A fixed IP has at most
 one floating IP per external network (a unique index backs the check). When the guest's
 port goes, the foreign key and sql/functions/floatingip_disassociated.sql leave the
-floating IP unassociated and DOWN. A floating IP is visible to its own project only."""
+floating IP unassociated and DOWN. A floating IP is visible to its own project only.
+Once an association, disassociation or delete is committed, the servers it touched get
+their addresses recomputed (instance_addresses.py), as Nova's network-changed event does."""
 
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ import asyncpg
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
+from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
-from nova_async.network import ipam, networks, ports, quotas
+from nova_async.network import instance_addresses, ipam, networks, ports, quotas
 
 Q = queries("l3")
 NQ = queries("network")
@@ -127,12 +130,14 @@ async def _floating_subnet(conn: asyncpg.Connection, net: asyncpg.Record, body: 
     return candidates[0]
 
 
-async def update_floatingip(pool: Pool, ctx: RequestContext, fip_id: str, body: dict[str, Any]) -> asyncpg.Record:
+async def update_floatingip(pool: Pool, cells: Cells, ctx: RequestContext, fip_id: str,
+                            body: dict[str, Any]) -> asyncpg.Record:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_floatingip(conn, ctx, fip_id)
         locked = await conn.fetchrow(Q.lock_floatingip, row["id"])
         if locked is None:
             raise not_found(fip_id)
+        before = await conn.fetchrow(Q.get_floatingip, locked["id"])
         if "description" in body:
             await conn.execute(Q.describe_floatingip, locked["id"], body["description"])
         if "port_id" in body:
@@ -144,7 +149,15 @@ async def update_floatingip(pool: Pool, ctx: RequestContext, fip_id: str, body: 
             if locked["port_id"] is None:
                 raise bad_request("fixed_ip_address cannot be given without a port_id.")
             await _associate(conn, ctx, locked, {**body, "port_id": str(locked["port_id"])})
-        return await conn.fetchrow(Q.get_floatingip, locked["id"])
+        after = await conn.fetchrow(Q.get_floatingip, locked["id"])
+    # committed: the servers it left and joined show it (or not) in their addresses
+    await instance_addresses.refresh(pool, cells, _devices(before, after))
+    return after
+
+
+def _devices(*rows: asyncpg.Record) -> set[str]:
+    """The instances (device ids) of the ports the floating IP rows are associated with."""
+    return {r["port_device_id"] for r in rows if r["port_device_id"]}
 
 
 async def _associate(conn: asyncpg.Connection, ctx: RequestContext, fip: asyncpg.Record, body: dict[str, Any]) -> None:
@@ -188,8 +201,13 @@ async def _associate(conn: asyncpg.Connection, ctx: RequestContext, fip: asyncpg
                               code="floatingip_port_already_associated") from None
 
 
-async def delete_floatingip(pool: Pool, ctx: RequestContext, fip_id: str) -> None:
+async def delete_floatingip(pool: Pool, cells: Cells, ctx: RequestContext, fip_id: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         row = await get_floatingip(conn, ctx, fip_id)
+        locked = await conn.fetchrow(Q.lock_floatingip, row["id"])
+        if locked is None:
+            raise not_found(fip_id)
+        row = await conn.fetchrow(Q.get_floatingip, locked["id"])
         await conn.execute(Q.delete_floatingip, row["id"])
         await conn.execute(NQ.delete_port, row["floating_port_id"])
+    await instance_addresses.refresh(pool, cells, _devices(row))

@@ -31,6 +31,7 @@ from nova_async.network import ipam, networks, ports, security_groups
 from nova_async.network import messages as m
 
 Q = queries("network")
+L3 = queries("l3")
 # The common case's allocations, shared by the boots that reach it at once (one transaction).
 # Each call is a subtransaction: past 64 in one transaction (PostgreSQL's cache of them per
 # session), every other session's snapshot has to look them up while it runs.
@@ -173,7 +174,8 @@ async def allocate(pool: Pool, msg: m.AllocatePorts) -> list[m.Vif]:
         existing = await conn.fetch(Q.rebind_device_vifs, msg.instance_uuid, msg.host)
         if existing:
             await security_groups.attach_to_instance(conn, msg.instance_uuid, groups)
-            return _vifs(existing)
+            # ports the instance had before (a reschedule, a move): a floating IP may be on them
+            return _vifs(existing, await _floating_ips(conn, msg.instance_uuid))
         targets = await _resolve(conn, msg.project_id, msg.requested, msg.instance_uuid)
         locked = await ipam.lock_subnets(conn, [t.subnet["id"] for t in targets if t.subnet is not None])
         known: list[dict] | None = []  # what device_vifs would read, while every port is a new one
@@ -214,11 +216,19 @@ async def deallocate(pool: Pool, instance_uuid: str) -> None:
 
 
 async def vifs(db: asyncpg.Connection | Pool, instance_uuid: str) -> list[m.Vif]:
-    """The instance's ports as compute needs them, in NIC order."""
-    return _vifs(await db.fetch(Q.device_vifs, instance_uuid))
+    """The instance's ports as compute needs them, in NIC order, with their floating IPs."""
+    return _vifs(await db.fetch(Q.device_vifs, instance_uuid), await _floating_ips(db, instance_uuid))
 
 
-def _vifs(rows: list[asyncpg.Record] | list[dict]) -> list[m.Vif]:
+async def _floating_ips(db: asyncpg.Connection | Pool, instance_uuid: str) -> dict[str, list[str]]:
+    """The floating IPs of the instance's ports, by port id."""
+    floating: dict[str, list[str]] = {}
+    for r in await db.fetch(L3.instance_floating_ips, instance_uuid):
+        floating.setdefault(str(r["port_id"]), []).append(r["address"])
+    return floating
+
+
+def _vifs(rows: list[asyncpg.Record] | list[dict], floating: dict[str, list[str]] | None = None) -> list[m.Vif]:
     ips: dict[str, list[m.IpInfo]] = {}
     for r in rows:
         found = ips.setdefault(str(r["port_id"]), [])
@@ -234,5 +244,6 @@ def _vifs(rows: list[asyncpg.Record] | list[dict]) -> list[m.Vif]:
         seen.add(port_id)
         out.append(m.Vif(port_id=port_id, network_id=network_id, network_name=r["network_name"],
                          mac_address=str(r["mac_address"]), ips=ips[port_id], mtu=r["mtu"],
-                         bridge="brq" + network_id[:11], tap="tap" + port_id[:11]))
+                         bridge="brq" + network_id[:11], tap="tap" + port_id[:11],
+                         floating_ips=(floating or {}).get(port_id, [])))
     return out

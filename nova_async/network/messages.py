@@ -39,6 +39,9 @@ class Vif(Message, frozen=True, kw_only=True):
     mtu: int = 1500
     bridge: str = ""
     tap: str = ""
+    # the floating IPs associated with the port (an adopted port may come with one), which
+    # the server's addresses show; network/instance_addresses.py keeps them current after
+    floating_ips: list[str] = []
 
 
 class AllocatePorts(Message, frozen=True, kw_only=True):

@@ -6,12 +6,14 @@ the deprecated os-security-groups proxy)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 
 from aiohttp import web
 
 from nova_async.common.context import RequestContext
 from nova_async.network import dhcp_ports, instance_ports, providers, proxy, routes, security_groups
-from nova_async.network import floatingip_proxy
+from nova_async.network import floatingip_proxy, instance_addresses
 from nova_async.network import messages as m
 from nova_async.network.client import TOPIC
 from nova_async.network.state import NetworkApi
@@ -37,9 +39,18 @@ class NetworkRole(Role):
             m.FloatingIpRequest: self._floating_ip_request,
         }
 
+    async def run(self) -> None:
+        self.ready.set()
+        # floating IPs a crash left out of (or in) servers' addresses: shown right again
+        await instance_addresses.reconcile(self.pool, self.cells)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.after_each_return(functools.partial(instance_addresses.reconcile, self.pool,
+                                                                    self.cells)), name="network:addresses")
+            await self.serve(self.topic, self.dispatch)
+
     def http(self) -> tuple[str, web.Application]:
         return "/network", routes.build_app(NetworkApi(
-            pool=self.pool, base_url=self.settings.base_url,
+            pool=self.pool, cells=self.cells, base_url=self.settings.base_url,
             physical_networks=providers.physical_networks(self.settings.network)))
 
     async def _validate(self, msg: m.ValidateNetworks, ctx: RequestContext) -> None:
@@ -73,4 +84,4 @@ class NetworkRole(Role):
         return await proxy.answer(self.pool, ctx, msg)
 
     async def _floating_ip_request(self, msg: m.FloatingIpRequest, ctx: RequestContext) -> m.FloatingIpReply:
-        return await floatingip_proxy.answer(self.pool, ctx, msg, self.settings.network.external_network)
+        return await floatingip_proxy.answer(self.pool, self.cells, ctx, msg, self.settings.network.external_network)

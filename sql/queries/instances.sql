@@ -157,3 +157,11 @@ UPDATE instances
    SET host = NULL, node = NULL, task_state = 'scheduling', power_state = 0, updated_at = now()
  WHERE uuid = $1 AND host = $2 AND deleted_at IS NULL AND task_state IS DISTINCT FROM 'deleting'
 RETURNING uuid;
+
+-- name: replace_network_info
+-- The ports of instance $1 as the network role recomputed them (its floating IPs).
+UPDATE instances SET network_info = $2::jsonb, updated_at = now() WHERE uuid = $1 AND deleted_at IS NULL;
+
+-- name: showing_floating_ips
+-- The live instances whose network_info shows a floating IP on some port.
+SELECT uuid FROM instances WHERE deleted_at IS NULL AND network_info @? '$[*].floating_ips';

@@ -144,3 +144,15 @@ INSERT INTO bootstrap_steps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RET
 
 -- name: admin_project
 SELECT id FROM projects WHERE name = 'admin' AND domain_id = 'default';
+
+-- name: instance_floating_ips
+-- The floating IPs associated with the ports of device (instance) $1: what its
+-- network_info shows per port (nova_async/network/instance_addresses.py).
+SELECT f.port_id, host(f.floating_ip_address) AS address
+  FROM floatingips f JOIN ports p ON p.id = f.port_id
+ WHERE p.device_id = $1
+ ORDER BY f.port_id, f.floating_ip_address;
+
+-- name: devices_with_floating_ips
+-- The device ids (instances) whose ports have a floating IP.
+SELECT DISTINCT p.device_id FROM floatingips f JOIN ports p ON p.id = f.port_id WHERE p.device_id <> '';

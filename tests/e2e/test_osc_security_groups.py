@@ -1,6 +1,7 @@
 """Security groups with the real, unmodified `openstack` CLI, as a user types them, against
 `nova-async serve` on libvirt's test driver: groups and rules made, listed, shown and
-deleted, and servers booted into groups and given more."""
+deleted, and servers booted into groups and given more; and a floating IP added to the
+server shows in `server list` and `server show` after its fixed address until removed."""
 
 from __future__ import annotations
 
@@ -43,7 +44,16 @@ if openstack security group delete web 2> in_use.err; then echo "deleted a group
 cat in_use.err
 openstack server remove security group sgvm web
 echo "removed: $(openstack server show sgvm -f value -c security_groups | tr '\n' ' ')"
+openstack router create --external-gateway public sgr
+openstack router add subnet sgr sgsub
+openstack floating ip create -f value -c floating_ip_address public > fip
+openstack server add floating ip sgvm "$(cat fip)"
+echo "listed: $(openstack server list -f value -c Networks)"
+echo "shown: $(openstack server show sgvm -f value -c addresses)"
+openstack server remove floating ip sgvm "$(cat fip)"
+echo "unlisted: $(openstack server list -f value -c Networks)"
 openstack server delete --wait sgvm
+openstack floating ip delete "$(cat fip)"
 openstack security group delete web
 """
 
@@ -57,5 +67,9 @@ async def test_openstack_cli_security_groups(database, work_dir):
                      r"\| tcp +\| IPv4 +\| 10\.0\.0\.0/8 +\| 80:81 +\| ingress",
                      r"groups: default web \n", r"before: \[\{'name': 'web'\}\]",
                      r"after: .*'default'", r"after: .*'web'", r"port groups: \S+, \S+ \n",
-                     r"Security Group \S+ in use", r"removed: \[\{'name': 'default'\}\] \n"):
+                     r"Security Group \S+ in use", r"removed: \[\{'name': 'default'\}\] \n",
+                     # a floating IP on the server shows after its fixed address, as Nova's
+                     r"listed: \{'sgnet': \['10\.4\.0\.\d+', '203\.0\.113\.\d+'\]\}\n",
+                     r"shown: \{'sgnet': \['10\.4\.0\.\d+', '203\.0\.113\.\d+'\]\}\n",
+                     r"unlisted: \{'sgnet': \['10\.4\.0\.\d+'\]\}\n"):
         assert re.search(expected, output), (expected, output)

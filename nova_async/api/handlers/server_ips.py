@@ -1,23 +1,22 @@
 """A server's addresses on their own (`/servers/{id}/ips`, and one network's with
-`/ips/{network_label}`), as Nova lists them there: version and address only."""
+`/ips/{network_label}`), as Nova lists them there: version and address only, each port's
+floating IPs after its fixed ones."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
-from nova_async.api import server_store
+from nova_async.api import server_store, server_views
 from nova_async.api.state import STATE
 from nova_async.common import errors
 from nova_async.common import web as w
 
 
-async def _addresses(request: web.Request) -> dict[str, list[dict[str, object]]]:
+async def _addresses(request: web.Request) -> dict[str, list[dict[str, Any]]]:
     row = await server_store.show(request.app[STATE], w.context(request), request.match_info["server_id"])
-    out: dict[str, list[dict[str, object]]] = {}
-    for vif in row["network_info"]:
-        entries = out.setdefault(vif["network_name"], [])
-        entries += [{"version": ip["version"], "addr": ip["address"]} for ip in vif.get("ips", [])]
-    return out
+    return server_views.addresses(row["network_info"], extended=False)
 
 
 async def list_ips(request: web.Request) -> web.Response:

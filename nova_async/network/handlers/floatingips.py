@@ -36,12 +36,13 @@ async def create_floatingip(request: web.Request) -> web.Response:
 
 async def update_floatingip(request: web.Request) -> web.Response:
     body = await read_json(request, schemas.FLOATINGIP_UPDATE)
-    row = await floatingips.update_floatingip(request.app[STATE].pool, context(request),
+    api = request.app[STATE]
+    row = await floatingips.update_floatingip(api.pool, api.cells, context(request),
                                               request.match_info["floatingip_id"], body["floatingip"])
     return dump({"floatingip": views.floatingip(row)})
 
 
 async def delete_floatingip(request: web.Request) -> web.Response:
-    await floatingips.delete_floatingip(request.app[STATE].pool, context(request),
-                                        request.match_info["floatingip_id"])
+    api = request.app[STATE]
+    await floatingips.delete_floatingip(api.pool, api.cells, context(request), request.match_info["floatingip_id"])
     return web.Response(status=204)
