@@ -7,7 +7,7 @@
 // whole retained backlog on a second connection, and the tab keeps to one stream.
 
 import { h, clear, badge } from "../ui.js";
-import { when } from "./server.js";
+import { when } from "../server_text.js";
 
 const SHOWN = 500;
 

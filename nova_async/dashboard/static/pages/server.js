@@ -5,7 +5,7 @@
 // (`server`, `action` and `fault` events for this server).
 
 import { h, clear, badge, age, confirm, modal, field, select, toast, powerState, tabs, facts } from "../ui.js";
-import { imageNames, addressText, imageText } from "./servers.js";
+import { imageNames, addressText, imageText, when } from "../server_text.js";
 
 // What each action needs the server to be (Nova's vm_state rules, as its status shows them).
 const ACTIONS = [
@@ -473,11 +473,6 @@ async function eventsTab(body, ctx, initial) {
       showFault();
     }
   });
-}
-
-/** A time Nova wrote without a zone (it is UTC), as local time. */
-export function when(iso) {
-  return new Date(/(Z|[+-]\d\d:?\d\d)$/.test(iso) ? iso : `${iso}Z`).toLocaleString();
 }
 
 /** What a fault usually means, in a sentence a user can act on. */

@@ -4,27 +4,7 @@
 // #/servers/new (launch) and #/servers/<id> (one server) are their own modules.
 
 import { h, clear, heading, table, badge, age, confirm, toast, powerState } from "../ui.js";
-
-/** The servers' image names by id (the list and the stream name images by id only). */
-export async function imageNames(api) {
-  try {
-    const { images } = await api.get("image", "/images", { limit: 1000 });
-    return new Map(images.map((i) => [i.id, i.name || i.id]));
-  } catch {
-    return new Map();
-  }
-}
-
-/** "net: 10.0.0.3, 203.0.113.9 · other: …" from a server's addresses. */
-export function addressText(addresses) {
-  return Object.entries(addresses || {})
-    .map(([net, list]) => `${net}: ${list.map((a) => a.addr).join(", ")}`).join(" · ");
-}
-
-export function imageText(image, names) {
-  if (!image || !image.id) return "(volume)";
-  return names.get(image.id) || image.id.slice(0, 8);
-}
+import { imageNames, addressText, imageText } from "../server_text.js";
 
 export default async function (view, ctx) {
   if (ctx.params[0] === "new") return (await import("./launch.js")).default(view, ctx);
