@@ -5,12 +5,16 @@ and saves a screenshot of every page it looks at under its temp dir, for a perso
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import dsn_for
+from tests.e2e.conftest import Served, serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -62,3 +66,16 @@ async def log_in(page, base_url: str, user: str, password: str, project: str) ->
     await page.get_by_label("Project").fill(project)
     await page.get_by_role("button", name="Log in").click()
     await page.get_by_role("navigation", name="Sections").wait_for()
+
+
+@contextlib.asynccontextmanager
+async def serving_module(label: str, tmp_path_factory, pg_cluster, databases) -> AsyncIterator[Served]:
+    """One `nova-async serve` on simulated hosts for a whole test module (its pages share it;
+    starting one per test would cost the suite seconds each), on a database of its own."""
+    name = await databases.take()
+    try:
+        async with serve(tmp_path_factory.mktemp(label) / "state", "--database", dsn_for(pg_cluster, name),
+                         "--libvirt-uri", "test:///default") as served:
+            yield served
+    finally:
+        databases.discard(name)

@@ -15,9 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from playwright.async_api import expect
 
-from tests.browser.conftest import log_in
-from tests.conftest import dsn_for
-from tests.e2e.conftest import serve
+from tests.browser.conftest import log_in, serving_module
 from tests.waiting import until
 
 # One worker runs them all (--dist loadgroup), so the module's one served process serves all.
@@ -28,13 +26,8 @@ SLOW = 30_000  # ms: what the service does in the background (a volume made, a r
 
 @pytest.fixture(scope="module")
 async def served(tmp_path_factory, pg_cluster, databases):
-    name = await databases.take()
-    try:
-        async with serve(tmp_path_factory.mktemp("resources") / "state", "--database", dsn_for(pg_cluster, name),
-                         "--libvirt-uri", "test:///default") as s:
-            yield s
-    finally:
-        databases.discard(name)
+    async with serving_module("resources", tmp_path_factory, pg_cluster, databases) as s:
+        yield s
 
 
 async def admin_page(browser, served, **context):

@@ -16,9 +16,7 @@ import aiohttp
 import pytest
 from playwright.async_api import expect
 
-from tests.browser.conftest import log_in
-from tests.conftest import dsn_for
-from tests.e2e.conftest import serve
+from tests.browser.conftest import log_in, serving_module
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -48,22 +46,17 @@ class Admin:
 
 @pytest.fixture(scope="module")
 async def served(pg_cluster, databases, tmp_path_factory):
-    name = await databases.take()
-    try:
-        async with serve(tmp_path_factory.mktemp("dashboard") / "state", "--database", dsn_for(pg_cluster, name),
-                         "--libvirt-uri", "test:///default") as running:
-            async with aiohttp.ClientSession() as http:
-                admin = Admin(http, running, await running.token(http))
-                for flavor in ({"name": "dash.tiny", "ram": 256, "vcpus": 1, "disk": 1},
-                               {"name": "dash.small", "ram": 512, "vcpus": 1, "disk": 1},
-                               # more memory than the simulated host has, within the quota
-                               {"name": "dash.big", "ram": 40 * 1024, "vcpus": 1, "disk": 1},
-                               # more than the project's quota (50 GiB)
-                               {"name": "dash.huge", "ram": 64 * 1024 * 1024, "vcpus": 1, "disk": 1}):
-                    await admin.call("POST", V + "/flavors", 200, json={"flavor": flavor})
-            yield running
-    finally:
-        databases.discard(name)
+    async with serving_module("dashboard", tmp_path_factory, pg_cluster, databases) as running:
+        async with aiohttp.ClientSession() as http:
+            admin = Admin(http, running, await running.token(http))
+            for flavor in ({"name": "dash.tiny", "ram": 256, "vcpus": 1, "disk": 1},
+                           {"name": "dash.small", "ram": 512, "vcpus": 1, "disk": 1},
+                           # more memory than the simulated host has, within the quota
+                           {"name": "dash.big", "ram": 40 * 1024, "vcpus": 1, "disk": 1},
+                           # more than the project's quota (50 GiB)
+                           {"name": "dash.huge", "ram": 64 * 1024 * 1024, "vcpus": 1, "disk": 1}):
+                await admin.call("POST", V + "/flavors", 200, json={"flavor": flavor})
+        yield running
 
 
 @pytest.fixture
