@@ -74,6 +74,10 @@ class Cloud:
         try:
             async with self.session.request(req.method, url, headers=req.headers, data=req.body,
                                             skip_auto_headers=("Content-Type",)) as resp:
+                if resp.content_type == "text/event-stream":
+                    # The event stream (GET /compute/v2.1/events) has no end: its answer is
+                    # the status it opened with.
+                    return resp.status, b""
                 return resp.status, await resp.read()
         except aiohttp.ClientResponseError as exc:
             # An answer the client could not parse past its status line: aiohttp's server
