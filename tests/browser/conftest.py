@@ -27,10 +27,13 @@ async def browser() -> AsyncIterator:
 
     async with async_playwright() as pw:
         # --no-sandbox: the tests run as root, where Chromium's sandbox refuses to start.
-        # Nothing off this machine: no component updates, no metrics, no DNS prefetching.
+        # Nothing off this machine: no component updates, no metrics, no DNS prefetching, no
+        # proxy, and every host but localhost and 127.0.0.1 resolves to nothing (the tests reach the
+        # service at 127.0.0.1), so not even a lookup leaves.
         launched = await pw.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-component-update",
-            "--disable-background-networking", "--no-first-run", "--metrics-recording-only"])
+            "--disable-background-networking", "--no-first-run", "--metrics-recording-only",
+            "--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"])
         try:
             yield launched
         finally:
