@@ -101,7 +101,7 @@ async def _payloads(rows: RowSource) -> list[dict[str, Any]]:
             rows = await rows
     if rows is None:
         return []
-    if isinstance(rows, Mapping):
+    if not isinstance(rows, (list, tuple)):  # one row (an asyncpg Record is no Mapping)
         rows = [rows]
     return [payloads.instance(row) for row in rows]
 
