@@ -224,6 +224,8 @@ class HookSettings:
                                     "nova_async.hooks (comma-separated); an installed plugin not named "
                                     "here never loads", (), flag="--hooks")
     post_timeout: float = _doc("seconds each post_* hook may run before it is abandoned (and logged)", 5.0)
+    pre_timeout: float = _doc("seconds each pre_* (and network_info) hook may take to answer; one that "
+                              "does not refuses the step", 30.0)
 
 
 @dataclass(frozen=True)
@@ -368,7 +370,7 @@ def validate(settings: Settings) -> None:
         raise ConfigError("service.private_database_deaths must be >= 1 and service.private_database_window > 0")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")
-    if settings.hooks.post_timeout <= 0:
-        raise ConfigError("hooks.post_timeout must be > 0")
+    if settings.hooks.post_timeout <= 0 or settings.hooks.pre_timeout <= 0:
+        raise ConfigError("hooks.post_timeout and hooks.pre_timeout must be > 0")
     if settings.network.dataplane not in ("auto", "on", "off"):
         raise ConfigError("network.dataplane must be auto, on or off")

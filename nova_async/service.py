@@ -233,7 +233,8 @@ class Service:
         settings = self.settings
         started = time.monotonic()
         # First: a plugin that cannot be used is a mistake in the config, told before anything starts.
-        hooks = hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout)
+        hooks = hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
+                                  settings.hooks.pre_timeout)
         settings.state_path.mkdir(parents=True, exist_ok=True)
         async with contextlib.AsyncExitStack() as stack:
             dsn = settings.service.database

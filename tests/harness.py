@@ -73,7 +73,8 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
     bus = MemoryBus()
     async with open_cells(pool, _DSN[id(pool)], max_size=10) as cells:
         deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                    cells=cells, hooks=hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout))
+                    cells=cells, hooks=hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
+                                                      settings.hooks.pre_timeout))
         async with _running(deps, roles) as h:
             yield h
 

@@ -8,8 +8,9 @@ hook API version, a hook point that is not an `async def`.
 Running costs nothing while no enabled plugin defines the point: a call site hands over the
 row (or a function that reads it, and a function for any detail that costs something to
 make) and the payload is built only when some hook wants it. Pre hooks run in the order `[hooks] enabled` names their plugins and the first
-veto wins; a pre hook that fails (anything but a veto) refuses the step too, as a site's
-rule that cannot be checked must not be taken as passed. Post hooks each get
+veto wins; a pre hook that fails (anything but a veto), or does not answer within
+`[hooks] pre_timeout`, refuses the step too, as a site's rule that cannot be checked must
+not be taken as passed. Post hooks each get
 `[hooks] post_timeout` seconds; what they raise, or their running late, is logged and
 changes nothing. Hooks are awaited where they are called (no task of their own), so a
 post hook delays what follows it by at most that bound."""
@@ -48,9 +49,10 @@ class Hooks:
     """The enabled plugins' hooks by point, and how each point's hooks are run."""
 
     def __init__(self, by_point: dict[str, list[tuple[str, Hook]]] | None = None,
-                 post_timeout: float = 5.0) -> None:
+                 post_timeout: float = 5.0, pre_timeout: float = 30.0) -> None:
         self.by_point = by_point or {}
         self.post_timeout = post_timeout
+        self.pre_timeout = pre_timeout
 
     async def pre(self, point: str, rows: RowSource, **details: Any) -> None:
         """Run the point's hooks; HookVeto when one refuses."""
@@ -61,10 +63,15 @@ class Hooks:
         for payload in await _payloads(rows):
             for plugin, hook in hooks:
                 try:
-                    await hook(payload, **details)
+                    async with asyncio.timeout(self.pre_timeout):
+                        await hook(payload, **details)
                 except HookVeto as veto:
                     log.info("hook vetoed", plugin=plugin, point=point, reason=veto.reason)
                     raise
+                except TimeoutError:
+                    log.error("hook did not answer in time; refusing the step", plugin=plugin, point=point,
+                              seconds=self.pre_timeout)
+                    raise HookVeto(f"hook {plugin}.{point} did not answer within {self.pre_timeout:g} s") from None
                 except Exception as exc:
                     log.exception("hook failed; refusing the step", plugin=plugin, point=point)
                     raise HookVeto(f"hook {plugin}.{point} failed: {type(exc).__name__}: {exc}") from exc
@@ -130,7 +137,7 @@ def flavor(f: Any) -> dict[str, Any]:
         "ephemeral_gb": f.ephemeral_gb, "swap": f.swap, "extra_specs": dict(f.extra_specs)})
 
 
-def load(enabled: Sequence[str], post_timeout: float = 5.0) -> Hooks:
+def load(enabled: Sequence[str], post_timeout: float = 5.0, pre_timeout: float = 30.0) -> Hooks:
     """The plugins `enabled` names, from the installed packages' entry points."""
     if not enabled:
         return NO_HOOKS
@@ -143,7 +150,7 @@ def load(enabled: Sequence[str], post_timeout: float = 5.0) -> Hooks:
             by_point.setdefault(point, []).append((name, hook))
     log.info("hook plugins loaded", plugins=",".join(dict.fromkeys(enabled)),
              points=",".join(p for p in HOOK_POINTS if p in by_point))
-    return Hooks(by_point, post_timeout)
+    return Hooks(by_point, post_timeout, pre_timeout)
 
 
 def _plugin_hooks(name: str, found: list[importlib.metadata.EntryPoint]) -> dict[str, Hook]:

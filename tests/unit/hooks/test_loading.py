@@ -98,12 +98,16 @@ async def test_a_failing_pre_hook_refuses_and_post_hooks_never_propagate(monkeyp
         import asyncio
         hook_api_version = 1
         async def pre_delete(payload): raise RuntimeError("rule store unreachable")
+        async def pre_action(payload, action): await asyncio.Event().wait()  # never answers
         async def post_delete(payload): raise RuntimeError("audit store unreachable")
         async def post_build(payload): await asyncio.Event().wait()  # never returns
         """)
-    hooks: Hooks = load(["faulty"], post_timeout=0.05)
+    hooks: Hooks = load(["faulty"], post_timeout=0.05, pre_timeout=0.05)
     with pytest.raises(HookVeto) as caught:
         await hooks.pre("pre_delete", ROW)
     assert caught.value.reason == "hook faulty.pre_delete failed: RuntimeError: rule store unreachable"
+    with pytest.raises(HookVeto) as caught:
+        await hooks.pre("pre_action", ROW, action="stop")
+    assert caught.value.reason == "hook faulty.pre_action did not answer within 0.05 s"
     await hooks.post("post_delete", ROW)
     await hooks.post("post_build", ROW)
