@@ -50,8 +50,15 @@ endef
 deps:
 	$(call apt_install,$(DEBS))
 
-test-deps: deps
+test-deps: deps $(VENV)/.site-hooks
 	$(call apt_install,$(TEST_DEBS))
+
+# The example hook plugins (examples/site_hooks), which the hook tests load through their
+# entry points as a site's would be. Editable, so their code is read from the checkout:
+# installed again only when their pyproject (the entry points) changes.
+$(VENV)/.site-hooks: examples/site_hooks/pyproject.toml | $(BIN)/nova-async
+	$(BIN)/pip install -q --no-deps -e examples/site_hooks
+	@touch $@
 
 $(BIN)/nova-async: pyproject.toml | deps
 	$(PYTHON) -m venv $(VENV)

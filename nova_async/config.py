@@ -219,6 +219,16 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class HookSettings:
+    enabled: tuple[str, ...] = _doc("hook plugins to run, by their entry-point names in the group "
+                                    "nova_async.hooks (comma-separated); an installed plugin not named "
+                                    "here never loads", (), flag="--hooks")
+    post_timeout: float = _doc("seconds each post_* hook may run before it is abandoned (and logged)", 5.0)
+    pre_timeout: float = _doc("seconds each pre_* (and network_info) hook may take to answer; one that "
+                              "does not refuses the step", 30.0)
+
+
+@dataclass(frozen=True)
 class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
@@ -229,6 +239,7 @@ class Settings:
     quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
     @property
     def state_path(self) -> Path:
@@ -359,5 +370,7 @@ def validate(settings: Settings) -> None:
         raise ConfigError("service.private_database_deaths must be >= 1 and service.private_database_window > 0")
     if settings.compute.simulate_hosts < 0:
         raise ConfigError("--simulate-hosts must be >= 0")
+    if settings.hooks.post_timeout <= 0 or settings.hooks.pre_timeout <= 0:
+        raise ConfigError("hooks.post_timeout and hooks.pre_timeout must be > 0")
     if settings.network.dataplane not in ("auto", "on", "off"):
         raise ConfigError("network.dataplane must be auto, on or off")

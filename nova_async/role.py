@@ -22,6 +22,7 @@ from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
+from nova_async.hooks.runner import NO_HOOKS, Hooks
 
 log = structlog.get_logger("role")
 
@@ -33,6 +34,7 @@ class Deps:
     bus: Bus
     tokens: TokenCodec
     cells: Cells                # the cell databases, where instances live
+    hooks: Hooks = NO_HOOKS     # the enabled hook plugins' ([hooks] enabled)
 
     @property
     def state_dir(self) -> Path:

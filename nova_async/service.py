@@ -44,6 +44,7 @@ from nova_async.db.health import DatabaseHealth
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
+from nova_async.hooks import runner as hook_runner
 from nova_async.identity import revocations
 from nova_async.image import cloud, demo
 from nova_async.network import external
@@ -231,6 +232,9 @@ class Service:
     async def run(self) -> None:
         settings = self.settings
         started = time.monotonic()
+        # First: a plugin that cannot be used is a mistake in the config, told before anything starts.
+        hooks = hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
+                                  settings.hooks.pre_timeout)
         settings.state_path.mkdir(parents=True, exist_ok=True)
         async with contextlib.AsyncExitStack() as stack:
             dsn = settings.service.database
@@ -257,7 +261,7 @@ class Service:
                 # Closed after the roles have stopped, before the database pool.
                 bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                        cells=cells)
+                        cells=cells, hooks=hooks)
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
                 # that checks tokens without it follows the database itself.

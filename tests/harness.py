@@ -22,6 +22,7 @@ from nova_async import config
 from nova_async.bus.memory import MemoryBus
 from nova_async.db.cells import Cells, open_cells
 from nova_async.db.pool import Pool
+from nova_async.hooks import runner as hook_runner
 from nova_async.role import Deps, Role
 from nova_async.service import RoleTasks, _token_key, build_http, role_class
 from nova_async.common.tokens import TokenCodec
@@ -72,7 +73,8 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
     bus = MemoryBus()
     async with open_cells(pool, _DSN[id(pool)], max_size=10) as cells:
         deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                    cells=cells)
+                    cells=cells, hooks=hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
+                                                      settings.hooks.pre_timeout))
         async with _running(deps, roles) as h:
             yield h
 

@@ -42,7 +42,8 @@ class ComputeApiRole(Role):
         state = ApiState(settings=self.settings, pool=self.pool, cells=self.cells, images=ImageClient(bus),
                          networks=NetworkClient(bus), conductor=ConductorClient(bus),
                          compute=ComputeClient(bus), placement=PlacementClient(bus),
-                         volumes=VolumeClient(bus), events=self.events)
+                         volumes=VolumeClient(bus), events=self.events,
+                         hooks=self.deps.hooks)
         return "/compute", routes.build_app(state)
 
     def root_routes(self) -> list[web.RouteDef]:

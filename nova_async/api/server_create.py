@@ -30,6 +30,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
+from nova_async.hooks import runner as hooks
 from nova_async.image.messages import ImageInfo
 from nova_async.network.messages import RequestedNetwork
 from nova_async.scheduler.messages import Flavor, RequestSpec
@@ -38,6 +39,7 @@ GiB = 1024**3
 NO_NETWORK = RequestedNetwork(network_id="none")  # the network service's "no NIC at all"
 Q = queries("servers")
 CQ = queries("cells")
+IQ = queries("instances")
 BQ = queries("block_devices")
 
 
@@ -52,6 +54,7 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
     """Accept a boot request: 202 material once its instances are written, mapped and cast."""
     request = parse(body, version)
     found = await resolve(state, ctx, request)
+    await state.hooks.pre("pre_create", lambda: planned(request, found, ctx))
     cell = state.cells.default  # where new instances are written; the conductor moves them if need be
     # Existing volumes are reserved for the instance before it is written (there is only one
     # instance then: check_volumes refuses more), and given back if it never is.
@@ -63,7 +66,20 @@ async def create(state: ApiState, ctx: RequestContext, body: dict[str, Any], ver
         await boot_volumes.release(state.volumes, ctx, reserved)
         raise
     await state.conductor.schedule_and_build(uuids, ctx, cell.uuid)
+    await state.hooks.post("post_create", lambda: cell.pool.fetch(IQ.get_many, uuids))
     return Accepted(uuids=uuids, reservation_id=request.reservation_id, admin_pass=request.admin_pass)
+
+
+def planned(request: BootRequest, found: Resolved, ctx: RequestContext) -> Any:
+    """What pre_create hooks are given: the request as the instance row it would become
+    (no uuid yet: how many instances fit is decided under the quota lock, after them)."""
+    return hooks.planned(uuid=None, display_name=request.name, project_id=ctx.project_id, user_id=ctx.user_id,
+                         vm_state="building", task_state="scheduling", metadata=request.metadata,
+                         flavor=msgspec.to_builtins(found.flavor), image_ref=found.spec.image_id,
+                         key_name=request.key_name, availability_zone=request.availability_zone,
+                         reservation_id=request.reservation_id, description=request.description,
+                         access_ip_v4=request.access_ip_v4, access_ip_v6=request.access_ip_v6,
+                         config_drive=request.config_drive, tags=request.tags, hostname=_hostname(request.name))
 
 
 # -- 1. parse: what the body asks for, checked on its own (the JSON schema ran before)

@@ -25,6 +25,7 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
     db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
+    await state.hooks.pre("pre_delete", row)
     async with db.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(IQ.mark_deleting, uuid)
         if row is None and again and await state.cells.instance_db(uuid) is not db:
@@ -51,6 +52,7 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.
+    await state.hooks.post("post_delete", row)
 
 
 async def _release_volumes(state: ApiState, db, uuid: str) -> None:

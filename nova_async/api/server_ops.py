@@ -55,6 +55,7 @@ async def power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
     db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
+    await state.hooks.pre("pre_action", row, action=op.value)
     msg = PowerAction(instance_uuid=uuid, action=op, reboot_type=reboot_type)
     async with db.acquire() as conn, conn.transaction():
         allowed = sorted(allowed_vm_states(op, reboot_type))
@@ -69,6 +70,7 @@ async def power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
         await db.execute(AQ.release, uuid, msg.task_state)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
+    await state.hooks.post("post_action", claimed, action=op.value)
 
 
 async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> dict[str, Any] | None:

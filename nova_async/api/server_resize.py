@@ -33,6 +33,7 @@ from nova_async.common.context import RequestContext
 from nova_async.compute.messages import ResizeStepName
 from nova_async.db import instances
 from nova_async.db.queries import queries
+from nova_async.hooks import runner as hooks
 from nova_async.image.messages import CreateImage, ImageInfo
 from nova_async.scheduler.messages import Flavor
 
@@ -99,7 +100,10 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     old = Flavor.from_row(row["flavor"])
     new = await _new_flavor(state, ctx, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
-    return await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
+    await state.hooks.pre("pre_resize", row, flavor=lambda: hooks.flavor(new))
+    accepted = await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
+    await state.hooks.post("post_resize", lambda: db.fetchrow(IQ.get, uuid), flavor=lambda: hooks.flavor(new))
+    return accepted
 
 
 MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties": False, "properties": {

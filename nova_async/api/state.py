@@ -13,6 +13,7 @@ from nova_async.conductor.client import ConductorClient
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
+from nova_async.hooks.runner import Hooks
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -31,6 +32,7 @@ class ApiState:
     placement: PlacementClient
     volumes: VolumeClient
     events: EventHub    # the server event stream's feeds (GET /events)
+    hooks: Hooks        # the enabled hook plugins' (nova_async/hooks)
 
     @property
     def base_url(self) -> str:

@@ -145,6 +145,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.notify("instance.create.start", instance_uuid)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name):
+            await host.hooks.pre("pre_build", row)  # a veto is InvalidInput: ERROR here, no reschedule
             await spawn(host, row, request_id)
         # ACTIVE once every step of the build is recorded: whoever sees it sees them finished.
         await _activate(host, instance_uuid, None, request_id)
@@ -173,6 +174,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
         host.failed_builds = False
         await host.api_pool.execute(CQ.reset_failed_builds, host.node_uuid)
     await host.notify("instance.create.end", instance_uuid, state=VmState.ACTIVE)
+    await host.hooks.post("post_build", lambda: host.pool.fetchrow(IQ.get, instance_uuid))
 
 
 async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: str) -> None:
@@ -234,6 +236,7 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
         vifs = await host.network.allocate(instance_uuid, row["project_id"], host.name, requested, groups)
         records = [vif_record(v) for v in vifs]
         await SET_NETWORK_INFO(host.pool, instance_uuid, msgspec.json.encode(records).decode())
+        await host.hooks.pre("network_info", row, network_info=records)
         if host.real_guests:
             for bridge in dict.fromkeys(v.bridge for v in vifs if v.bridge):
                 await host.bridges.ensure(bridge)

@@ -21,6 +21,7 @@ from nova_async.compute.plumbing import Bridges
 from nova_async.conductor.client import ConductorClient
 from nova_async.dataplane.client import DataplaneClient
 from nova_async.db.pool import Pool
+from nova_async.hooks.runner import NO_HOOKS, Hooks
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
@@ -64,6 +65,7 @@ class Host:
     # seconds a shelved server stays on this host before it is offloaded ([compute]
     # shelved_offload_time): 0 at once, -1 never
     shelved_offload_time: float = 0.0
+    hooks: Hooks = NO_HOOKS     # pre_build, network_info and post_build run here
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)

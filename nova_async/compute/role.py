@@ -170,7 +170,8 @@ class ComputeRole(Role):
                                              instances_root=instances_root, disk_gb=spec.disk_gb,
                                              timeouts=timeouts, force_config_drive=c.force_config_drive,
                                              shelved_offload_time=c.shelved_offload_time,
-                                             dataplane=dataplane_served and not spec.simulated)
+                                             dataplane=dataplane_served and not spec.simulated,
+                                             hooks=self.deps.hooks)
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
             await recovery.sweep_instance_dirs(self.cells, instances_root)

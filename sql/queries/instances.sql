@@ -165,3 +165,7 @@ UPDATE instances SET network_info = $2::jsonb, updated_at = now() WHERE uuid = $
 -- name: showing_floating_ips
 -- The live instances whose network_info shows a floating IP on some port.
 SELECT uuid FROM instances WHERE deleted_at IS NULL AND network_info @? '$[*].floating_ips';
+
+-- name: get_many
+-- The live instances $1, by launch index (what a boot wrote, for the post_create hooks).
+SELECT * FROM instances WHERE uuid = ANY ($1::uuid[]) AND deleted_at IS NULL ORDER BY launch_index;
