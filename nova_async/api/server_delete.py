@@ -52,7 +52,6 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.
-    await state.hooks.post("post_delete", row)
 
 
 async def _release_volumes(state: ApiState, db, uuid: str) -> None:

@@ -70,7 +70,6 @@ async def power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
         await db.execute(AQ.release, uuid, msg.task_state)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")
         raise
-    await state.hooks.post("post_action", claimed, action=op.value)
 
 
 async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> dict[str, Any] | None:

@@ -101,9 +101,7 @@ async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[st
     new = await _new_flavor(state, ctx, value["flavorRef"], old, volume_backed=not row["image_ref"])
     await _check_quota(state, row["project_id"], old, new)
     await state.hooks.pre("pre_resize", row, flavor=lambda: hooks.flavor(new))
-    accepted = await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
-    await state.hooks.post("post_resize", lambda: db.fetchrow(IQ.get, uuid), flavor=lambda: hooks.flavor(new))
-    return accepted
+    return await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
 
 
 MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties": False, "properties": {

@@ -118,7 +118,7 @@ async def dispatch(data: bytes, handler: Handler, topic: str) -> bytes:
     try:
         answer = await handler(msg, context)
     except errors.NovaAsyncError as exc:
-        return messages.encode_reply(error=ErrorReply(type(exc).__name__, exc.message, exc.code))
+        return messages.encode_reply(error=ErrorReply(errors.wire_kind(exc), exc.message, exc.code))
     except Exception as exc:
         log.exception("handler failed", topic=topic, message=type(msg).__name__)
         return messages.encode_reply(error=ErrorReply("NovaAsyncError", f"{topic}: {exc}", "internal_error"))

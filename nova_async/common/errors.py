@@ -108,6 +108,12 @@ BY_NAME: dict[str, type[NovaAsyncError]] = {
 }
 
 
+def wire_kind(exc: NovaAsyncError) -> str:
+    """The class an error crosses the bus as: its own, or its nearest ancestor the other side
+    can rebuild (a HookVeto arrives as the InvalidInput it is, still a 4xx)."""
+    return next(c.__name__ for c in type(exc).__mro__ if BY_NAME.get(c.__name__) is c)
+
+
 def rebuild(kind: str, message: str, code: str) -> NovaAsyncError:
     """Turn an error that crossed the bus back into its class."""
     return BY_NAME.get(kind, NovaAsyncError)(message, code=code)

@@ -110,6 +110,8 @@ async def change_power(host: Host, msg: PowerAction, request_id: str) -> None:
     # The action is finished before anyone is told, so a listener reads a finished log.
     await instances.finish_action(host.pool, instance_uuid, request_id)
     await host.notify(f"{step.notification}.end", instance_uuid)
+    if done is not None:
+        await host.hooks.post("post_action", done, action=str(msg.action))
 
 
 async def _failed(host: Host, msg: PowerAction, request_id: str, exc: Exception) -> None:

@@ -46,6 +46,7 @@ from nova_async.compute.volume_disks import volume_disks
 from nova_async.db import instances
 from nova_async.db.instances import Q as IQ
 from nova_async.db.queries import queries
+from nova_async.hooks import runner as hooks
 
 log = structlog.get_logger("compute.resize")
 MQ = queries("migrations")
@@ -204,6 +205,8 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     log.info("instance resized", flavor=new_flavor.get("name"), running=running)
     await instances.finish_action(host.pool, uuid, request_id)
     await host.notify("instance.resize.end", uuid)
+    await host.hooks.post("post_resize", lambda: host.pool.fetchrow(IQ.get, uuid),
+                          flavor=lambda: hooks.flavor(Flavor.from_row(new_flavor)))
 
 
 async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, request_id: str) -> None:

@@ -89,4 +89,5 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
     else:
         log.info("instance terminated")
         await host.notify("instance.delete.end", instance_uuid)
+        await host.hooks.post("post_delete", row)
     await instances.finish_action(host.pool, instance_uuid, request_id)

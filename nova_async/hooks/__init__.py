@@ -10,9 +10,12 @@ versioned notifications carry) and the point's keyword details:
 
     pre_create(payload)                 API, before anything is written (may veto)
     post_create(payload)                API, once the instance is written and handed on
-    pre_delete / post_delete(payload)   API, around accepting a delete
-    pre_resize / post_resize(payload, flavor)      API, around accepting a resize
-    pre_action / post_action(payload, action)      API, around a power action
+    pre_delete(payload)                 API, before a delete is accepted (may veto)
+    post_delete(payload)                compute, once the server and all it held are gone
+    pre_resize(payload, flavor)         API, before a resize is accepted (may veto)
+    post_resize(payload, flavor)        compute, once the server runs on the new flavor
+    pre_action(payload, action)         API, before a power action is accepted (may veto)
+    post_action(payload, action)        compute, once the power action is done
     pre_build / post_build(payload)     compute, before the build / once the server is ACTIVE
     network_info(payload, network_info) compute, once its ports are allocated (may veto)
 

@@ -135,6 +135,10 @@ async def test_post_hooks_observe_and_a_failing_or_hung_one_changes_nothing(pool
         await wait_status(h, sid, "SHUTOFF")
         assert (await h.http.delete(f"{V}/servers/{sid}", headers=h.alice)).status == 204
         await wait_status(h, sid, "GONE")
+        # post_action and post_delete run on the host once it has finished, after the
+        # server shows the outcome.
+        recorded = hook_plugins.module(recorder).seen
+        await until(lambda: any(point == "post_delete" for point, _, _ in recorded), what="post_delete run")
 
         seen = [(point, uuid, detail) for point, uuid, detail in hook_plugins.module(recorder).seen
                 if point != "network_info"]
