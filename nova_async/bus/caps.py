@@ -27,14 +27,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import structlog
+
 from nova_async import __version__
 from nova_async.bus.messages import Message
 from nova_async.db.queries import queries
 
+log = structlog.get_logger("bus")
 Q = queries("versions")
 
 RELEASE = __version__   # what a service record says this process runs
 FRESH = 10.0            # seconds the caps read from the records are used before reading again
+RETRY = 1.0             # seconds before reading again after a read that failed
 
 
 def receivable(handled: Any) -> dict[str, str]:
@@ -62,7 +66,14 @@ class VersionCaps:
         self._read_at = float("-inf")
 
     async def _read(self) -> None:
-        rows = await self.pool.fetch(Q.compute_caps)
+        try:
+            rows = await self.pool.fetch(Q.compute_caps)
+        except Exception as exc:
+            # A send does not wait on the database: the caps last read stand (none read yet:
+            # every receiver taken as the oldest), and the next send a second on reads again.
+            log.warning("cannot read the services' version caps; using those last read", error=str(exc))
+            self._read_at = time.monotonic() - FRESH + RETRY
+            return
         self._caps = {r["host"]: dict(r["message_caps"] or {}) for r in rows}
         self._read_at = time.monotonic()
 

@@ -60,7 +60,8 @@ one it is `expand`:
     does not call) and is safe under every release that runs meanwhile. Applied first, in
     number order, by every migrator.
   * contract: takes away or tightens what an older release still uses (drops a column, adds a
-    NOT NULL). Applied only once every live service (a heartbeat within service_down_time, not
+    NOT NULL). Since every expand runs before any contract, an expand migration never relies
+    on a contract one numbered before it. Applied only once every live service (a heartbeat within service_down_time, not
     forced down) runs a release that ships it: its record's schema_level (migration 0070,
     written at registration) is at least the contract's number. `Gate` says which records
     count; the hosts a starting process is about to take over do not (their record is its
@@ -267,7 +268,8 @@ async def _apply_migrations(conn: asyncpg.Connection, mode: Mode, gate: Gate) ->
     if mode is Mode.EXPAND:
         return applied_now, [r["name"] for r in ahead]
     for number, name, sql, phase in contract:
-        behind = await (gate.services_db or conn).fetch(VQ.behind, number, gate.down_time, list(gate.replacing))
+        services = gate.services_db if gate.services_db is not None else conn
+        behind = await services.fetch(VQ.behind, number, gate.down_time, list(gate.replacing))
         if behind:
             who = ", ".join(f"{r['binary_name']} on {r['host']} (release {r['release']})" for r in behind)
             if mode is Mode.CONTRACT:
@@ -288,7 +290,7 @@ async def _apply(conn: asyncpg.Connection, number: int, name: str, sql: str, pha
         await conn.execute(sql)
     except asyncpg.InsufficientPrivilegeError as exc:
         raise MigrationError(f"sql/{name} cannot be applied with this database user ({exc}): run "
-                             "`nova-async db migrate --expand` as the database's owner, then start again") from None
+                             f"`nova-async db migrate --{phase}` as the database's owner, then start again") from None
     await conn.execute("INSERT INTO schema_migrations (version, name, checksum, phase) VALUES ($1, $2, $3, $4)",
                        number, name, checksum(sql), str(phase))
 

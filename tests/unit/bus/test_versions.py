@@ -90,3 +90,11 @@ async def test_caps_come_from_the_records_and_an_unknown_one_is_the_oldest_versi
     await known.cap("new", compute.RebuildInstance)
     assert records.reads == 2
     assert await caps.NO_CAPS.cap("anything", compute.RebuildInstance) == "1.1"
+
+
+async def test_a_database_that_does_not_answer_does_not_stop_a_send():
+    class Gone:
+        async def fetch(self, sql):
+            raise errors.DatabaseUnavailable("the database is away")
+
+    assert await caps.VersionCaps(Gone()).cap("edge-1", compute.RebuildInstance) == "1.0"
