@@ -52,7 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     db_sub = db.add_subparsers(dest="db_command", required=True)
     migrate = db_sub.add_parser("migrate", help="apply the schema migrations in sql/ and exit",
                                 description="Apply pending migrations to --database (or to the private "
-                                            "cluster in --state-dir) and exit.")
+                                            "cluster in --state-dir) and exit: the expand ones, then the "
+                                            "contract ones once every live service runs this release.")
+    phase = migrate.add_mutually_exclusive_group()
+    phase.add_argument("--expand", dest="migrate_mode", action="store_const", const="EXPAND",
+                       help="only the expand migrations (safe while older releases run)")
+    phase.add_argument("--contract", dest="migrate_mode", action="store_const", const="CONTRACT",
+                       help="only the contract migrations; refused while a live service runs an older release")
+    migrate.set_defaults(migrate_mode="ALL")
     _add_setting_flags(migrate)
 
     host = sub.add_parser("host-setup", help="start libvirt, fix /dev/kvm and probe KVM (idempotent)",
@@ -76,18 +83,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _migrate(settings: config.Settings) -> list[str]:
-    """The API database's migrations, then every cell's (cells' databases made if missing)."""
+async def _migrate(settings: config.Settings, mode_name: str = "ALL") -> list[str]:
+    """The API database's migrations, then every cell's (cells' databases made if missing),
+    in the phase(s) `mode_name` says (db/migrate.py Mode)."""
     from nova_async.db.cells import open_cells
     from nova_async.db.embedded import embedded_postgres
-    from nova_async.db.migrate import migrate
+    from nova_async.db.migrate import Gate, Mode, migrate
     from nova_async.db.pool import open_pool
 
+    mode = Mode[mode_name]
+    gate = Gate(down_time=settings.scheduler.service_down_time)
+
     async def both(dsn: str) -> list[str]:
-        async with open_pool(dsn, min_size=1, max_size=1) as pool:
+        async with open_pool(dsn, min_size=1, max_size=2) as pool:
             async with pool.acquire() as conn:
-                applied = await migrate(conn)
-            async with open_cells(pool, dsn, max_size=1):
+                applied = await migrate(conn, mode=mode, gate=gate)
+            async with open_cells(pool, dsn, max_size=1, mode=mode, gate=gate):
                 return applied
 
     async with asyncio.timeout(300):
@@ -122,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return serve(settings)
         if args.command == "db" and args.db_command == "migrate":
-            applied = asyncio.run(_migrate(settings))
+            applied = asyncio.run(_migrate(settings, args.migrate_mode))
             print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
             return 0
         if args.command in cells_cli.COMMANDS:

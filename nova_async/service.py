@@ -1,6 +1,7 @@
 """The supervisor: one process, every configured role a named task in one TaskGroup.
 
-Start-up: database (private cluster or DSN) → migrations → bus → roles → HTTP → first-start
+Start-up: database (private cluster or DSN) → migrations (expand, then contract when no
+live service of an older release needs what it takes away: db/migrate.py) → bus → roles → HTTP → first-start
 steps (the demo guest's images, the Debian cloud image's, the external network) → ready
 line, and READY=1 to systemd (common/systemd.py: STATUS= on the way, STOPPING=1 at shutdown,
 watchdog pings from the loop throughout).
@@ -31,17 +32,19 @@ import structlog
 from aiohttp import web
 
 from nova_async.bus import Bus
+from nova_async.bus.caps import VersionCaps
 from nova_async.bus.memory import MemoryBus
 from nova_async.common import errors, systemd
 from nova_async.common import web as common_web
 from nova_async.common.tokens import TokenCodec
 from nova_async.compute import cloud_image
+from nova_async.compute.simhosts import host_names
 from nova_async.compute.guest_image import default_cache_dir, load_cached
 from nova_async.config import ALL_ROLES, Settings
 from nova_async.db.cells import adopt_legacy_instances, open_cells
 from nova_async.db.embedded import EmbeddedPostgres, embedded_postgres
 from nova_async.db.health import DatabaseHealth
-from nova_async.db.migrate import migrate
+from nova_async.db.migrate import Gate, migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
 from nova_async.hooks import runner as hook_runner
@@ -136,6 +139,14 @@ async def register_cloud_image(pool, roles: list[Role]) -> None:
         log.exception("could not register the Debian cloud image; trying again next start")
         return
     await pool.execute(SQ.mark_step_done, "cloud-image")
+
+
+def migration_gate(settings: Settings) -> Gate:
+    """What may hold this start's contract migrations back (db/migrate.py): the live services
+    of an older release, but those on the compute hosts this process serves, whose records
+    are about to be its own. So `make run` upgrades a single box in place."""
+    own = tuple(host_names(settings)) if "compute" in settings.service.roles else ()
+    return Gate(down_time=settings.scheduler.service_down_time, replacing=own)
 
 
 HEALTH = web.AppKey("health", DatabaseHealth)
@@ -243,9 +254,10 @@ class Service:
                 pg = await stack.enter_async_context(embedded_postgres(settings.state_path))
                 dsn = pg.dsn
             pool = await stack.enter_async_context(open_pool(dsn, health=self.health))
+            gate = migration_gate(settings)
             async with pool.acquire() as conn:
-                await migrate(conn)
-            cells = await stack.enter_async_context(open_cells(pool, dsn))
+                await migrate(conn, gate=gate)
+            cells = await stack.enter_async_context(open_cells(pool, dsn, gate=gate))
             await adopt_legacy_instances(cells)
             bus: Bus
             if settings.service.transport == "memory":
@@ -260,6 +272,9 @@ class Service:
 
                 # Closed after the roles have stopped, before the database pool.
                 bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
+                # Split over processes, maybe of different releases: sends honour the
+                # receivers' caps (bus/caps.py).
+                bus.caps = VersionCaps(pool)
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
                         cells=cells, hooks=hooks)
             if "identity" not in settings.service.roles:

@@ -75,8 +75,9 @@ async def power(state: ApiState, ctx: RequestContext, uuid: str, op: PowerOp,
 async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> dict[str, Any] | None:
     """Claim the instance for a rebuild (task_state 'rebuilding', from active, stopped or
     error), recording the new image and whatever else `value` (the request's `rebuild`)
-    changes in that same update, and hand it to the instance's host; the server as shown
-    afterwards (lookup.shown)."""
+    changes in that same update, and hand it to the instance's host (with
+    `preserve_ephemeral`: a host of a release before it answers 409, the claim undone); the
+    server as shown afterwards (lookup.shown)."""
     db, row = await lookup.visible_instance(state, ctx, uuid)
     if row["locked"] and not ctx.is_admin:
         raise errors.Conflict(f"Instance {uuid} is locked.")
@@ -98,7 +99,8 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
             raise _refusal(await conn.fetchrow(IQ.get, uuid), "rebuild", uuid)
         await instances.start_action(conn, uuid, ctx.request_id, "rebuild", ctx.project_id, ctx.user_id)
     try:
-        await state.compute.rebuild(claimed["host"], uuid, ctx)
+        await state.compute.rebuild(claimed["host"], uuid, ctx,
+                                    preserve_ephemeral=value.get("preserve_ephemeral", False))
     except Exception:
         await db.execute(AQ.release, uuid, TaskState.REBUILDING)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")

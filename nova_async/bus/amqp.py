@@ -162,12 +162,13 @@ class AmqpBus(Bus):
     # -- sending
 
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0) -> Message | None:
+                   timeout: float = 60.0, version: str | None = None) -> Message | None:
+        body = messages.encode(msg, context, version)   # before anything waits: it may refuse
         correlation_id = uuid.uuid4().hex
         reply = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = reply
         message = aio_pika.Message(
-            messages.encode(msg, context), content_type="application/json", message_id=uuid.uuid4().hex,
+            body, content_type="application/json", message_id=uuid.uuid4().hex,
             correlation_id=correlation_id, reply_to=self._reply_queue,
             # Persistent so that a broker restart does not lose it, yet it expires with the
             # caller's patience: nobody should act on a question nobody waits for any more.
@@ -180,8 +181,9 @@ class AmqpBus(Bus):
         finally:
             self._pending.pop(correlation_id, None)
 
-    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
-        message = aio_pika.Message(messages.encode(msg, context), content_type="application/json",
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   version: str | None = None) -> None:
+        message = aio_pika.Message(messages.encode(msg, context, version), content_type="application/json",
                                    message_id=uuid.uuid4().hex, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
         await self._send(topic, message, deadline=asyncio.get_running_loop().time() + self.publish_timeout)
 

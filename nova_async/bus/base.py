@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import structlog
 
 from nova_async.bus import messages
+from nova_async.bus.caps import NO_CAPS, VersionCaps
 from nova_async.bus.messages import ErrorReply, Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -26,6 +27,9 @@ class Bus(abc.ABC):
     this process and the event that stops intake."""
 
     def __init__(self) -> None:
+        # The versions other services receive (bus/caps.py), which the typed clients send
+        # at; the supervisor sets it when roles are split over processes.
+        self.caps: VersionCaps = NO_CAPS
         self._listeners: list[asyncio.Queue[Notification]] = []
         self._closing = asyncio.Event()
         self._returned = asyncio.Event()   # set, then replaced, at each reconnection
@@ -84,11 +88,13 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0) -> Message | None:
-        """Send `msg` to one consumer of `topic` and wait for its answer; its errors re-raise here."""
+                   timeout: float = 60.0, version: str | None = None) -> Message | None:
+        """Send `msg` to one consumer of `topic` and wait for its answer; its errors re-raise here.
+        `version`: the receiver's cap, to convert `msg` down to (messages.encode)."""
 
     @abc.abstractmethod
-    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   version: str | None = None) -> None:
         """Hand `msg` to one consumer of `topic`; do not wait for it to be handled."""
 
     @abc.abstractmethod
@@ -110,11 +116,13 @@ async def dispatch(data: bytes, handler: Handler, topic: str) -> bytes:
         log.error("undecodable message", topic=topic, error=str(exc))
         return messages.encode_reply(error=ErrorReply("InvalidInput", f"undecodable message: {exc}",
                                                       "bad_message"))
-    if messages.major(version) != messages.major(msg.VERSION):
+    if version != msg.VERSION and not _understood(version, msg.VERSION):
+        # Never a guess: a newer minor's fields would be dropped unread by the decoder.
         text = (f"{type(msg).__name__} version {version} cannot be handled here "
-                f"(this side speaks {msg.VERSION})")
-        log.error("message version refused", topic=topic, message=type(msg).__name__, version=version)
-        return messages.encode_reply(error=ErrorReply("InvalidInput", text, "version_mismatch"))
+                f"(this side speaks {msg.VERSION}: older minors of its major only)")
+        log.error("message version refused", topic=topic, message=type(msg).__name__, version=version,
+                  speaks=msg.VERSION)
+        return messages.encode_reply(error=ErrorReply("Conflict", text, messages.VERSION_MISMATCH))
     try:
         answer = await handler(msg, context)
     except errors.NovaAsyncError as exc:
@@ -123,6 +131,16 @@ async def dispatch(data: bytes, handler: Handler, topic: str) -> bytes:
         log.exception("handler failed", topic=topic, message=type(msg).__name__)
         return messages.encode_reply(error=ErrorReply("NovaAsyncError", f"{topic}: {exc}", "internal_error"))
     return messages.encode_reply(answer)
+
+
+def _understood(version: str, speaks: str) -> bool:
+    """Whether a receiver that speaks `speaks` reads a message sent at `version`: the same
+    major, and a minor no newer than its own."""
+    try:
+        sent, own = messages.parse(version), messages.parse(speaks)
+    except ValueError:
+        return False
+    return sent[0] == own[0] and sent[1] <= own[1]
 
 
 def unwrap(data: bytes) -> Message | None:

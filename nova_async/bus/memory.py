@@ -39,16 +39,17 @@ class MemoryBus(Bus):
         metrics.set_queue_depth(topic, queue.qsize())
 
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0) -> Message | None:
+                   timeout: float = 60.0, version: str | None = None) -> Message | None:
         reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._put(topic, (messages.encode(msg, context), reply))
+        self._put(topic, (messages.encode(msg, context, version), reply))
 
         async def answered() -> bytes:
             return await reply
         return await self.answer_within(topic, msg, timeout, answered)
 
-    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None) -> None:
-        self._put(topic, (messages.encode(msg, context), None))
+    async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None,
+                   version: str | None = None) -> None:
+        self._put(topic, (messages.encode(msg, context, version), None))
 
     async def publish(self, note: Notification) -> None:
         self._deliver(note)

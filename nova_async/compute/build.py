@@ -177,9 +177,11 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     await host.hooks.post("post_build", lambda: host.pool.fetchrow(IQ.get, instance_uuid))
 
 
-async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: str) -> None:
+async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: str, *,
+                keep_ephemeral: Path | None = None) -> None:
     """Ports and disks at once, then the guest running: a build's (made ACTIVE by `_activate`),
-    a rebuild's and an offloaded server's unshelve (shelve.py), each from the row it gives."""
+    a rebuild's and an offloaded server's unshelve (shelve.py), each from the row it gives.
+    `keep_ephemeral`: a rebuild's preserved ephemeral disk (disks.set_aside_ephemeral)."""
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])  # the row is the truth: what the API wrote, or a resize
     requested = requested_networks(row["requested_networks"])
@@ -190,7 +192,8 @@ async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: st
     async with asyncio.TaskGroup() as tg:
         net = tg.create_task(_settled(_network(host, row, requested, event(NETWORK_EVENT))),
                              name=f"compute:{instance_uuid}:network")
-        blk = tg.create_task(_settled(_block_devices(host, row, flavor, event(BLOCK_DEVICES_EVENT))),
+        blk = tg.create_task(_settled(_block_devices(host, row, flavor, event(BLOCK_DEVICES_EVENT),
+                                                     keep_ephemeral)),
                              name=f"compute:{instance_uuid}:block-devices")
     for outcome in (net.result(), blk.result()):
         if isinstance(outcome, BaseException):
@@ -246,7 +249,7 @@ async def _network(host: Host, row: asyncpg.Record, requested: list[RequestedNet
 
 
 async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
-                         event: contextlib.AbstractAsyncContextManager[None]
+                         event: contextlib.AbstractAsyncContextManager[None], keep_ephemeral: Path | None = None,
                          ) -> tuple[list[disks.Disk], BootFiles, dict[str, str], list[str]]:
     """The guest's disks (root first), how it boots, its image's properties and the volume
     attachments to complete once it runs. An instance without an image boots from its root
@@ -263,7 +266,8 @@ async def _block_devices(host: Host, row: asyncpg.Record, flavor: Flavor,
             raise errors.InvalidInput("The instance has neither an image nor a root volume to boot from.")
         boot = await boot_files(host, properties, row["project_id"]) if host.real_guests else BootFiles()
         local = await disks.prepare(host.instances_root, instance_uuid, base, root_gb=flavor.root_gb,
-                                    ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap)
+                                    ephemeral_gb=flavor.ephemeral_gb, swap_mb=flavor.swap,
+                                    keep_ephemeral=keep_ephemeral)
         root, others = (volumes.disks[:1], volumes.disks[1:]) if base is None else ([], volumes.disks)
         return root + local + others, boot, properties, volumes.to_complete
 
@@ -332,10 +336,11 @@ def drive_content(row: asyncpg.Record | dict[str, Any], vifs: list[Vif]) -> Driv
                         nics=tuple(nics))
 
 
-async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
+async def rebuild(host: Host, instance_uuid: str, request_id: str, *, preserve_ephemeral: bool = False) -> None:
     """The guest and its disks made anew from the image the row now names, on this host,
-    with its ports and claims kept. A guest that was stopped is stopped again afterwards,
-    as Nova leaves it. A failure is ERROR with the reason."""
+    with its ports and claims kept (and its ephemeral disk, when `preserve_ephemeral`). A
+    guest that was stopped is stopped again afterwards, as Nova leaves it. A failure is
+    ERROR with the reason."""
     row = await host.pool.fetchrow(IQ.get, instance_uuid)
     if row is None or row["task_state"] != TaskState.REBUILDING or row["host"] != host.name:
         log.info("rebuild skipped", task_state=row["task_state"] if row else None)
@@ -346,9 +351,10 @@ async def rebuild(host: Host, instance_uuid: str, request_id: str) -> None:
     try:
         async with instances.event(host.pool, instance_uuid, request_id, "compute_rebuild_instance", host.name):
             await host.hypervisor.remove(domain_name(instance_uuid))
+            kept = disks.set_aside_ephemeral(host.instances_root, instance_uuid) if preserve_ephemeral else None
             await disks.remove_instance_dir(host.instances_root, instance_uuid)
             # A stopped guest is powered off again without ever showing ACTIVE and idle.
-            await spawn(host, row, request_id)
+            await spawn(host, row, request_id, keep_ephemeral=kept)
             await _activate(host, instance_uuid, TaskState.POWERING_OFF if was_stopped else None, None)
             if was_stopped:
                 await host.hypervisor.power_off(domain_name(instance_uuid), timeout=0)

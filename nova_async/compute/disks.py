@@ -138,11 +138,23 @@ async def remove_instance_dir(instances_root: Path, instance_uuid: str) -> bool:
     return True
 
 
+def set_aside_ephemeral(instances_root: Path, instance_uuid: str) -> Path | None:
+    """A rebuild that preserves the ephemeral disk: the disk moved out of the instance's
+    directory (which is made anew) to where `prepare(keep_ephemeral=)` takes it back from.
+    A copy set aside by an attempt that failed before taking it back is used again."""
+    kept = instances_root / f".{instance_uuid}.eph0.kept"
+    current = instance_dir(instances_root, instance_uuid) / "disk.eph0"
+    if current.exists():
+        os.replace(current, kept)
+    return kept if kept.exists() else None
+
+
 async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *, root_gb: int,
-                  ephemeral_gb: int, swap_mb: int) -> list[Disk]:
-    """Make the instance's disks from scratch (anything already there is discarded). No
-    `base`: a volume-backed instance, whose root (vda) is its volume; only the flavor's
-    ephemeral and swap disks are local."""
+                  ephemeral_gb: int, swap_mb: int, keep_ephemeral: Path | None = None) -> list[Disk]:
+    """Make the instance's disks from scratch (anything already there is discarded), but
+    for the ephemeral disk `keep_ephemeral` names (set_aside_ephemeral), which is put back as
+    it is. No `base`: a volume-backed instance, whose root (vda) is its volume; only the
+    flavor's ephemeral and swap disks are local."""
     if base is not None and root_gb and base.stat().st_size > root_gb * GiB:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image: the image is "
                                   f"{base.stat().st_size} bytes, the flavor's disk {root_gb} GiB.")
@@ -158,7 +170,10 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
         disks.append(Disk(path=str(root), target="vda"))
     if ephemeral_gb:
         eph = path / "disk.eph0"
-        await _new_qcow2(instances_root, eph, [], [f"{ephemeral_gb}G"])
+        if keep_ephemeral is not None and keep_ephemeral.exists():
+            os.replace(keep_ephemeral, eph)
+        else:
+            await _new_qcow2(instances_root, eph, [], [f"{ephemeral_gb}G"])
         disks.append(Disk(path=str(eph), target="vdb"))
     if swap_mb:
         swap = path / "disk.swap"

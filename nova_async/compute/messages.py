@@ -69,9 +69,17 @@ class PowerAction(Message, frozen=True, kw_only=True):
 
 class RebuildInstance(Message, frozen=True, kw_only=True):
     """Rebuild the guest from the image the row now names (the API changed it, and set
-    task_state 'rebuilding'); ports and claims stay, disks and the guest are made anew."""
+    task_state 'rebuilding'); ports and claims stay, disks and the guest are made anew, but
+    for the ephemeral disk when `preserve_ephemeral` (the rebuild action's option of that
+    name: the data a user keeps there survives a rebuild of the root disk, as in Nova).
+
+    1.1: preserve_ephemeral (1.0 hosts make every disk anew)."""
+
+    VERSION = "1.1"
+    ADDED_IN = {"preserve_ephemeral": "1.1"}
 
     instance_uuid: str
+    preserve_ephemeral: bool = False
 
 
 class ResizeStepName(enum.StrEnum):

@@ -2,7 +2,8 @@
 and the heartbeat that keeps the service "up" for the scheduler and the API.
 
 Nova's compute does this in `init_host` plus the resource tracker's periodic update; here
-it is one call at start and one UPDATE every `compute.report_interval` seconds."""
+it is one call at start and one UPDATE every `compute.report_interval` seconds. The record
+also says what the host runs, for a site upgraded one host at a time (migration 0070)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import uuid as uuidlib
 
 import structlog
 
+from nova_async.bus import caps as version_caps
 from nova_async.compute import host_setup
 from nova_async.compute.host import Host
 from nova_async.config import ComputeSettings
+from nova_async.db import migrate
 from nova_async.db.queries import queries
 from nova_async.placement.messages import InventoryRecord
 
@@ -67,7 +70,9 @@ async def _domain_type(facts, settings: ComputeSettings) -> str:
     return chosen
 
 
-async def register(host: Host, settings: ComputeSettings) -> None:
+async def register(host: Host, settings: ComputeSettings, caps: dict[str, str] | None = None) -> None:
+    """The host's service record (with the release it runs and `caps`, the versions of the
+    messages it receives: bus/caps.py), its compute node and its placement provider."""
     facts = await host.hypervisor.facts()
     cpu_info = await host.hypervisor.cpu_info()
     domain_type = await _domain_type(facts, settings)
@@ -75,7 +80,8 @@ async def register(host: Host, settings: ComputeSettings) -> None:
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)
     async with host.api_pool.acquire() as conn, conn.transaction():
-        service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
+        service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC,
+                                         version_caps.RELEASE, migrate.shipped_level(), caps or {})
         node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                    hypervisor_type, facts.hypervisor_version, facts.vcpus,
                                    facts.memory_mb, disk_gb, service_id, cpu_info)

@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from nova_async.bus import caps as version_caps
 from nova_async.bus import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -121,7 +122,8 @@ class ComputeRole(Role):
                                                                     list(m.alternates)),
             TerminateInstance: lambda host, m, rid: terminate(host, m.instance_uuid, rid),
             PowerAction: change_power,
-            RebuildInstance: lambda host, m, rid: rebuild(host, m.instance_uuid, rid),
+            RebuildInstance: lambda host, m, rid: rebuild(host, m.instance_uuid, rid,
+                                                          preserve_ephemeral=m.preserve_ephemeral),
             ResizeStep: resize.run_step,
             SnapshotInstance: lambda host, m, rid: snapshot.snapshot(host, m.instance_uuid, m.image_id, rid,
                                                                      rotation=m.rotation),
@@ -188,7 +190,7 @@ class ComputeRole(Role):
 
     async def _run_host(self, host: Host, started: asyncio.Event) -> None:
         structlog.contextvars.bind_contextvars(host=host.name)
-        await registration.register(host, self.settings.compute)
+        await registration.register(host, self.settings.compute, version_caps.receivable(self.handlers))
         await self._recover(host)
         started.set()
         handle = functools.partial(self._handle, host)

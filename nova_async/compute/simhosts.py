@@ -53,6 +53,14 @@ def write_node_file(directory: Path, name: str, vcpus: int, memory_mb: int) -> s
     return "test://" + urllib.parse.quote(str(path))
 
 
+def host_names(settings: Settings) -> list[str]:
+    """The compute hosts a process with these settings serves (what host_specs names)."""
+    c = settings.compute
+    if c.simulate_hosts > 0:
+        return [f"sim-{i}" for i in range(1, c.simulate_hosts + 1)]
+    return [c.host or socket.gethostname()]
+
+
 def host_specs(settings: Settings) -> list[HostSpec]:
     c = settings.compute
     if c.simulate_hosts > 0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
-from nova_async.db.migrate import migrate
+from nova_async.db.migrate import Gate, Mode, migrate
 from nova_async.db.pool import Pool, open_pool
 from nova_async.db.queries import queries
 
@@ -74,8 +75,11 @@ class Cells:
     while the service runs (`nova-async cell create`) is opened when something names it."""
 
     def __init__(self, api: Pool, api_dsn: str, stack: contextlib.AsyncExitStack, *,
-                 min_size: int, max_size: int) -> None:
+                 min_size: int, max_size: int, mode: Mode = Mode.ALL, gate: Gate = Gate()) -> None:
         self.api = api
+        # How each cell's database is migrated: as the API database was, the services that
+        # may hold contracts back read from the API database (cells keep no records).
+        self._mode, self._gate = mode, dataclasses.replace(gate, services_db=api)
         self._api_dsn = api_dsn
         self._stack = stack
         self._sizes = {"min_size": min_size, "max_size": max_size}
@@ -97,7 +101,7 @@ class Cells:
                     sizes["max_size"] = min(sizes["max_size"], 5)
                 pool = await self._stack.enter_async_context(open_pool(dsn, health=self.api.health, **sizes))
                 async with pool.acquire() as conn:
-                    await migrate(conn)
+                    await migrate(conn, mode=self._mode, gate=self._gate)
                 self._by_uuid[row["uuid"]] = Cell(uuid=row["uuid"], name=row["name"], pool=pool)
             cells = list(self._by_uuid.values())
             self.cell0 = self._by_uuid[CELL0_UUID]
@@ -332,14 +336,14 @@ async def _ensure_database(api: Pool, dsn: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1,
-                     max_size: int = 20) -> AsyncIterator[Cells]:
+async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1, max_size: int = 20,
+                     mode: Mode = Mode.ALL, gate: Gate = Gate()) -> AsyncIterator[Cells]:
     """The cells of the API database `api`: cell0 and cell1 are made on first start, each
     cell's database is created if missing and migrated, and a pool is opened to each."""
     base = api_database_name(api_dsn)
     await api.execute(Q.ensure_cell, CELL0_UUID, "cell0", f"{base}_cell0")
     await api.execute(Q.ensure_cell, str(uuidlib.uuid4()), DEFAULT_CELL, f"{base}_cell1")
     async with contextlib.AsyncExitStack() as stack:
-        cells = Cells(api, api_dsn, stack, min_size=min_size, max_size=max_size)
+        cells = Cells(api, api_dsn, stack, min_size=min_size, max_size=max_size, mode=mode, gate=gate)
         await cells.refresh()
         yield cells

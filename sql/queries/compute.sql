@@ -2,11 +2,14 @@
 -- reconcile at start-up. Instance state changes go through sql/queries/instances.sql.
 
 -- name: upsert_service
--- $1 is a fresh id, used only when this host has never registered.
-INSERT INTO services (id, host, binary_name, topic, last_seen_up)
-VALUES ($1, $2, $3, $4, now())
+-- $1 is a fresh id, used only when this host has never registered. $5–$7: the release this
+-- service runs, the highest migration it ships and the versions of the messages it receives
+-- (0070; bus/caps.py).
+INSERT INTO services (id, host, binary_name, topic, last_seen_up, release, schema_level, message_caps)
+VALUES ($1, $2, $3, $4, now(), $5, $6, $7)
 ON CONFLICT (host, binary_name) DO UPDATE
-   SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now()
+   SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now(), release = EXCLUDED.release,
+       schema_level = EXCLUDED.schema_level, message_caps = EXCLUDED.message_caps
 RETURNING id;
 
 -- name: upsert_compute_node

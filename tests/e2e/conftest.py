@@ -143,13 +143,14 @@ async def tear_down_dataplane(args: tuple[str, ...]) -> bool:
 
 @contextlib.asynccontextmanager
 async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None,
-                keep_host_state: bool = False):
+                keep_host_state: bool = False, module: str = "nova_async"):
     """`nova-async serve` on `state_dir`; at the end its guests and what its data plane left on
     the host are removed, unless `keep_host_state` (a test that starts it again on the same
-    state dir, to see what a restart finds)."""
+    state dir, to see what a restart finds). `module`: what `python -m` runs (a test's build
+    of another release, on the PYTHONPATH that `env` gives)."""
     port = free_port()
     args = safe_network_settings(state_dir, args)
-    argv = [sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}",
+    argv = [sys.executable, "-m", module, "serve", "--listen", f"127.0.0.1:{port}",
             "--state-dir", str(state_dir), "--admin-password", PASSWORD, *args]
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.STDOUT,

@@ -57,3 +57,34 @@ async def test_rebuild_refusals(cloud):
     await wait_status(h, sid, "PAUSED")
     assert (await h.http.post(act, headers=h.alice, json={"rebuild": {"imageRef": h.image}})).status == 409
     assert (await h.http.post(act, headers=h.bob, json={"rebuild": {"imageRef": h.image}})).status == 404
+
+
+@pytest.mark.parametrize("preserve", [True, False], ids=["preserved", "made-anew"])
+async def test_rebuild_can_keep_what_the_user_wrote_on_the_ephemeral_disk(cloud, preserve):
+    """Nova's `preserve_ephemeral`: the root disk made anew from the image, the ephemeral disk
+    kept as the user left it (RebuildInstance 1.1). Without it, a blank one."""
+    import asyncio
+
+    from nova_async.compute import disks
+
+    h = cloud
+    flavor = await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+        "name": "m1.eph", "ram": 512, "vcpus": 1, "disk": 1, "OS-FLV-EXT-DATA:ephemeral": 1}}), 200)
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice,
+                                         json=boot_body(h, flavorRef=flavor["flavor"]["id"])), 202)
+    sid = created["server"]["id"]
+    await wait_status(h, sid, "ACTIVE")
+    eph = disks.instance_dir((h.deps.settings.state_path / "instances").resolve(), sid) / "disk.eph0"
+
+    async def qemu_io(command: str) -> bool:
+        proc = await asyncio.create_subprocess_exec("qemu-io", "-f", "qcow2", "-c", command, str(eph),
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        return proc.returncode == 0 and b"Pattern verification failed" not in out
+
+    assert await qemu_io("write -P 0x5a 0 64k")   # what the user keeps there
+    resp = await h.http.post(f"{V}/servers/{sid}/action", headers=h.alice, json={"rebuild": {
+        "imageRef": h.image, "preserve_ephemeral": preserve}})
+    assert resp.status == 202, await resp.text()
+    assert (await settled(h, sid))["status"] == "ACTIVE"
+    assert await qemu_io("read -P 0x5a 0 64k") is preserve

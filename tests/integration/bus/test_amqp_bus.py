@@ -164,8 +164,9 @@ async def test_a_major_version_the_receiver_does_not_speak_is_answered_with_a_cl
                         await answer.ack()
                         break
     assert answer.correlation_id == "c1"
-    with pytest.raises(errors.InvalidInput, match=r"Knock version 2.0 cannot be handled here \(this side speaks 1.0\)"):
+    with pytest.raises(errors.Conflict, match=r"Knock version 2.0 cannot be handled here \(this side speaks 1.0") as refused:
         unwrap(answer.body)
+    assert refused.value.code == "version_mismatch"
 
 
 async def test_casts_sent_before_any_consumer_wait_in_their_queue(bus, other_bus):

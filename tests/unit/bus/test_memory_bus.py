@@ -76,15 +76,20 @@ async def test_call_without_consumer_times_out_clearly():
         await MemoryBus().call("nobody", Ping(n=1), timeout=0.05)
 
 
-async def test_a_major_version_the_receiver_does_not_speak_is_refused():
+async def test_another_major_or_a_newer_minor_is_refused_never_misread():
+    """msgspec drops fields it does not know: a receiver handed a newer minor would act on
+    part of it. It answers version_mismatch instead; an older minor it reads."""
     async def handler(msg, ctx):
         return Pong(n=0)
 
-    newer = messages.encode(Ping(n=1), None).replace(b'"version":"1.0"', b'"version":"2.0"')
-    with pytest.raises(errors.InvalidInput, match="Ping version 2.0 cannot be handled"):
-        unwrap(await dispatch(newer, handler, "t"))
-    minor = messages.encode(Ping(n=1), None).replace(b'"version":"1.0"', b'"version":"1.7"')
-    assert unwrap(await dispatch(minor, handler, "t")) == Pong(n=0)
+    def at(version: bytes) -> bytes:
+        return messages.encode(Ping(n=1), None).replace(b'"version":"1.0"', b'"version":"' + version + b'"')
+
+    for newer in (b"2.0", b"1.7", b"0.9"):
+        with pytest.raises(errors.Conflict, match=f"Ping version {newer.decode()} cannot be handled") as refused:
+            unwrap(await dispatch(at(newer), handler, "t"))
+        assert refused.value.code == "version_mismatch"
+    assert unwrap(await dispatch(at(b"1.0"), handler, "t")) == Pong(n=0)
 
 
 async def test_casts_queued_before_a_consumer_starts_are_delivered_and_drained():

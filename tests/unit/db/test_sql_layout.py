@@ -4,7 +4,7 @@ no function and no trigger of their own."""
 
 import re
 
-from nova_async.db.migrate import FIRST_WITHOUT_CODE, SQL_DIR, function_files, migration_files
+from nova_async.db.migrate import FIRST_WITHOUT_CODE, SQL_DIR, Phase, function_files, migration_files, phase_of
 
 CREATE = re.compile(r"^\s*CREATE\s+(OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE|TRIGGER)\s+(\w+)", re.I | re.M)
 EXECUTES = re.compile(r"EXECUTE\s+(?:FUNCTION|PROCEDURE)\s+(\w+)\s*\(", re.I)
@@ -48,3 +48,13 @@ def test_each_function_file_defines_its_function_and_the_triggers_that_run_it():
             bad.append(f"sql/functions/{path.name} has triggers executing {sorted(run - {path.stem})}: "
                        "a trigger goes in the file of the function it executes")
     assert not bad, "\n".join(bad)
+
+
+def test_every_migration_says_a_phase_the_migrator_knows():
+    """`-- phase: expand|contract` in the header, or none (expand); from 0070 on, said."""
+    for number, name in migration_files():
+        text = (SQL_DIR / name).read_text()
+        phase = phase_of(name, text)   # a phase it does not know raises
+        if number >= 70:
+            assert re.search(r"^-- phase: (expand|contract)$", text, re.M), f"sql/{name} says no phase"
+        assert phase in (Phase.EXPAND, Phase.CONTRACT)
