@@ -219,6 +219,15 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class NotificationSettings:
+    enabled: bool = _doc("send Nova's versioned notifications (instance.create.end, …): to this process's "
+                         "subscribers and file, and over RabbitMQ to the nova exchange's "
+                         "versioned_notifications.info/.error queues, as Nova does", True)
+    file: str = _doc("append every notification this process hears to this file, one JSON envelope "
+                     "a line (empty: none)", "", flag="--notifications-file")
+
+
+@dataclass(frozen=True)
 class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
@@ -229,6 +238,7 @@ class Settings:
     quota: QuotaSettings = field(default_factory=QuotaSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     @property
     def state_path(self) -> Path:

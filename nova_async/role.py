@@ -22,6 +22,7 @@ from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
+from nova_async.notifications.feed import Feed
 
 log = structlog.get_logger("role")
 
@@ -33,6 +34,8 @@ class Deps:
     bus: Bus
     tokens: TokenCodec
     cells: Cells                # the cell databases, where instances live
+    # what this process does with the notifications it hears: subscribe() to observe them
+    feed: Feed | None = None
 
     @property
     def state_dir(self) -> Path:

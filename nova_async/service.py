@@ -47,6 +47,7 @@ from nova_async.db.queries import queries
 from nova_async.identity import revocations
 from nova_async.image import cloud, demo
 from nova_async.network import external
+from nova_async.notifications.feed import Feed
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("service")
@@ -257,7 +258,7 @@ class Service:
                 # Closed after the roles have stopped, before the database pool.
                 bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                        cells=cells)
+                        cells=cells, feed=Feed(bus, file=settings.notifications.file))
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
                 # that checks tokens without it follows the database itself.
@@ -280,6 +281,9 @@ class Service:
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,
                                  window=settings.service.private_database_window),
                     name="db:private-postgres"))
+            # Listening before any role can send, and until every role has stopped.
+            feed_stop = asyncio.Event()
+            feeding = tg.create_task(deps.feed.run(feed_stop), name="notifications:feed") if deps.feed else None
             running = RoleTasks(tg, roles)
             await runner.setup()
             host, _, port = settings.service.listen.rpartition(":")
@@ -317,6 +321,9 @@ class Service:
             log.info("shutting down: stopping intake")
             await runner.cleanup()
             await running.stop(bus, deadline)
+            feed_stop.set()   # the roles have said all they will: the feed hands out the rest
+            if feeding is not None:
+                await feeding
             log.info("shutting down: no longer watching the database", tasks=[t.get_name() for t in watching])
             for task in watching:
                 task.cancel()

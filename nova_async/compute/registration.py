@@ -15,6 +15,7 @@ from nova_async.compute import host_setup
 from nova_async.compute.host import Host
 from nova_async.config import ComputeSettings
 from nova_async.db.queries import queries
+from nova_async.notifications import payloads
 from nova_async.placement.messages import InventoryRecord
 
 log = structlog.get_logger("compute.registration")
@@ -75,11 +76,14 @@ async def register(host: Host, settings: ComputeSettings) -> None:
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)
     async with host.api_pool.acquire() as conn, conn.transaction():
-        service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
+        service = await conn.fetchrow(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC)
+        service_id = service["id"]
         node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                    hypervisor_type, facts.hypervisor_version, facts.vcpus,
                                    facts.memory_mb, disk_gb, service_id, cpu_info)
     host.service_id, host.node_uuid = str(service_id), str(node["uuid"])
+    await host.emitter.emit("service.create" if service["created"] else "service.update",
+                            payloads.service(service))
     host.failed_builds = node["failed_builds"] > 0
     host.domain_type = domain_type
     await host.placement.ensure_provider(host.node_uuid, host.name,

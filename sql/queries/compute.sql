@@ -7,7 +7,7 @@ INSERT INTO services (id, host, binary_name, topic, last_seen_up)
 VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (host, binary_name) DO UPDATE
    SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now()
-RETURNING id;
+RETURNING *, (xmax = 0) AS created;  -- created: inserted now (service.create), not updated
 
 -- name: upsert_compute_node
 -- $1 is a fresh uuid, used only for a new hypervisor_hostname: a node keeps its uuid (and
