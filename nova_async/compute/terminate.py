@@ -73,9 +73,12 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
     try:
         async with instances.event(host.pool, instance_uuid, request_id, "compute_terminate_instance",
                                    host.name):
+            # Nova's instance.shutdown.* are the guest and what it used on the host going.
+            await host.notify("instance.shutdown.start", instance_uuid)
             problems = await teardown(host, instance_uuid)
             if problems:
                 raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
+            await host.notify("instance.shutdown.end", instance_uuid)
             # Only now: a volume is not let go while a guest could still write to it.
             await release(host, instance_uuid)
             await instances.mark_deleted(host.pool, host.api_pool, instance_uuid)

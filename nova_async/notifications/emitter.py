@@ -62,9 +62,13 @@ class Emitter:
         self.publisher_id = f"{binary}:{host}"
         self.enabled = enabled
 
+    def heard(self) -> bool:
+        """Whether a notification sent now would reach anyone (so is worth building)."""
+        return self.enabled and self.bus.heard()
+
     async def emit(self, event_type: str, payload: dict[str, Any], *, priority: str | None = None) -> None:
         """Send one; a failure to send is logged, never the caller's failure."""
-        if not self.enabled:
+        if not self.heard():
             return
         note = Notification(event_type=event_type, payload=payload, priority=priority or priority_of(event_type),
                             publisher_id=self.publisher_id, message_id=str(uuidlib.uuid4()),
@@ -87,7 +91,7 @@ class InstanceNotifier:
         """`instance.<action>.<phase>` about `instance_uuid`. `details` are what the caller
         knows beyond the row: `reason` (an .error's fault), `image_id` (a snapshot's),
         `volume_id` (a volume's), `request_id`; others are ignored."""
-        if not self.emitter.enabled:
+        if not self.emitter.heard():
             return
         try:
             row = await self.pool.fetchrow(Q.instance, uuidlib.UUID(instance_uuid))

@@ -3,7 +3,8 @@ registered in-process (`Feed.subscribe`: hooks and anything else that wants to o
 the JSON-lines file (`[notifications] file`, `serve --notifications-file`).
 
 The feed listens on the bus (`Bus.listen`), so it hears what the process sends and, over
-RabbitMQ, what every other process sends too. One task (`Feed.run`, owned by the supervisor)
+RabbitMQ, what every other process sends too; it starts listening with its first subscriber
+(or at once with a file), so that a process nobody listens in builds no notification at all. One task (`Feed.run`, owned by the supervisor)
 hands each notification, in order, to the file and then to each subscriber: a subscriber is
 given a bounded time and its failure is logged, never propagated, so a slow or broken one
 delays the feed but never the work that sent the notification."""
@@ -19,6 +20,7 @@ from typing import IO
 import structlog
 
 from nova_async.bus import Bus, Notification
+from nova_async.bus.base import first_set
 
 log = structlog.get_logger("notifications")
 
@@ -35,15 +37,24 @@ class Feed:
         self.file = Path(file) if file else None
         self.callback_timeout = callback_timeout
         self._subscribers: list[tuple[Callback, tuple[str, ...]]] = []
+        self._wanted = asyncio.Event()   # a file or a subscriber: something to hand notifications to
+        if self.file is not None:
+            self._wanted.set()
 
     def subscribe(self, callback: Callback, *event_types: str) -> Callable[[], None]:
         """Call `callback(notification)` for each notification whose event_type starts with one
         of `event_types` (every one when none are given)."""
         entry = (callback, tuple(event_types))
         self._subscribers.append(entry)
+        self._wanted.set()
         return lambda: self._subscribers.remove(entry) if entry in self._subscribers else None
 
     async def run(self, stopping: asyncio.Event) -> None:
+        # Not listening while there is nobody to hand notifications to: on the in-memory bus
+        # nothing is then even built (Bus.heard).
+        await first_set([self._wanted, stopping])
+        if stopping.is_set():
+            return
         sink: IO[str] | None = None
         if self.file is not None:
             self.file.parent.mkdir(parents=True, exist_ok=True)

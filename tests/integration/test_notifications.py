@@ -66,8 +66,8 @@ async def test_a_servers_life_in_notifications(pool, tmp_path):
     assert stopped[-1].data["state"] == "stopped" and stopped[-1].data["power_state"] == "shutdown"
     assert started[-1].data["state"] == "active" and started[-1].data["power_state"] == "running"
 
-    assert [n.event_type for n in deleted if n.event_type.startswith("instance.delete")] == [
-        "instance.delete.start", "instance.delete.end"]
+    assert [n.event_type for n in deleted if n.event_type.startswith(("instance.delete", "instance.shutdown"))] == [
+        "instance.delete.start", "instance.shutdown.start", "instance.shutdown.end", "instance.delete.end"]
     assert deleted[-1].data["deleted_at"] is not None and deleted[-1].data["state"] == "deleted"
 
 
