@@ -97,7 +97,9 @@ def _instance_data(row: Mapping[str, Any], bdms: Iterable[Mapping[str, Any]] | N
         "reservation_id": row.get("reservation_id"), "display_name": row.get("display_name"),
         "display_description": row.get("description"), "host_name": row.get("hostname"),
         "host": row.get("host"), "node": row.get("node"), "os_type": None, "architecture": None,
-        "availability_zone": row.get("availability_zone"),
+        # Nova's instance takes its host's zone when scheduled; ours keeps only a requested one,
+        # and every host is in the default zone unless an aggregate says otherwise.
+        "availability_zone": row.get("availability_zone") or ("nova" if row.get("host") else None),
         "flavor": flavor_payload(flavor) if flavor else None,
         "image_uuid": row.get("image_ref") or "", "key_name": row.get("key_name"),
         "kernel_id": "", "ramdisk_id": "",

@@ -52,6 +52,7 @@ async def test_a_servers_life_in_notifications(pool, tmp_path):
     assert end.data["state"] == "active" and end.data["power_state"] == "running"
     assert end.data["flavor"]["nova_object.data"]["flavorid"] == h.flavor
     assert end.data["block_devices"] == [] and end.data["fault"] is None
+    assert end.data["request_id"].startswith("req-") and end.data["availability_zone"] == "nova"
 
     # The stop: instance.update tells each state change as it is seen (the task state the API
     # set, then the end state), around the action's start and end.
