@@ -9,8 +9,11 @@ import asyncio
 import json
 
 from nova_async.notifications.feed import Feed
+from tests.integration.compute.support import new_volume, volume_status
+from tests.integration.compute.test_volume_attach import attach, attachments_url
 from tests.integration.test_server_actions import START, STOP, boot, drive
-from tests.integration.test_server_lifecycle import V, ok, sim_cloud, wait_status
+from tests.integration.test_server_lifecycle import MV, V, ok, sim_cloud, wait_status
+from tests.integration.test_server_lifecycle import ROLES as CLOUD_ROLES
 
 ACTION = ("InstanceActionPayload", "1.9")
 
@@ -113,3 +116,28 @@ async def test_turned_off_nothing_is_sent(pool, tmp_path):
             await ok(await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice), 204)
             await wait_status(h, server_id, "GONE")
             assert notes.empty()
+
+
+async def test_volume_attach_and_detach_in_notifications(pool, tmp_path):
+    async with sim_cloud(pool, tmp_path, CLOUD_ROLES + ["volume"]) as h:
+        server_id, _ = await boot(h)
+        volume_id = await new_volume(h, name="data")
+        with h.bus.listen() as notes, h.bus.listen() as everything:
+            await ok(await attach(h, server_id, volume_id), 200)
+            attached = await heard_until(notes, server_id, "instance.volume_attach.end")
+            await volume_status(h, volume_id, "in-use")
+            resp = await h.http.delete(attachments_url(server_id, volume_id), headers={**h.alice, **MV})
+            assert resp.status == 202, await resp.text()
+            detached = await heard_until(notes, server_id, "instance.volume_detach.end")
+            await volume_status(h, volume_id, "available")
+            heard = [everything.get_nowait() for _ in range(everything.qsize())]
+    volume_notes = [n for n in heard if n.event_type.startswith("volume.")]
+    assert {"volume.attach.end", "volume.detach.end"} <= {n.event_type for n in volume_notes}
+    end = attached[-1]
+    assert kind(end) == ("InstanceActionVolumePayload", "1.7") and end.data["volume_id"] == volume_id
+    assert [b["nova_object.data"]["volume_id"] for b in end.data["block_devices"]] == [volume_id]
+    assert kind(detached[-1]) == ("InstanceActionVolumePayload", "1.7")
+    assert detached[-1].data["volume_id"] == volume_id
+    for note in volume_notes:   # the volume service's own: our VolumePayload, from cinder-volume:<host>
+        assert note.payload["nova_object.name"] == "VolumePayload" and note.data["volume_id"] == volume_id
+        assert note.publisher_id.startswith("cinder-volume:")
