@@ -281,7 +281,7 @@ class Service:
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,
                                  window=settings.service.private_database_window),
                     name="db:private-postgres"))
-            # Listening before any role can send, and until every role has stopped.
+            # Started before the roles, stopped after them: what they say last is handed out too.
             feed_stop = asyncio.Event()
             feeding = tg.create_task(deps.feed.run(feed_stop), name="notifications:feed") if deps.feed else None
             running = RoleTasks(tg, roles)
@@ -323,7 +323,11 @@ class Service:
             await running.stop(bus, deadline)
             feed_stop.set()   # the roles have said all they will: the feed hands out the rest
             if feeding is not None:
-                await feeding
+                try:   # within what is left of the deadline (at least a second), then cancelled
+                    async with asyncio.timeout(max(1.0, deadline - time.monotonic())):
+                        await feeding
+                except TimeoutError:
+                    log.warning("shutting down: notifications not all handed out before the deadline")
             log.info("shutting down: no longer watching the database", tasks=[t.get_name() for t in watching])
             for task in watching:
                 task.cancel()
