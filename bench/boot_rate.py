@@ -33,6 +33,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.rabbitmq, when run as a script
 
 NOVA_FAKE_DRIVER_MEDIAN_S = 6.2  # Rally, fake driver, 50 concurrent requests (published)
+SERVE_ARGS: list[str] = []   # more flags for `serve`, from the command line
 HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin",
            "OpenStack-API-Version": "compute 2.96"}
 
@@ -105,7 +106,7 @@ async def serving(state: str, hosts: int,
         port = s.getsockname()[1]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
-        "--auth", "noauth", "--simulate-hosts", str(hosts), "--transport", transport,
+        "--auth", "noauth", "--simulate-hosts", str(hosts), "--transport", transport, *SERVE_ARGS,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert proc.stdout is not None
     try:
@@ -229,7 +230,11 @@ async def main() -> None:
     parser.add_argument("--servers", type=int, default=200)
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--transport", choices=("both", "memory", "amqp"), default="both")
+    parser.add_argument("--notifications-file", metavar="PATH",
+                        help="the service writes its versioned notifications there (what they cost when heard)")
     args = parser.parse_args()
+    if args.notifications_file:
+        SERVE_ARGS.extend(["--notifications-file", args.notifications_file])
     results = {}
     if args.transport in ("both", "memory"):
         results["memory"] = await run_once(args.servers, args.hosts, "memory")

@@ -229,6 +229,15 @@ class HookSettings:
 
 
 @dataclass(frozen=True)
+class NotificationSettings:
+    enabled: bool = _doc("send Nova's versioned notifications (instance.create.end, …): to this process's "
+                         "subscribers and file, and over RabbitMQ to the nova exchange's "
+                         "versioned_notifications.info/.error queues, as Nova does", True)
+    file: str = _doc("append every notification this process hears to this file, one JSON envelope "
+                     "a line (empty: none)", "", flag="--notifications-file")
+
+
+@dataclass(frozen=True)
 class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     identity: IdentitySettings = field(default_factory=IdentitySettings)
@@ -240,6 +249,7 @@ class Settings:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
+    notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     @property
     def state_path(self) -> Path:

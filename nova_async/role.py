@@ -23,6 +23,7 @@ from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.hooks.runner import NO_HOOKS, Hooks
+from nova_async.notifications.feed import Feed
 
 log = structlog.get_logger("role")
 
@@ -35,6 +36,8 @@ class Deps:
     tokens: TokenCodec
     cells: Cells                # the cell databases, where instances live
     hooks: Hooks = NO_HOOKS     # the enabled hook plugins' ([hooks] enabled)
+    # what this process does with the notifications it hears: subscribe() to observe them
+    feed: Feed | None = None
 
     @property
     def state_dir(self) -> Path:

@@ -51,6 +51,7 @@ from nova_async.hooks import runner as hook_runner
 from nova_async.identity import revocations
 from nova_async.image import cloud, demo
 from nova_async.network import external
+from nova_async.notifications.feed import Feed
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("service")
@@ -276,7 +277,7 @@ class Service:
                 # receivers' caps (bus/caps.py).
                 bus.caps = VersionCaps(pool)
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                        cells=cells, hooks=hooks)
+                        cells=cells, hooks=hooks, feed=Feed(bus, file=settings.notifications.file))
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
                 # that checks tokens without it follows the database itself.
@@ -299,6 +300,9 @@ class Service:
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,
                                  window=settings.service.private_database_window),
                     name="db:private-postgres"))
+            # Started before the roles, stopped after them: what they say last is handed out too.
+            feed_stop = asyncio.Event()
+            feeding = tg.create_task(deps.feed.run(feed_stop), name="notifications:feed") if deps.feed else None
             running = RoleTasks(tg, roles)
             await runner.setup()
             host, _, port = settings.service.listen.rpartition(":")
@@ -336,6 +340,13 @@ class Service:
             log.info("shutting down: stopping intake")
             await runner.cleanup()
             await running.stop(bus, deadline)
+            feed_stop.set()   # the roles have said all they will: the feed hands out the rest
+            if feeding is not None:
+                try:   # within what is left of the deadline (at least a second), then cancelled
+                    async with asyncio.timeout(max(1.0, deadline - time.monotonic())):
+                        await feeding
+                except TimeoutError:
+                    log.warning("shutting down: notifications not all handed out before the deadline")
             log.info("shutting down: no longer watching the database", tasks=[t.get_name() for t in watching])
             for task in watching:
                 task.cancel()

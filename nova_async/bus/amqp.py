@@ -6,9 +6,15 @@ Layout on the broker, all names prefixed `nova-async.`:
   that has not started yet waits in its queue instead of being dropped;
 - one exclusive reply queue per process for the answers to its calls, matched to the
   waiting caller by correlation id;
-- a fanout exchange `nova-async.notifications`: `publish` sends there, each process binds
-  one exclusive queue to it and hands what arrives to its `listen()` blocks, and anything
-  else (an auditing consumer, say) may bind its own.
+- notifications go where Nova's versioned notifications go, as oslo.messaging's rabbit driver
+  sends them with its default options: the topic exchange `nova` (durable false, auto-delete
+  false), routing key `versioned_notifications.info` or `.error`, a body in oslo's 2.0 envelope
+  (`{"oslo.version": "2.0", "oslo.message": "<JSON>"}`), and before the first publish of each
+  priority the queue of that name declared and bound as oslo's notifier declares it, so that
+  what is sent before any listener starts waits there, and so that neither an oslo.messaging
+  listener's declarations nor ours fail (PRECONDITION_FAILED) whichever comes first. Each of
+  our processes also binds one exclusive queue of its own to both keys and hands what arrives
+  to its `listen()` blocks.
 
 Delivery: casts are persistent and confirmed by the broker; a publish that fails while the
 connection is down is retried once `connect_robust` has reconnected, until a deadline, so a
@@ -38,6 +44,7 @@ from collections.abc import Awaitable, Callable
 
 import aio_pika
 import aiormq
+import msgspec
 import structlog
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, AbstractRobustConnection
 from yarl import URL
@@ -51,7 +58,12 @@ from nova_async.common.context import RequestContext
 log = structlog.get_logger("bus")
 
 PREFIX = "nova-async."
-NOTIFICATIONS = PREFIX + "notifications"
+# oslo.messaging's names and defaults (control_exchange "nova" as Nova sets it; the topic of
+# [notifications] versioned_notifications_topics; amqp_durable_queues and amqp_auto_delete false).
+NOTIFY_EXCHANGE = "nova"
+NOTIFY_TOPIC = "versioned_notifications"
+NOTIFY_PRIORITIES = ("info", "error")
+NOTIFY_DURABLE = False
 DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
 CONNECT_TIMEOUT = 30.0      # the first connection, at start
@@ -88,6 +100,7 @@ class AmqpBus(Bus):
         self._connection: AbstractRobustConnection | None = None
         self._publisher: AbstractRobustChannel | None = None
         self._notifications: aio_pika.abc.AbstractExchange | None = None
+        self._notify_queues: set[str] = set()   # versioned_notifications.<priority> declared
         self._reply_queue = f"{PREFIX}reply.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._declared: set[str] = set()
@@ -125,13 +138,14 @@ class AmqpBus(Bus):
         # Unroutable publishes raise (PublishError) instead of vanishing: see _send.
         self._publisher = await connection.channel(publisher_confirms=True, on_return_raises=True)
         self._notifications = await self._publisher.declare_exchange(
-            NOTIFICATIONS, aio_pika.ExchangeType.FANOUT, durable=True)
+            NOTIFY_EXCHANGE, aio_pika.ExchangeType.TOPIC, durable=NOTIFY_DURABLE, auto_delete=False)
         intake = await connection.channel(publisher_confirms=False)
         replies = await intake.declare_queue(self._reply_queue, exclusive=True, auto_delete=True)
         await replies.consume(self._on_reply, no_ack=True)
         notes = await intake.declare_queue(f"{self._reply_queue}.notifications", exclusive=True,
                                            auto_delete=True)
-        await notes.bind(NOTIFICATIONS)
+        for priority in NOTIFY_PRIORITIES:
+            await notes.bind(NOTIFY_EXCHANGE, routing_key=f"{NOTIFY_TOPIC}.{priority}")
         await notes.consume(self._on_notification, no_ack=True)
 
     def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
@@ -158,6 +172,9 @@ class AmqpBus(Bus):
             with contextlib.suppress(TimeoutError, *_LOST):
                 async with asyncio.timeout(CONFIRM_TIMEOUT):
                     await self._connection.close()
+
+    def heard(self) -> bool:
+        return True   # the nova exchange's queues keep what is sent for listeners to come
 
     # -- sending
 
@@ -189,12 +206,26 @@ class AmqpBus(Bus):
 
     async def publish(self, note: Notification) -> None:
         exchange = self._notifications
-        assert exchange is not None
-        message = aio_pika.Message(messages.encode(note, None), content_type="application/json",
-                                   message_id=uuid.uuid4().hex)
+        assert exchange is not None and self._publisher is not None
+        publisher = self._publisher
+        routing_key = f"{NOTIFY_TOPIC}.{note.priority.lower()}"
+        # As kombu sends it for oslo.messaging: JSON, utf-8, persistent, priority 0.
+        message = aio_pika.Message(oslo_body(note), content_type="application/json", content_encoding="utf-8",
+                                   delivery_mode=aio_pika.DeliveryMode.PERSISTENT, priority=0, headers={})
+
+        async def attempt() -> None:
+            if routing_key not in self._notify_queues:
+                # oslo's notifier declares the queue it publishes to (its "default queue"),
+                # once per connection, with the exchange's durable and auto-delete and no
+                # arguments: an oslo listener's declare of the same queue is then identical.
+                queue = await publisher.declare_queue(routing_key, durable=NOTIFY_DURABLE, auto_delete=False,
+                                                      timeout=CONFIRM_TIMEOUT)
+                await queue.bind(exchange, routing_key=routing_key, timeout=CONFIRM_TIMEOUT)
+                self._notify_queues.add(routing_key)
+            await exchange.publish(message, routing_key, mandatory=False, timeout=CONFIRM_TIMEOUT)
+
         try:
-            await self._retrying(lambda: exchange.publish(message, "", mandatory=False, timeout=CONFIRM_TIMEOUT),
-                                 deadline=asyncio.get_running_loop().time() + NOTIFY_WINDOW)
+            await self._retrying(attempt, deadline=asyncio.get_running_loop().time() + NOTIFY_WINDOW)
         except errors.Unavailable as exc:
             log.warning("notification dropped", event_type=note.event_type, error=exc.message)
 
@@ -260,12 +291,11 @@ class AmqpBus(Bus):
         if not self._listeners:
             return
         try:
-            note, _, _ = messages.decode(message.body)
+            note = from_oslo_body(message.body)
         except Exception as exc:
             log.warning("undecodable notification dropped", error=str(exc))
             return
-        if isinstance(note, Notification):
-            self._deliver(note)
+        self._deliver(note)
 
     async def consume(self, topic: str, handler: Handler, *, concurrency: int = 64,
                       until: asyncio.Event | None = None) -> None:
@@ -362,6 +392,26 @@ class AmqpBus(Bus):
                                  unroutable_retries=True)
         except errors.Unavailable as exc:
             log.warning("answer to a call lost; the caller will time out", topic=topic, error=exc.message)
+
+
+def oslo_body(note: Notification) -> bytes:
+    """A notification as oslo.messaging's rabbit driver sends it: the message (envelope, a
+    `_unique_id` its listeners drop duplicates by, no `_context_*` keys: an empty context) as a
+    JSON string inside the 2.0 envelope."""
+    inner = {**note.envelope(), "_unique_id": uuid.uuid4().hex}
+    return _json.encode({"oslo.version": "2.0", "oslo.message": _json.encode(inner).decode()})
+
+
+def from_oslo_body(body: bytes) -> Notification:
+    """What `oslo_body` (or Nova itself) sent, back into a Notification."""
+    outer = msgspec.json.decode(body)
+    inner = msgspec.json.decode(outer["oslo.message"]) if "oslo.message" in outer else outer
+    return Notification(event_type=inner["event_type"], payload=inner.get("payload") or {},
+                        priority=inner.get("priority") or "INFO", publisher_id=inner.get("publisher_id") or "",
+                        message_id=inner.get("message_id") or "", timestamp=inner.get("timestamp") or "")
+
+
+_json = msgspec.json.Encoder()
 
 
 async def _watch_depth(channel: AbstractRobustChannel, topic: str,

@@ -53,6 +53,11 @@ class Bus(abc.ABC):
         finally:
             self._listeners.remove(q)
 
+    def heard(self) -> bool:
+        """Whether a notification published now reaches anyone: in memory, only this process's
+        listeners (so nothing need be built for none); a broker's consumers are not known."""
+        return bool(self._listeners)
+
     def _deliver(self, note: Notification) -> None:
         for q in self._listeners:
             q.put_nowait(note)

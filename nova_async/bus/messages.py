@@ -66,10 +66,28 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
 
 class Notification(Message, frozen=True, kw_only=True):
-    """Something that happened, for whoever listens (instance.create.start, …)."""
+    """Something that happened, for whoever listens (instance.create.start, …): Nova's
+    versioned notification envelope, its payload a `nova_object.*` dict
+    (nova_async/notifications fills them)."""
 
     event_type: str
     payload: dict[str, Any] = {}
+    priority: str = "INFO"      # INFO, or ERROR for an .error event
+    publisher_id: str = ""      # "nova-compute:<host>", …
+    message_id: str = ""        # a uuid4
+    timestamp: str = ""         # oslo.messaging's format: "2026-11-27 09:41:07.123456" (UTC)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload's fields (its `nova_object.data`)."""
+        data = self.payload.get("nova_object.data")
+        return data if isinstance(data, dict) else self.payload
+
+    def envelope(self) -> dict[str, Any]:
+        """The notification as oslo.messaging's notifier sends it (and a JSON-lines file keeps it)."""
+        return {"message_id": self.message_id, "publisher_id": self.publisher_id,
+                "event_type": self.event_type, "priority": self.priority, "payload": self.payload,
+                "timestamp": self.timestamp}
 
 
 class Reply(Message, frozen=True, kw_only=True):

@@ -142,7 +142,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     if row["host"] not in (None, host.name):
         log.warning("build skipped: the instance was placed on another host", instance_host=row["host"])
         return
-    await host.notify("instance.create.start", instance_uuid)
+    await host.notify("instance.create.start", instance_uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, BUILD_EVENT, host.name):
             await host.hooks.pre("pre_build", row)  # a veto is InvalidInput: ERROR here, no reschedule
@@ -173,7 +173,7 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     if host.failed_builds:  # most builds succeed: only then is there something to reset
         host.failed_builds = False
         await host.api_pool.execute(CQ.reset_failed_builds, host.node_uuid)
-    await host.notify("instance.create.end", instance_uuid, state=VmState.ACTIVE)
+    await host.notify("instance.create.end", instance_uuid, request_id=request_id)
     await host.hooks.post("post_build", lambda: host.pool.fetchrow(IQ.get, instance_uuid))
 
 
@@ -422,4 +422,5 @@ async def _fail(host: Host, instance_uuid: str, request_id: str, exc: Exception)
         metrics.build_finished("error")
     # The record first: whoever hears the notification may read it at once.
     await instances.finish_action(host.pool, instance_uuid, request_id, None)
-    await host.notify("instance.create.error", instance_uuid, reason=reason)
+    await host.notify("instance.create.error", instance_uuid, reason=reason, request_id=request_id,
+                      exception=type(exc).__name__)

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from nova_async.bus import Bus, Notification
+from nova_async.bus import Bus
 from nova_async.common import errors
 from nova_async.compute.disks import ImageCache
 from nova_async.compute.hypervisor import Hypervisor
@@ -24,6 +24,7 @@ from nova_async.db.pool import Pool
 from nova_async.hooks.runner import NO_HOOKS, Hooks
 from nova_async.image.client import ImageClient
 from nova_async.network.client import NetworkClient
+from nova_async.notifications.emitter import Emitter, InstanceNotifier
 from nova_async.placement.client import PlacementClient
 from nova_async.volume.client import VolumeClient
 
@@ -66,12 +67,15 @@ class Host:
     # shelved_offload_time): 0 at once, -1 never
     shelved_offload_time: float = 0.0
     hooks: Hooks = NO_HOOKS     # pre_build, network_info and post_build run here
+    notifications: bool = True   # [notifications] enabled: versioned notifications are sent
     network: NetworkClient = field(init=False)
     image: ImageClient = field(init=False)
     placement: PlacementClient = field(init=False)
     conductor: ConductorClient = field(init=False)
     bridges: Bridges = field(init=False)
     volumes: VolumeClient = field(init=False)
+    emitter: Emitter = field(init=False)
+    notifier: InstanceNotifier = field(init=False)
 
     def __post_init__(self) -> None:
         self.network = NetworkClient(self.bus)
@@ -81,6 +85,8 @@ class Host:
         self.bridges = Bridges()
         self.volumes = VolumeClient(self.bus)
         self.dataplane_client = DataplaneClient(self.bus)
+        self.emitter = Emitter(self.bus, "nova-compute", self.name, enabled=self.notifications)
+        self.notifier = InstanceNotifier(self.emitter, self.pool)
 
     @property
     def real_guests(self) -> bool:
@@ -95,10 +101,7 @@ class Host:
         if self.dataplane and self.real_guests and port_ids:
             await self.dataplane_client.ports_ready(self.name, port_ids)
 
-    async def notify(self, event_type: str, instance_uuid: str, **payload: Any) -> None:
-        """Tell listeners (instance.create.end, …); never let a listener fail the work."""
-        try:
-            await self.bus.publish(Notification(event_type=event_type, payload={
-                "instance_uuid": instance_uuid, "host": self.name, **payload}))
-        except Exception:
-            log.exception("notification failed", event_type=event_type)
+    async def notify(self, event_type: str, instance_uuid: str, **details: Any) -> None:
+        """Nova's versioned notification `event_type` (instance.create.end, …) about the
+        instance as it is now (notifications/emitter.py); never fails the work."""
+        await self.notifier.notify(event_type, instance_uuid, **details)

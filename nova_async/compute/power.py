@@ -94,7 +94,7 @@ async def change_power(host: Host, msg: PowerAction, request_id: str) -> None:
                  task_state=row["task_state"] if row else None, instance_host=row["host"] if row else None)
         await instances.finish_action(host.pool, instance_uuid, request_id)
         return
-    await host.notify(f"{step.notification}.start", instance_uuid)
+    await host.notify(f"{step.notification}.start", instance_uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, step.event, host.name):
             await step.operate(host, domain_name(instance_uuid), msg)
@@ -109,7 +109,7 @@ async def change_power(host: Host, msg: PowerAction, request_id: str) -> None:
         log.info("power action done", action=str(msg.action), vm_state=step.vm_state)
     # The action is finished before anyone is told, so a listener reads a finished log.
     await instances.finish_action(host.pool, instance_uuid, request_id)
-    await host.notify(f"{step.notification}.end", instance_uuid)
+    await host.notify(f"{step.notification}.end", instance_uuid, request_id=request_id)
     if done is not None:
         await host.hooks.post("post_action", done, action=str(msg.action))
 

@@ -18,6 +18,7 @@ from nova_async.compute.host import Host
 from nova_async.config import ComputeSettings
 from nova_async.db import migrate
 from nova_async.db.queries import queries
+from nova_async.notifications import payloads
 from nova_async.placement.messages import InventoryRecord
 
 log = structlog.get_logger("compute.registration")
@@ -80,12 +81,15 @@ async def register(host: Host, settings: ComputeSettings, caps: dict[str, str] |
     hypervisor_type = {"kvm": "KVM", "qemu": "QEMU"}.get(domain_type, facts.hypervisor_type)
     disk_gb = local_disk_gb(host)
     async with host.api_pool.acquire() as conn, conn.transaction():
-        service_id = await conn.fetchval(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC,
-                                         version_caps.RELEASE, migrate.shipped_level(), caps or {})
+        service = await conn.fetchrow(Q.upsert_service, uuidlib.uuid4(), host.name, BINARY, TOPIC,
+                                      version_caps.RELEASE, migrate.shipped_level(), caps or {})
+        service_id = service["id"]
         node = await conn.fetchrow(Q.upsert_compute_node, uuidlib.uuid4(), host.name, host.name,
                                    hypervisor_type, facts.hypervisor_version, facts.vcpus,
                                    facts.memory_mb, disk_gb, service_id, cpu_info)
     host.service_id, host.node_uuid = str(service_id), str(node["uuid"])
+    await host.emitter.emit("service.create" if service["created"] else "service.update",
+                            payloads.service(service))
     host.failed_builds = node["failed_builds"] > 0
     host.domain_type = domain_type
     await host.placement.ensure_provider(host.node_uuid, host.name,

@@ -172,6 +172,7 @@ class ComputeRole(Role):
                                              instances_root=instances_root, disk_gb=spec.disk_gb,
                                              timeouts=timeouts, force_config_drive=c.force_config_drive,
                                              shelved_offload_time=c.shelved_offload_time,
+                                             notifications=self.settings.notifications.enabled,
                                              dataplane=dataplane_served and not spec.simulated,
                                              hooks=self.deps.hooks)
             # Before any host builds: nothing may be half-copied or half-removed under it.

@@ -69,13 +69,16 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
     if live and row["host"] not in (None, host.name):
         log.warning("terminate ignored: the instance lives on another host", instance_host=row["host"])
         return
-    await host.notify("instance.delete.start", instance_uuid)
+    await host.notify("instance.delete.start", instance_uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, instance_uuid, request_id, "compute_terminate_instance",
                                    host.name):
+            # Nova's instance.shutdown.* are the guest and what it used on the host going.
+            await host.notify("instance.shutdown.start", instance_uuid, request_id=request_id)
             problems = await teardown(host, instance_uuid)
             if problems:
                 raise errors.NovaAsyncError("could not remove " + "; ".join(problems))
+            await host.notify("instance.shutdown.end", instance_uuid, request_id=request_id)
             # Only now: a volume is not let go while a guest could still write to it.
             await release(host, instance_uuid)
             await instances.mark_deleted(host.pool, host.api_pool, instance_uuid)
@@ -88,6 +91,6 @@ async def terminate(host: Host, instance_uuid: str, request_id: str) -> None:
         await host.notify("instance.delete.error", instance_uuid, reason=describe(exc))
     else:
         log.info("instance terminated")
-        await host.notify("instance.delete.end", instance_uuid)
+        await host.notify("instance.delete.end", instance_uuid, request_id=request_id)
         await host.hooks.post("post_delete", row)
     await instances.finish_action(host.pool, instance_uuid, request_id)

@@ -23,6 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import structlog
 
 from nova_async.common import errors
@@ -132,9 +133,7 @@ def planned(**columns: Any) -> Mapping[str, Any]:
 
 def flavor(f: Any) -> dict[str, Any]:
     """A flavor (an instance's copy, scheduler.messages.Flavor) as Nova's FlavorPayload."""
-    return payloads.versioned("FlavorPayload", "1.4", {
-        "flavorid": f.id, "name": f.name, "vcpus": f.vcpus, "memory_mb": f.memory_mb, "root_gb": f.root_gb,
-        "ephemeral_gb": f.ephemeral_gb, "swap": f.swap, "extra_specs": dict(f.extra_specs)})
+    return payloads.flavor_payload(msgspec.to_builtins(f))
 
 
 def load(enabled: Sequence[str], post_timeout: float = 5.0, pre_timeout: float = 30.0) -> Hooks:

@@ -132,7 +132,7 @@ async def connect(api: VolumeApi, attachment_id: str, connector: dict[str, Any],
         updated = await conn.fetchrow(Q.connect_attachment, row["id"], connector, info.as_cinder(), host,
                                       mountpoint or None)
     if row["status"] == "reserved":
-        await notify.notify(api.bus, "volume.attach.start", str(row["volume_id"]),
+        await notify.notify(api, "volume.attach.start", str(row["volume_id"]),
                             instance_uuid=str(row["instance_uuid"]), attachment_id=str(row["id"]), host=host)
     log.info("volume attachment connected", attachment_id=str(row["id"]), volume_id=str(row["volume_id"]),
              host=host)
@@ -153,7 +153,7 @@ async def complete(api: VolumeApi, attachment_id: str) -> asyncpg.Record:
                             "attachment can be completed.")
         await conn.execute(Q.set_volume_status, row["volume_id"], ["attaching", "reserved"], "in-use")
         done = await conn.fetchrow(Q.set_attachment_status, row["id"], ["attaching", "reserved"], "attached")
-    await notify.notify(api.bus, "volume.attach.end", str(row["volume_id"]), instance_uuid=str(row["instance_uuid"]),
+    await notify.notify(api, "volume.attach.end", str(row["volume_id"]), instance_uuid=str(row["instance_uuid"]),
                         attachment_id=str(row["id"]), mountpoint=row["mountpoint"] or "",
                         host=row["attached_host"] or "")
     log.info("volume attached", attachment_id=str(row["id"]), volume_id=str(row["volume_id"]),
@@ -174,7 +174,7 @@ async def begin_detach(api: VolumeApi, attachment_id: str) -> None:
             raise _conflict(f"Volume {row['volume_id']} status must be in-use to detach, but the current status "
                             f"is: {row['volume_status']}.")
         await conn.execute(Q.set_attachment_status, row["id"], ["attached"], "detaching")
-    await notify.notify(api.bus, "volume.detach.start", str(row["volume_id"]),
+    await notify.notify(api, "volume.detach.start", str(row["volume_id"]),
                         instance_uuid=str(row["instance_uuid"]), attachment_id=str(row["id"]))
 
 
@@ -206,10 +206,10 @@ async def delete(api: VolumeApi, attachment_id: str) -> asyncpg.Record | None:
     # A detach that began (begin_detach) said detach.start then; one deleted straight from
     # attached says both now. A failed attach (reserved, attaching) was never attached.
     if row["status"] == "attached":
-        await notify.notify(api.bus, "volume.detach.start", str(row["volume_id"]),
+        await notify.notify(api, "volume.detach.start", str(row["volume_id"]),
                             instance_uuid=str(row["instance_uuid"]), attachment_id=aid)
     if row["status"] in ("attached", "detaching"):
-        await notify.notify(api.bus, "volume.detach.end", str(row["volume_id"]),
+        await notify.notify(api, "volume.detach.end", str(row["volume_id"]),
                             instance_uuid=str(row["instance_uuid"]), attachment_id=aid)
     log.info("volume attachment deleted", attachment_id=aid, volume_id=str(row["volume_id"]),
              instance_uuid=str(row["instance_uuid"]), was=row["status"])

@@ -55,7 +55,7 @@ def gib(size_bytes: int) -> int:
 async def build_volume(api: VolumeApi, row: asyncpg.Record, image: ImageSource | None = None) -> asyncpg.Record:
     """Make a `creating` volume's bits and make it available, or put it in `error` (and raise)."""
     volume_id, size = str(row["id"]), row["size"]
-    await notify(api.bus, "volume.create.start", volume_id, size=size, project_id=row["project_id"])
+    await notify(api, "volume.create.start", volume_id, size=size, project_id=row["project_id"])
     try:
         if image is not None:
             await api.store.create_from_image(volume_id, size, image.path, image.disk_format)
@@ -69,20 +69,20 @@ async def build_volume(api: VolumeApi, row: asyncpg.Record, image: ImageSource |
         reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         log.warning("volume create failed", volume_id=volume_id, error=reason)
         await api.pool.execute(Q.set_volume_status, row["id"], ["creating"], "error", reason)
-        await notify(api.bus, "volume.create.error", volume_id, error=reason)
+        await notify(api, "volume.create.error", volume_id, error=reason)
         raise
     done = await api.pool.fetchrow(Q.finish_create, row["id"], image is not None,
                                    image.metadata if image else dict(row["image_metadata"]))
     if done is None:  # deleted or reset by an admin meanwhile
         raise errors.Conflict(f"Volume {volume_id} left creating while it was being made.")
-    await notify(api.bus, "volume.create.end", volume_id, size=size, status="available")
+    await notify(api, "volume.create.end", volume_id, size=size, status="available")
     return done
 
 
 async def remove_volume(api: VolumeApi, volume_id: str) -> None:
     """A `deleting` volume (and its `deleting` snapshots, for a cascade): bits, then rows.
     A backend failure leaves it `error_deleting` (a delete may retry) and is raised."""
-    await notify(api.bus, "volume.delete.start", volume_id)
+    await notify(api, "volume.delete.start", volume_id)
     try:
         for snap in await api.pool.fetch(Q.snapshots_of_volume, volume_id):
             if snap["status"] == "deleting":  # a cascade
@@ -94,13 +94,13 @@ async def remove_volume(api: VolumeApi, volume_id: str) -> None:
         await api.pool.execute(Q.set_volume_status, volume_id, ["deleting"], "error_deleting", reason)
         raise
     await api.pool.execute(Q.delete_volume_row, volume_id)
-    await notify(api.bus, "volume.delete.end", volume_id)
+    await notify(api, "volume.delete.end", volume_id)
 
 
 async def grow(api: VolumeApi, row: asyncpg.Record) -> None:
     """An `extending` volume to its new_size; then compute is told, for a guest that has it."""
     volume_id, new_size = str(row["id"]), row["new_size"]
-    await notify(api.bus, "volume.resize.start", volume_id, size=new_size)
+    await notify(api, "volume.resize.start", volume_id, size=new_size)
     try:
         await api.store.extend(volume_id, new_size)
     except Exception as exc:
@@ -112,28 +112,28 @@ async def grow(api: VolumeApi, row: asyncpg.Record) -> None:
     compute = ComputeClient(api.bus)
     for attached in await api.pool.fetch(Q.attached_hosts, row["id"]):
         await compute.extend_volume(attached["attached_host"], str(attached["instance_uuid"]), volume_id, new_size)
-    await notify(api.bus, "volume.resize.end", volume_id, size=new_size)
+    await notify(api, "volume.resize.end", volume_id, size=new_size)
 
 
 async def build_snapshot(api: VolumeApi, row: asyncpg.Record) -> None:
     snapshot_id = str(row["id"])
-    await notify(api.bus, "snapshot.create.start", str(row["volume_id"]), snapshot_id=snapshot_id)
+    await notify(api, "snapshot.create.start", str(row["volume_id"]), snapshot_id=snapshot_id)
     try:
         await api.store.snapshot(snapshot_id, str(row["volume_id"]))
     except Exception as exc:
         reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         await api.pool.execute(Q.set_snapshot_status, row["id"], ["creating"], "error", reason)
-        await notify(api.bus, "snapshot.create.error", str(row["volume_id"]), snapshot_id=snapshot_id,
+        await notify(api, "snapshot.create.error", str(row["volume_id"]), snapshot_id=snapshot_id,
                      error=reason)
         return
     await api.pool.execute(Q.set_snapshot_status, row["id"], ["creating"], "available", None)
-    await notify(api.bus, "snapshot.create.end", str(row["volume_id"]), snapshot_id=snapshot_id)
+    await notify(api, "snapshot.create.end", str(row["volume_id"]), snapshot_id=snapshot_id)
 
 
 async def remove_snapshot(api: VolumeApi, row: asyncpg.Record) -> None:
     """A `deleting` snapshot: bits, then row; raises when the backend fails (after marking it)."""
     snapshot_id = str(row["id"])
-    await notify(api.bus, "snapshot.delete.start", str(row["volume_id"]), snapshot_id=snapshot_id)
+    await notify(api, "snapshot.delete.start", str(row["volume_id"]), snapshot_id=snapshot_id)
     try:
         await api.store.delete_snapshot(snapshot_id)
     except Exception as exc:
@@ -141,7 +141,7 @@ async def remove_snapshot(api: VolumeApi, row: asyncpg.Record) -> None:
         await api.pool.execute(Q.set_snapshot_status, row["id"], ["deleting"], "error_deleting", reason)
         raise
     await api.pool.execute(Q.delete_snapshot_row, row["id"])
-    await notify(api.bus, "snapshot.delete.end", str(row["volume_id"]), snapshot_id=snapshot_id)
+    await notify(api, "snapshot.delete.end", str(row["volume_id"]), snapshot_id=snapshot_id)
 
 
 async def quietly(work: Any) -> None:

@@ -10,7 +10,7 @@ VALUES ($1, $2, $3, $4, now(), $5, $6, $7)
 ON CONFLICT (host, binary_name) DO UPDATE
    SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now(), release = EXCLUDED.release,
        schema_level = EXCLUDED.schema_level, message_caps = EXCLUDED.message_caps
-RETURNING id;
+RETURNING *, (xmax = 0) AS created;  -- created: inserted now (service.create), not updated
 
 -- name: upsert_compute_node
 -- $1 is a fresh uuid, used only for a new hypervisor_hostname: a node keeps its uuid (and

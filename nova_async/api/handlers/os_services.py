@@ -9,6 +9,7 @@ binary through `PUT /os-services/{enable,disable,disable-log-reason,force-down}`
 from __future__ import annotations
 
 import json
+import socket
 
 from typing import Any
 
@@ -22,6 +23,8 @@ from nova_async.common import errors
 from nova_async.common import web as w
 from nova_async.common.web import parse_uuid
 from nova_async.common.timeutil import iso_micro
+from nova_async.notifications import payloads
+from nova_async.notifications.emitter import Emitter
 
 
 def _service(row, version) -> dict[str, Any]:
@@ -248,7 +251,10 @@ LEGACY = {
 
 async def _update(request: web.Request, **changes):
     state = request.app[STATE]
-    return await service_store.update(state.pool, state.settings.scheduler.service_down_time, **changes)
+    row = await service_store.update(state.pool, state.settings.scheduler.service_down_time, **changes)
+    await Emitter(state.compute.bus, "nova-api", socket.gethostname(),
+                  enabled=state.settings.notifications.enabled).emit("service.update", payloads.service(row))
+    return row
 
 
 async def update_service(request: web.Request) -> web.Response:

@@ -39,7 +39,7 @@ async def next_note(notes: asyncio.Queue, instance_uuid: str, *prefixes: str, ti
     async with asyncio.timeout(timeout):
         while True:
             note = await notes.get()
-            if note.payload.get("instance_uuid") == instance_uuid and note.event_type.startswith(prefixes):
+            if note.data.get("uuid") == instance_uuid and note.event_type.startswith(prefixes):
                 return note
 
 

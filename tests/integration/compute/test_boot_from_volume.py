@@ -320,9 +320,9 @@ async def test_failed_build_lets_go_of_its_volumes(cloud):
         while not notes.empty():
             seen.append(notes.get_nowait())
     assert "No more IP addresses" in server["fault"]["message"], server["fault"]
-    tried = {n.payload["host"] for n in seen if n.event_type == "instance.create.start"}
+    tried = {n.data["host"] for n in seen if n.event_type == "instance.create.start"}
     assert len(tried) == 2, tried
-    [made] = {n.payload["volume_id"] for n in seen if n.event_type == "volume.create.end"}
+    [made] = {n.data["volume_id"] for n in seen if n.event_type == "volume.create.end"}
     assert len([n for n in seen if n.event_type == "volume.create.start"]) == 1
     assert (await volume(h, vol))["status"] == "available"
     await volume_status(h, made, "gone")

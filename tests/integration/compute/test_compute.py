@@ -113,6 +113,12 @@ async def test_failed_build_leaves_error_with_reason_and_nothing_behind(pool, tm
             await ComputeClient(h.bus).build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
             note = await next_note(notes, uuid, "instance.create.end", "instance.create.error")
         assert note.event_type == "instance.create.error"
+        # Nova's: priority ERROR, the create payload, and the reason as its fault.
+        assert (note.priority, note.publisher_id) == ("ERROR", "nova-compute:sim-1")
+        assert note.payload["nova_object.name"] == "InstanceCreatePayload"
+        fault = note.data["fault"]
+        assert (fault["nova_object.name"], fault["nova_object.version"]) == ("ExceptionPayload", "1.1")
+        assert fault["nova_object.data"]["exception_message"] == f"Image {fakes.MISSING_IMAGE} could not be found."
         row = await cell1.fetchrow("SELECT * FROM instances WHERE uuid = $1", uuid)
         assert (row["vm_state"], row["task_state"]) == ("error", None)
         fault = await cell1.fetchrow("SELECT * FROM instance_faults WHERE instance_uuid = $1", uuid)

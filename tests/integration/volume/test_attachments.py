@@ -75,7 +75,7 @@ async def test_attach_then_detach(h, client):
             note = notes.get_nowait()
             if note.event_type.startswith("volume."):
                 seen.append(note.event_type)
-                assert note.payload["volume_id"] == vid and note.payload["instance_uuid"] == iid
+                assert note.data["volume_id"] == vid and note.data["instance_uuid"] == iid
     assert seen == ["volume.attach.start", "volume.attach.end", "volume.detach.start", "volume.detach.start",
                     "volume.detach.end"]
 
