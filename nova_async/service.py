@@ -278,6 +278,7 @@ class Service:
                 bus.caps = VersionCaps(pool)
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
                         cells=cells, hooks=hooks, feed=Feed(bus, file=settings.notifications.file))
+            hooks.follow(deps.feed)
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
                 # that checks tokens without it follows the database itself.

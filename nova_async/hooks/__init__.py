@@ -16,6 +16,8 @@ versioned notifications carry) and the point's keyword details:
     post_resize(payload, flavor)        compute, once the server runs on the new flavor
     pre_action(payload, action)         API, before a power action is accepted (may veto)
     post_action(payload, action)        compute, once the power action is done
+    notification(envelope)              any role, for each versioned notification this process
+                                        hears (Nova's envelope: event_type, payload, …)
     pre_build / post_build(payload)     compute, before the build / once the server is ACTIVE
     network_info(payload, network_info) compute, once its ports are allocated (may veto)
 
@@ -33,7 +35,8 @@ HOOK_API_VERSION = 1
 
 # Every hook point, in the order a server meets them.
 HOOK_POINTS = ("pre_create", "post_create", "pre_build", "network_info", "post_build",
-               "pre_resize", "post_resize", "pre_action", "post_action", "pre_delete", "post_delete")
+               "pre_resize", "post_resize", "pre_action", "post_action", "pre_delete", "post_delete",
+               "notification")
 
 
 class HookVeto(InvalidInput):

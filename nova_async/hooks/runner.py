@@ -26,9 +26,11 @@ from typing import Any
 import msgspec
 import structlog
 
+from nova_async.bus import Notification
 from nova_async.common import errors
 from nova_async.hooks import HOOK_API_VERSION, HOOK_POINTS, HookVeto
 from nova_async.notifications import payloads
+from nova_async.notifications.feed import Feed
 
 log = structlog.get_logger("hooks")
 
@@ -97,6 +99,26 @@ class Hooks:
                                 seconds=self.post_timeout)
                 except Exception:
                     log.exception("post hook failed; ignored", plugin=plugin, point=point)
+
+
+    async def notified(self, note: Notification) -> None:
+        """The `notification` hooks, given a notification's envelope: observers, as post hooks."""
+        envelope = note.envelope()
+        for plugin, hook in self.by_point.get("notification", ()):
+            try:
+                async with asyncio.timeout(self.post_timeout):
+                    await hook(envelope)
+            except TimeoutError:
+                log.warning("notification hook did not finish in time; abandoned", plugin=plugin,
+                            event_type=note.event_type, seconds=self.post_timeout)
+            except Exception:
+                log.exception("notification hook failed; ignored", plugin=plugin, event_type=note.event_type)
+
+    def follow(self, feed: Feed | None) -> None:
+        """Hand the `notification` hooks every notification `feed` hears; nothing to do (and
+        nothing built) when no enabled plugin has one."""
+        if feed is not None and self.by_point.get("notification"):
+            feed.subscribe(self.notified)
 
 
 NO_HOOKS = Hooks()

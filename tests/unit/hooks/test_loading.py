@@ -4,6 +4,7 @@ plugins a test installs the same way), never through a registry of our own."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from nova_async.hooks import HOOK_API_VERSION, HookVeto
 from nova_async.hooks.runner import NO_HOOKS, HookLoadError, Hooks, load
 from tests import hook_plugins
+from tests.waiting import until
 
 
 def test_an_installed_plugin_loads_only_when_enabled():
@@ -111,3 +113,30 @@ async def test_a_failing_pre_hook_refuses_and_post_hooks_never_propagate(monkeyp
     assert caught.value.reason == "hook faulty.pre_action did not answer within 0.05 s"
     await hooks.post("post_delete", ROW)
     await hooks.post("post_build", ROW)
+
+
+async def test_notification_hooks_follow_the_feed_and_a_failing_one_changes_nothing(monkeypatch, tmp_path):
+    from nova_async.bus import Notification
+    from nova_async.bus.memory import MemoryBus
+    from nova_async.notifications.feed import Feed
+
+    watcher = hook_plugins.install(monkeypatch, tmp_path, "watcher", f"""
+        hook_api_version = {HOOK_API_VERSION}
+        heard = []
+        async def notification(envelope): heard.append((envelope["event_type"], envelope["publisher_id"]))
+        """)
+    hook_plugins.install(monkeypatch, tmp_path, "grumpy", f"""
+        hook_api_version = {HOOK_API_VERSION}
+        async def notification(envelope): raise RuntimeError("not today")
+        """)
+    hooks = load(["grumpy", "watcher"])
+    bus = MemoryBus()
+    feed = Feed(bus)
+    hooks.follow(feed)
+    stopping = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(feed.run(stopping))
+        await until(bus.heard, what="the feed listening")
+        await bus.publish(Notification(event_type="instance.create.end", publisher_id="nova-compute:edge-1"))
+        stopping.set()
+    assert hook_plugins.module(watcher).heard == [("instance.create.end", "nova-compute:edge-1")]
