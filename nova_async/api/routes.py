@@ -77,6 +77,7 @@ ROUTES = [
     ("POST", V + "/os-assisted-volume-snapshots", assisted_volume_snapshots.create_snapshot),
     ("DELETE", V + "/os-assisted-volume-snapshots/{snapshot_id}", assisted_volume_snapshots.delete_snapshot),
     ("PUT", V + "/os-services/{service_id}", os_services.update_service),
+    ("DELETE", V + "/os-services/{service_id}", os_services.delete_service),
     ("GET", V + "/os-availability-zone", availability_zones.list_zones),
     ("GET", V + "/os-quota-sets/{project_id}", quota_sets.show_quota_set),
     ("GET", V + "/os-quota-sets/{project_id}/defaults", quota_sets.show_defaults),

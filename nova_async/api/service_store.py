@@ -13,6 +13,7 @@ from nova_async.common import errors
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
+from nova_async.placement.client import PlacementClient
 
 Q = queries("os_services")
 
@@ -56,6 +57,38 @@ async def update(pool: Pool, down_time: int, *, service_id: str | None = None, h
         what = f"Service {service_id}" if service_id else f"Service {binary} on host {host}"
         raise errors.NotFound(f"{what} could not be found.")
     return row
+
+
+async def delete(pool: Pool, cells: Cells, placement: PlacementClient, down_time: int,
+                 service_id: str) -> asyncpg.Record:
+    """Remove a compute service that runs nothing any more: its record, its compute nodes,
+    their resource providers and its host's cell mapping (Nova's DELETE /os-services/{id}).
+    Refused while it is up (its heartbeat would keep it half there: stop it or force it down
+    first), hosts instances, or has a move from or to it unfinished."""
+    row = await pool.fetchrow(Q.get_service, service_id, down_time)
+    if row is None:
+        raise errors.NotFound(f"Service {service_id} not found.")
+    if row["up"] and not row["forced_down"]:
+        raise errors.Conflict(f"Service {service_id} on host {row['host']} is up: stop it (or force it down) "
+                              "before deleting it.")
+    use = await cells.gather(Q.host_in_use, row["host"], cell0=False)
+    if any(r["instances"] for r in use):
+        raise errors.Conflict("Unable to delete compute service that is hosting instances. "
+                              "Migrate or delete the instances first.")
+    if any(r["migrations"] for r in use):
+        raise errors.Conflict("Unable to delete compute service that has in-progress migrations. "
+                              "Complete the migrations or delete the instances first.")
+    # Providers first: placement refuses one that still holds allocations, and then nothing
+    # else has changed. Deleting again after a failure half-way finds the ones already gone.
+    for node in await pool.fetch(Q.compute_node_uuids, service_id):
+        try:
+            await placement.delete_provider(str(node["uuid"]))
+        except errors.NotFound:
+            pass
+    gone = await pool.fetchrow(Q.delete_service, service_id)
+    if gone is None:
+        raise errors.NotFound(f"Service {service_id} not found.")
+    return gone
 
 
 async def zones(pool: Pool, down_time: int) -> dict[str, list[asyncpg.Record]]:

@@ -16,6 +16,10 @@ class PlacementClient:
     async def ensure_provider(self, uuid: str, name: str, inventories: dict[str, m.InventoryRecord]) -> None:
         await self.bus.call(TOPIC, m.EnsureProvider(uuid=uuid, name=name, inventories=inventories))
 
+    async def delete_provider(self, uuid: str) -> None:
+        """Remove the provider; NotFound when there is none, Conflict while it holds allocations."""
+        await self.bus.call(TOPIC, m.DeleteProvider(uuid=uuid))
+
     async def candidates(self, resources: dict[str, int], limit: int | None = None) -> list[m.ProviderSummary]:
         return (await self.find_candidates(resources, limit)).providers
 

@@ -63,6 +63,12 @@ class DeleteAllocations(Message, frozen=True, kw_only=True):
     consumer_uuid: str
 
 
+class DeleteProvider(Message, frozen=True, kw_only=True):
+    """Remove a provider that holds no allocations (its compute service is deleted)."""
+
+    uuid: str
+
+
 class GetAllocations(Message, frozen=True, kw_only=True):
     consumer_uuid: str
 

@@ -41,6 +41,7 @@ class PlacementRole(Role):
             m.DeleteAllocations: self._delete_allocations,
             m.GetAllocations: self._get_allocations,
             m.ClaimMany: self._claim_many,
+            m.DeleteProvider: self._delete_provider,
         }
 
     def http(self) -> tuple[str, web.Application]:
@@ -93,6 +94,9 @@ class PlacementRole(Role):
 
     async def _delete_allocations(self, msg: m.DeleteAllocations, ctx: RequestContext) -> None:
         await allocations.delete_allocations(self.pool, msg.consumer_uuid)
+
+    async def _delete_provider(self, msg: m.DeleteProvider, ctx: RequestContext) -> None:
+        await providers.delete_provider(self.pool, msg.uuid)
 
     async def _get_allocations(self, msg: m.GetAllocations, ctx: RequestContext) -> m.Allocations:
         found = await allocations.get_allocations(self.pool, msg.consumer_uuid)

@@ -66,3 +66,32 @@ SELECT project_id,
 
 -- name: compute_host_exists
 SELECT EXISTS (SELECT 1 FROM compute_nodes WHERE host = $1);
+
+-- name: get_service
+-- $2 is service_down_time.
+SELECT s.*, coalesce(s.last_seen_up >= now() - make_interval(secs => $2), false) AS up
+  FROM services s
+ WHERE s.id = $1;
+
+-- name: compute_node_uuids
+SELECT uuid FROM compute_nodes WHERE service_id = $1 ORDER BY uuid;
+
+-- name: host_in_use
+-- Run in each cell: what still ties compute host $1 to this cell — live instances on it, and
+-- moves from or to it that have not ended (Nova refuses to delete the service for either).
+SELECT (SELECT count(*) FROM instances WHERE deleted_at IS NULL AND host = $1) AS instances,
+       (SELECT count(*) FROM migrations
+         WHERE (source_compute = $1 OR dest_compute = $1)
+           AND status NOT IN ('confirmed', 'reverted', 'error'))   -- as the index migrations_open
+         AS migrations;
+
+-- name: delete_service
+-- The service and (ON DELETE CASCADE) its compute nodes; its host's cell mapping goes with
+-- it when no other service is left on that host.
+WITH gone AS (DELETE FROM services WHERE id = $1 RETURNING *),
+     unmapped AS (
+       DELETE FROM host_mappings h
+        USING gone
+        WHERE h.host = gone.host
+          AND NOT EXISTS (SELECT 1 FROM services s WHERE s.host = gone.host AND s.id <> gone.id))
+SELECT * FROM gone;

@@ -1,5 +1,5 @@
 """Admin views of the deployment: `os-services` (is each compute service up? enable,
-disable, force down) and `os-hypervisors` (the compute nodes behind them).
+disable, force down, delete) and `os-hypervisors` (the compute nodes behind them).
 
 A disabled or forced-down compute service gets no new instances (the scheduler's
 ComputeFilter); its instances keep running. Two URL styles, as in Nova: from 2.53 a service
@@ -9,7 +9,6 @@ binary through `PUT /os-services/{enable,disable,disable-log-reason,force-down}`
 from __future__ import annotations
 
 import json
-import socket
 
 from typing import Any
 
@@ -252,7 +251,8 @@ LEGACY = {
 async def _update(request: web.Request, **changes):
     state = request.app[STATE]
     row = await service_store.update(state.pool, state.settings.scheduler.service_down_time, **changes)
-    await Emitter(state.compute.bus, "nova-api", socket.gethostname(),
+    # Published as the service itself, as Nova does (whoever changed it).
+    await Emitter(state.compute.bus, row["binary_name"], row["host"],
                   enabled=state.settings.notifications.enabled).emit("service.update", payloads.service(row))
     return row
 
@@ -274,6 +274,31 @@ async def update_service(request: web.Request) -> web.Response:
     row = await _update(request, service_id=service_id, disabled=disabled,
                         reason=body.get("disabled_reason"), forced_down=body.get("forced_down"))
     return w.dump({"service": _service(row, version)})
+
+
+async def delete_service(request: web.Request) -> web.Response:
+    """`DELETE /os-services/{service_id}`: a compute service taken out for good (its host is
+    gone or renamed); by uuid from 2.53, before by the integer id GET showed then."""
+    require_admin(request)
+    state = request.app[STATE]
+    version = microversion.of(request)
+    target = request.match_info["service_id"]
+    down_time = state.settings.scheduler.service_down_time
+    if version >= (2, 53):
+        service_id = parse_uuid(target)
+        if service_id is None:
+            raise errors.InvalidInput(f"Invalid uuid {target}.")
+    else:
+        if not target.isdigit():
+            raise errors.InvalidInput(f"Invalid ID {target}.")
+        service_id = next((str(r["id"]) for r in await service_store.services(state.pool, down_time, None, None)
+                           if _service(r, version)["id"] == int(target)), None)
+        if service_id is None:
+            raise errors.NotFound(f"Service {target} not found.")
+    row = await service_store.delete(state.pool, state.cells, state.placement, down_time, service_id)
+    await Emitter(state.compute.bus, row["binary_name"], row["host"],
+                  enabled=state.settings.notifications.enabled).emit("service.delete", payloads.service(row))
+    return web.Response(status=204)
 
 
 async def _legacy_update(request: web.Request, action: str, version) -> web.Response:
