@@ -159,7 +159,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
         return
     await host.pool.execute(MQ.set_migration_status, mig, "migrating", ["pre-migrating", "migrating",
                                                                         "post-migrating"])
-    await host.notify("instance.resize.start", uuid)
+    await host.notify("instance.resize.start", uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_resize_instance", host.name):
             name = domain_name(uuid)
@@ -177,6 +177,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     except Exception as exc:
         await _roll_back(host, uuid, migration, request_id, exc)
         return
+    await host.notify("instance.resize.end", uuid, request_id=request_id)
     await _next(host, migration["dest_compute"], uuid, mig, ResizeStepName.FINISH, request_id)
 
 
@@ -192,6 +193,7 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
         log.info("finish skipped", task_state=row["task_state"])
         return
     running = migration["old_vm_state"] == VmState.ACTIVE
+    await host.notify("instance.resize_finish.start", uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_finish_resize", host.name):
             await _place_guest(host, claimed, Flavor.from_row(new_flavor), running=running)
@@ -204,7 +206,7 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
         return
     log.info("instance resized", flavor=new_flavor.get("name"), running=running)
     await instances.finish_action(host.pool, uuid, request_id)
-    await host.notify("instance.resize.end", uuid)
+    await host.notify("instance.resize_finish.end", uuid, request_id=request_id)
     await host.hooks.post("post_resize", lambda: host.pool.fetchrow(IQ.get, uuid),
                           flavor=lambda: hooks.flavor(Flavor.from_row(new_flavor)))
 
@@ -214,6 +216,7 @@ async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, r
     if migration["status"] != "confirming":
         log.info("confirm skipped", migration_status=migration["status"])
         return
+    await host.notify("instance.resize_confirm.start", uuid, request_id=request_id)
     async with instances.event(host.pool, uuid, request_id, "compute_confirm_resize", host.name):
         await disks.drop_resize_backup(host.instances_root, uuid)
         await host.placement.delete_allocations(mig)
@@ -221,6 +224,7 @@ async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, r
         await host.pool.execute(MQ.set_migration_status, mig, "confirmed", ["confirming"])
     log.info("resize confirmed")
     await instances.finish_action(host.pool, uuid, request_id)
+    await host.notify("instance.resize_confirm.end", uuid, request_id=request_id)
 
 
 async def _revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, request_id: str) -> None:
@@ -228,6 +232,7 @@ async def _revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     if row["task_state"] != TaskState.RESIZE_REVERTING or row["host"] != host.name:
         log.info("revert skipped", task_state=row["task_state"], instance_host=row["host"])
         return
+    await host.notify("instance.resize_revert.start", uuid, request_id=request_id)
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_revert_resize", host.name):
             await host.hypervisor.remove(domain_name(uuid))
@@ -261,7 +266,7 @@ async def _finish_revert(host: Host, row: asyncpg.Record, migration: asyncpg.Rec
         return
     log.info("resize rolled back" if failed else "resize reverted")
     await instances.finish_action(host.pool, uuid, request_id, "Error" if failed else None)
-    await host.notify("instance.resize_revert.end", uuid)
+    await host.notify("instance.resize_revert.end", uuid, request_id=request_id)
 
 
 async def _next(host: Host, target: str, uuid: str, mig: str, step: ResizeStepName, request_id: str) -> None:
@@ -286,7 +291,7 @@ async def _roll_back(host: Host, uuid: str, migration: asyncpg.Record, request_i
                             ["pre-migrating", "migrating", "post-migrating", "finished"])
     if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_REVERTING, _RESIZING) is None:
         return  # deleted meanwhile
-    await host.notify("instance.resize.error", uuid, reason=reason)
+    await host.notify("instance.resize.error", uuid, reason=reason, request_id=request_id)
     # The revert starts where the instance is recorded now (the destination once finish
     # took it over), which removes the guest there.
     current = await host.pool.fetchrow(IQ.get, uuid)

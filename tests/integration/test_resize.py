@@ -4,6 +4,7 @@ back, and a restart in the middle resumed without leaving anything behind."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 
@@ -168,10 +169,23 @@ async def test_resize_to_another_host_and_back(pool, tmp_path):
         sid = await boot(h)
         before = await settled(h, sid, h.admin)
         source, node = before["OS-EXT-SRV-ATTR:host"], before["OS-EXT-SRV-ATTR:hypervisor_hostname"]
-        await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
-        server = await settled(h, sid, h.admin)
-        assert server["status"] == "VERIFY_RESIZE", server.get("fault")
-        assert server["OS-EXT-SRV-ATTR:host"] != source
+        with h.bus.listen() as heard:
+            await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
+            server = await settled(h, sid, h.admin)
+            assert server["status"] == "VERIFY_RESIZE", server.get("fault")
+            assert server["OS-EXT-SRV-ATTR:host"] != source
+            dest = server["OS-EXT-SRV-ATTR:host"]
+            told = []
+            async with asyncio.timeout(30):
+                while not told or told[-1][0] != "instance.resize_finish.end":
+                    note = await heard.get()
+                    if note.event_type.startswith("instance.resize"):
+                        told.append((note.event_type, note.publisher_id))
+            # As Nova: the source moves the disks, the destination finishes on the new flavor.
+            assert told == [("instance.resize.start", f"nova-compute:{source}"),
+                            ("instance.resize.end", f"nova-compute:{source}"),
+                            ("instance.resize_finish.start", f"nova-compute:{dest}"),
+                            ("instance.resize_finish.end", f"nova-compute:{dest}")]
         hypervisors = (await ok(await h.http.get(f"{V}/os-hypervisors/detail", headers={**h.admin, **MV}),
                                 200))["hypervisors"]
         assert server["OS-EXT-SRV-ATTR:hypervisor_hostname"] in {x["hypervisor_hostname"] for x in hypervisors} - {node}
