@@ -23,6 +23,7 @@ from nova_async.bus.memory import MemoryBus
 from nova_async.db.cells import Cells, open_cells
 from nova_async.db.pool import Pool
 from nova_async.hooks import runner as hook_runner
+from nova_async.notifications.feed import Feed
 from nova_async.role import Deps, Role
 from nova_async.service import RoleTasks, _token_key, build_http, role_class
 from nova_async.common.tokens import TokenCodec
@@ -74,7 +75,9 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
     async with open_cells(pool, _DSN[id(pool)], max_size=10) as cells:
         deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
                     cells=cells, hooks=hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
-                                                      settings.hooks.pre_timeout))
+                                                      settings.hooks.pre_timeout),
+                    feed=Feed(bus, file=settings.notifications.file))
+        deps.hooks.follow(deps.feed)
         async with _running(deps, roles) as h:
             yield h
 
@@ -90,11 +93,15 @@ async def _running(deps: Deps, roles: list[str]) -> AsyncIterator[Harness]:
         # set-up and tear-down run in different tasks, and a TaskGroup is left by the task
         # that entered it. A role that fails ends the group, and the test when it leaves.
         async with asyncio.TaskGroup() as tg:
+            feed_stop = asyncio.Event()
+            if deps.feed is not None:   # as the service runs it
+                tg.create_task(deps.feed.run(feed_stop), name="harness:notifications")
             running = RoleTasks(tg, built)
             await running.ready()
             up.set()
             await stop.wait()
             await running.stop(deps.bus, time.monotonic() + 30)
+            feed_stop.set()
 
     await client.start_server()
     owner = asyncio.create_task(supervise(), name="harness:roles")

@@ -36,9 +36,11 @@ import structlog
 
 from nova_async.api import event_views as views
 from nova_async.api.event_views import Audience, Event
+from nova_async.bus import Notification
 from nova_async.common import errors
 from nova_async.config import ApiSettings
 from nova_async.db.cells import Cell, Cells
+from nova_async.notifications.feed import Feed
 
 log = structlog.get_logger("api.events")
 Q = views.Q
@@ -150,9 +152,11 @@ class CellFeed:
 class EventHub:
     """The feeds of every cell and the open streams of this API process; owned by the api role."""
 
-    def __init__(self, cells: Cells, settings: ApiSettings) -> None:
+    def __init__(self, cells: Cells, settings: ApiSettings, feed: Feed | None = None) -> None:
         self.cells = cells
         self.settings = settings
+        self.feed = feed                 # this process's versioned notifications
+        self._hearing = False            # subscribed to them: since the first stream asked
         self.closing = False
         self._feeds: dict[str, CellFeed] = {}
         self._streams: set[Stream] = set()
@@ -185,6 +189,12 @@ class EventHub:
         for stream in list(self._streams):
             stream.offer(events)
 
+    async def hear(self, note: Notification) -> None:
+        """A versioned notification: to every stream that asked for them and may see it."""
+        for stream in list(self._streams):
+            if stream.audience.hears(note):
+                stream.offer_notification(note)
+
     def forget(self, stream: Stream) -> None:
         self._streams.discard(stream)
 
@@ -194,6 +204,12 @@ class EventHub:
         wanted = views.parse_cursor(since) if since not in (None, views.OLDEST) else {}
         if self.closing:
             raise errors.Unavailable("The service is stopping.")
+        if audience.notifications and not self._hearing:
+            if self.feed is None:
+                raise errors.InvalidInput("This process does not hear versioned notifications.")
+            # Only once someone asks: until then the process need not build them at all.
+            self.feed.subscribe(self.hear)
+            self._hearing = True
         try:
             async with asyncio.timeout(OPEN_TIMEOUT):
                 for feed in list(self._feeds.values()):
@@ -235,6 +251,7 @@ class Stream:
         self.reset_first: str | None = None
         self.catch_up_first = False
         self._queue: collections.deque[Event] = collections.deque()
+        self._notes: collections.deque[str] = collections.deque()   # notification frames
         self._overflowed = False
         self._closed = False
         self._wake = asyncio.Event()
@@ -258,6 +275,17 @@ class Stream:
             self._overflowed = True
         else:
             self._queue.extend(events)
+        self._wake.set()
+
+    def offer_notification(self, note: Notification) -> None:
+        """Live only: a client too slow for them loses the oldest (the log says so); server
+        events are unaffected."""
+        if self._closed:
+            return
+        if len(self._notes) >= self._hub.settings.event_buffer:
+            self._notes.popleft()
+            log.warning("notification dropped for a slow event stream", event_type=note.event_type)
+        self._notes.append(views.notification_frame(note))
         self._wake.set()
 
     def close(self) -> None:
@@ -294,9 +322,11 @@ class Stream:
                 if self._closed:
                     return
                 events, self._queue = self._queue, collections.deque()
+                notes, self._notes = self._notes, collections.deque()
                 overflowed, self._overflowed = self._overflowed, False
-                # One write per batch, not per event: a burst costs a few sends.
-                batch: list[str] = []
+                # One write per batch, not per event: a burst costs a few sends. Notifications
+                # first: they were heard before the wake that brought these events.
+                batch: list[str] = list(notes)
                 for event in events:
                     async for f in self._live(event):
                         batch.append(f)

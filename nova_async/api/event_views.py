@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from nova_async.api import server_views
+from nova_async.bus import Notification
 from nova_async.common import errors
 from nova_async.common.timeutil import iso, iso_micro
 from nova_async.db.queries import queries
@@ -59,9 +60,23 @@ class Audience:
     server_id: str | None       # only this server's events
     is_admin: bool
 
+    notifications: bool = False  # also the versioned notifications (`notifications=1`)
+
     def sees(self, event: Event) -> bool:
         return ((self.project_id is None or event.project_id == self.project_id)
                 and (self.server_id is None or event.instance_uuid == self.server_id))
+
+    def hears(self, note: Notification) -> bool:
+        """A versioned notification, by the same rule: an instance's (or a volume's) goes to
+        its project's streams, a service's to admins only."""
+        if not self.notifications:
+            return False
+        data = note.data
+        if note.event_type.startswith("service."):
+            return self.is_admin and self.server_id is None
+        if self.server_id is not None and data.get("uuid") != self.server_id:
+            return False
+        return self.project_id is None or data.get("tenant_id") == self.project_id
 
 
 @dataclass
@@ -87,6 +102,12 @@ class Event:
 
 def frame(cursor: str, kind: str, data_json: str) -> str:
     return f"id: {cursor}\nevent: {kind}\ndata: {data_json}\n\n"
+
+
+def notification_frame(note: Notification) -> str:
+    """A versioned notification (its whole envelope): with no `id:`, so a client's cursor
+    stays where the last server event left it (notifications are live only, never replayed)."""
+    return f"event: notification\ndata: {msgspec.json.encode(note.envelope()).decode()}\n\n"
 
 
 def reset_frame(cursor: str, reason: str) -> str:

@@ -26,7 +26,7 @@ class ComputeApiRole(Role):
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
-        self.events = EventHub(self.cells, self.settings.api)
+        self.events = EventHub(self.cells, self.settings.api, deps.feed)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:

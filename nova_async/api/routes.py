@@ -245,7 +245,7 @@ QUERY_PARAMS: dict[object, tuple[microversion.Version, frozenset[str]]] = {
         (volume_attachments.list_volume_attachments, (2, 102), ("limit", "offset")),
         (console_proxy.serial_console, (2, 102), ("token",)),
         (console_proxy.vnc_console, (2, 102), ("token", "path")),
-        (events.list_events, (2, 1), ("all_tenants", "server", "since")),
+        (events.list_events, (2, 1), ("all_tenants", "server", "since", "notifications")),
     )}
 
 

@@ -46,7 +46,8 @@ class Sse:
                     if "id" in fields:
                         self.last_id = fields["id"]
                     if "event" in fields:
-                        got = (fields["id"], fields["event"], json.loads(fields["data"]))
+                        # An event without an id (a notification) keeps the last one, as in EventSource.
+                        got = (fields.get("id", self.last_id), fields["event"], json.loads(fields["data"]))
                         self.seen.append(got)
                         return got
                     fields = {}
@@ -393,3 +394,50 @@ async def test_keepalives_carry_the_cursor_past_events_a_client_may_not_see(pool
         assert data["OS-EXT-STS:task_state"] == "e"
         for stream in (alice, again):
             await stream.close()
+
+
+def notified(event_type: str, sid: str | None = None):
+    return lambda _id, kind, data: kind == "notification" and data["event_type"] == event_type and (
+        sid is None or data["payload"]["nova_object.data"].get("uuid") == sid)
+
+
+async def test_notifications_ride_along_when_asked_for_live_and_by_project(cloud):
+    h = cloud
+    alice = await open_stream(h, h.alice, "?notifications=1")
+    own = await open_stream(h, h.admin, "?notifications=1")   # an admin's own project only
+    admin = await open_stream(h, h.admin, "?all_tenants=1&notifications=1")
+    plain = await open_stream(h, h.alice)
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    sid = created["server"]["id"]
+    cursor_id, kind, note = await alice.until(notified("instance.create.end", sid))
+    assert note["publisher_id"].startswith("nova-compute:") and note["priority"] == "INFO"
+    assert note["payload"]["nova_object.name"] == "InstanceCreatePayload"
+    assert note["payload"]["nova_object.data"]["tenant_id"] == "proj-a"
+    # No id of its own: the cursor is the last server event's, so a reconnect is unchanged.
+    assert cursor_id == [i for i, k, _ in alice.seen if k != "notification"][-1]
+    await admin.until(notified("instance.create.end", sid))
+    await plain.until(server_is(sid, "ACTIVE"))
+
+    # A stream without all_tenants hears its own project's servers, never another's (the hub
+    # hands each notification to every stream in the same order: alice's came first).
+    theirs = await ok(await h.http.post(V + "/servers", json=boot_body(h, networks="none"), headers={
+        **h.admin, "OpenStack-API-Version": "compute 2.37"}), 202)
+    await own.until(notified("instance.create.end", theirs["server"]["id"]))
+    services = await ok(await h.http.get(V + "/os-services", headers=h.admin), 200)
+    await ok(await h.http.put(V + "/os-services/disable", headers=h.admin,
+                              json={"host": services["services"][0]["host"], "binary": "nova-compute"}), 200)
+    await admin.until(notified("service.update"))
+    await ok(await h.http.delete(f"{V}/servers/{sid}", headers=h.alice), 204)
+    await alice.until(notified("instance.delete.end", sid))
+    for stream in (alice, own, admin, plain):
+        await stream.close()
+    assert not any(k == "notification" and d["payload"]["nova_object.data"].get("uuid") == sid
+                   for _, k, d in own.seen)
+    assert not any(k == "notification" and d["event_type"].startswith("service.") for _, k, d in alice.seen)
+    assert not any(k == "notification" for _, k, _ in plain.seen)
+
+
+async def test_notifications_must_be_asked_for_plainly(cloud):
+    resp = await cloud.http.get(f"{V}/events?notifications=maybe", headers=cloud.alice)
+    assert resp.status == 400
+    assert "notifications" in (await resp.json())["badRequest"]["message"]

@@ -27,8 +27,11 @@ async def list_events(request: web.Request) -> web.StreamResponse:
         server_id = w.parse_uuid(request.query["server"])
         if server_id is None:
             raise errors.InvalidInput(f"Invalid server {request.query['server']!r}: a server's id (a UUID).")
+    notifications = request.query.get("notifications", "0")
+    if notifications not in ("0", "1", "true", "false"):
+        raise errors.InvalidInput(f"Invalid notifications {notifications!r}: 1 or 0.")
     audience = Audience(project_id=None if everyone else ctx.project_id, server_id=server_id,
-                        is_admin=ctx.is_admin)
+                        is_admin=ctx.is_admin, notifications=notifications in ("1", "true"))
     # The header wins: it is what a reconnecting EventSource sends.
     since = request.headers.get("Last-Event-ID") or request.query.get("since") or None
     stream = await state.events.open(audience, since)
