@@ -94,13 +94,13 @@ async def rebuild(state: ApiState, ctx: RequestContext, uuid: str, value: dict[s
         claimed = await conn.fetchrow(
             AQ.begin_rebuild, uuid, image_ref, value.get("name"), value.get("metadata"), value.get("user_data"),
             value.get("key_name"), key_data, value.get("description"), value.get("accessIPv4"),
-            value.get("accessIPv6"), *(f in value for f in fields), server_store.auto_disk_config(value))
+            value.get("accessIPv6"), *(f in value for f in fields), server_store.auto_disk_config(value),
+            value.get("preserve_ephemeral", False))
         if claimed is None:
             raise _refusal(await conn.fetchrow(IQ.get, uuid), "rebuild", uuid)
         await instances.start_action(conn, uuid, ctx.request_id, "rebuild", ctx.project_id, ctx.user_id)
     try:
-        await state.compute.rebuild(claimed["host"], uuid, ctx,
-                                    preserve_ephemeral=value.get("preserve_ephemeral", False))
+        await state.compute.rebuild(claimed["host"], uuid, ctx, preserve_ephemeral=claimed["preserve_ephemeral"])
     except Exception:
         await db.execute(AQ.release, uuid, TaskState.REBUILDING)
         await instances.finish_action(db, uuid, ctx.request_id, "Error")

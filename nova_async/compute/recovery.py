@@ -152,7 +152,8 @@ async def unfinished(host: Host) -> list[Unfinished]:
         if row["task_state"] == TaskState.DELETING:
             msg = TerminateInstance(instance_uuid=instance_uuid)
         elif row["task_state"] == TaskState.REBUILDING:
-            msg = RebuildInstance(instance_uuid=instance_uuid)
+            # With what the user asked the rebuild to keep (0071), or it would be lost now.
+            msg = RebuildInstance(instance_uuid=instance_uuid, preserve_ephemeral=row["preserve_ephemeral"])
         else:
             msg = BuildAndRunInstance(instance_uuid=instance_uuid, node=host.node_uuid)
         # Events go under the action the user started; a row without one still gets done.

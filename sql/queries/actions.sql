@@ -32,9 +32,9 @@ UPDATE instances SET locked = $2, locked_by = $3, locked_reason = $4, updated_at
 -- name: begin_rebuild
 -- Claim instance $1 for a rebuild (from active, stopped or error, no task under way) and
 -- record what it will be rebuilt with; $3..$10 only change what the request gave ($11..$17);
--- $18 the disk config (AUTO: true) when not NULL.
+-- $18 the disk config (AUTO: true) when not NULL; $19 whether the ephemeral disk is kept (0071).
 UPDATE instances
-   SET task_state = 'rebuilding', image_ref = $2,
+   SET task_state = 'rebuilding', image_ref = $2, preserve_ephemeral = $19,
        display_name = CASE WHEN $11 THEN $3 ELSE display_name END,
        metadata     = CASE WHEN $12 THEN $4 ELSE metadata END,
        user_data    = CASE WHEN $13 THEN $5 ELSE user_data END,

@@ -39,7 +39,7 @@ SELECT uuid, host FROM instances WHERE uuid = ANY($1::uuid[]) AND deleted_at IS 
 
 -- name: unfinished_on_host
 -- Work a restart interrupted on host $1, with the request id of the action it belongs to.
-SELECT i.uuid, i.vm_state, i.task_state,
+SELECT i.uuid, i.vm_state, i.task_state, i.preserve_ephemeral,
        (SELECT a.request_id FROM instance_actions a
          WHERE a.instance_uuid = i.uuid
          ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
