@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # Debian's scripts, without the su-to-rabbitmq wrapper
@@ -33,6 +34,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def started(base: Path) -> AsyncIterator["Broker"]:
+    """A broker under `base`, running for the block (a fixture's whole body)."""
+    broker = Broker(base)
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.close()
 
 
 def available() -> str | None:

@@ -26,7 +26,7 @@ import pytest
 from tests.e2e.conftest import serve
 from tests.e2e.driver import NOAUTH_ADMIN, WAIT, Api
 from tests.e2e.test_split_processes import CONTROL_ROLES, print_logs
-from tests.rabbitmq import Broker, available
+from tests.rabbitmq import available, started
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
@@ -41,12 +41,8 @@ def say(line: str) -> None:
 
 @pytest.fixture
 async def rabbitmq(work_dir):
-    broker = Broker(work_dir / "rabbitmq-upgrade")
-    await broker.start()
-    try:
+    async with started(work_dir / "rabbitmq-upgrade") as broker:
         yield broker
-    finally:
-        await broker.close()
 
 
 async def record(database: str, host: str) -> tuple[str, str]:

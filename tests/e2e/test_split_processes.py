@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.conftest import serve
 from tests.e2e.driver import NOAUTH_ADMIN, WAIT, Api
-from tests.rabbitmq import Broker, available
+from tests.rabbitmq import available, started
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
@@ -29,12 +29,8 @@ SERVICE_DOWN_TIME = 5
 
 @pytest.fixture(scope="module")
 async def rabbitmq(work_dir):
-    broker = Broker(work_dir / "rabbitmq-split")
-    await broker.start()
-    try:
+    async with started(work_dir / "rabbitmq-split") as broker:
         yield broker
-    finally:
-        await broker.close()
 
 
 def print_logs(processes: dict) -> None:

@@ -20,7 +20,7 @@ from nova_async.bus import Notification
 from nova_async.bus.amqp import AmqpBus
 from tests.e2e.conftest import serve
 from tests.e2e.driver import NOAUTH_ADMIN, WAIT, Api
-from tests.rabbitmq import Broker, available
+from tests.rabbitmq import available, started
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
 
@@ -29,12 +29,8 @@ LISTENER = Path(__file__).resolve().parents[2] / "examples" / "notification_list
 
 @pytest.fixture(scope="module")
 async def rabbitmq(work_dir):
-    broker = Broker(work_dir / "rabbitmq-notifications")
-    await broker.start()
-    try:
+    async with started(work_dir / "rabbitmq-notifications") as broker:
         yield broker
-    finally:
-        await broker.close()
 
 
 async def listen(url: str, until: str, *, started: bool = False) -> asyncio.subprocess.Process:

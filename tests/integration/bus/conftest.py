@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rabbitmq import Broker, available
+from tests.rabbitmq import available, started
 
 
 @pytest.fixture(scope="session")
@@ -12,12 +12,8 @@ async def rabbitmq(work_dir):
     why = available()
     if why:
         pytest.fail(why)
-    broker = Broker(work_dir / "rabbitmq")
-    await broker.start()
-    try:
+    async with started(work_dir / "rabbitmq") as broker:
         yield broker
-    finally:
-        await broker.close()
 
 
 @pytest.fixture
