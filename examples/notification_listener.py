@@ -28,10 +28,16 @@ class Printer:
 
     def __init__(self, until: str | None, done: threading.Event) -> None:
         self.until, self.done = until, done
+        # The threading executor calls endpoints from a pool of threads: one whole line at a
+        # time, or two notifications' text could interleave on stdout.
+        self._lock = threading.Lock()
 
     def _print(self, priority, ctxt, publisher_id, event_type, payload, metadata):
-        print(json.dumps({"priority": priority, "event_type": event_type, "publisher_id": publisher_id,
-                          "metadata": metadata, "payload": payload}), flush=True)
+        line = json.dumps({"priority": priority, "event_type": event_type, "publisher_id": publisher_id,
+                           "metadata": metadata, "payload": payload})
+        with self._lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
         if event_type == self.until:
             self.done.set()
 
