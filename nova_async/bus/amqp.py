@@ -50,7 +50,7 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, Abstrac
 from yarl import URL
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, first_set
+from nova_async.bus.base import Bus, Handler, dispatch, first_set, next_unless
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -315,14 +315,8 @@ class AmqpBus(Bus):
             try:
                 async with asyncio.TaskGroup() as tg:
                     depth = tg.create_task(_watch_depth(channel, topic, arrived), name=f"bus:{topic}:depth")
-                    while True:
-                        getter = asyncio.ensure_future(arrived.get())
-                        done, _ = await asyncio.wait({getter, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                        if getter not in done:
-                            getter.cancel()
-                            break
-                        tg.create_task(self._handle(topic, getter.result(), handler, seen),
-                                       name=f"bus:{topic}:handler")
+                    while (message := await next_unless(arrived, stopped)) is not None:
+                        tg.create_task(self._handle(topic, message, handler, seen), name=f"bus:{topic}:handler")
                     depth.cancel()
                     with contextlib.suppress(*_LOST):
                         await queue.cancel(tag)

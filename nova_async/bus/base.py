@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import structlog
 
@@ -19,6 +20,7 @@ from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
 
+T = TypeVar("T")
 Handler = Callable[[Message, RequestContext | None], Awaitable[Message | None]]
 
 
@@ -153,6 +155,17 @@ def unwrap(data: bytes) -> Message | None:
     if error is not None:
         raise errors.rebuild(error.kind, error.message, error.code)
     return answer
+
+
+async def next_unless(queue: asyncio.Queue[T], stopped: asyncio.Future[Any]) -> T | None:
+    """`queue`'s next item, or None when `stopped` is done first (an item that arrives then
+    stays in the queue for whoever drains it). Items are never None."""
+    getter = asyncio.ensure_future(queue.get())
+    done, _ = await asyncio.wait({getter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if getter not in done:
+        getter.cancel()
+        return None
+    return getter.result()
 
 
 async def first_set(events: list[asyncio.Event]) -> None:

@@ -10,7 +10,7 @@ import asyncio
 import structlog
 
 from nova_async.bus import messages
-from nova_async.bus.base import Bus, Handler, dispatch, first_set
+from nova_async.bus.base import Bus, Handler, dispatch, first_set, next_unless
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import metrics
 from nova_async.common.context import RequestContext
@@ -65,13 +65,11 @@ class MemoryBus(Bus):
                 while not any(e.is_set() for e in stops):
                     await slots.acquire()
                     if queue.empty():  # wait for a message or the end, whichever comes first
-                        getter = asyncio.ensure_future(queue.get())
-                        done, _ = await asyncio.wait({getter, closing}, return_when=asyncio.FIRST_COMPLETED)
-                        if getter not in done:
-                            getter.cancel()
+                        arrived = await next_unless(queue, closing)
+                        if arrived is None:
                             slots.release()
                             break
-                        data, reply = getter.result()
+                        data, reply = arrived
                     else:  # a busy topic: no waiting machinery per message
                         data, reply = queue.get_nowait()
                     metrics.set_queue_depth(topic, queue.qsize())

@@ -91,28 +91,26 @@ class Hooks:
             return
         for payload in built:
             for plugin, hook in hooks:
-                try:
-                    async with asyncio.timeout(self.post_timeout):
-                        await hook(payload, **details)
-                except TimeoutError:
-                    log.warning("post hook did not finish in time; abandoned", plugin=plugin, point=point,
-                                seconds=self.post_timeout)
-                except Exception:
-                    log.exception("post hook failed; ignored", plugin=plugin, point=point)
+                await self._observe(plugin, point, hook(payload, **details))
 
 
     async def notified(self, note: Notification) -> None:
         """The `notification` hooks, given a notification's envelope: observers, as post hooks."""
         envelope = note.envelope()
         for plugin, hook in self.by_point.get("notification", ()):
-            try:
-                async with asyncio.timeout(self.post_timeout):
-                    await hook(envelope)
-            except TimeoutError:
-                log.warning("notification hook did not finish in time; abandoned", plugin=plugin,
-                            event_type=note.event_type, seconds=self.post_timeout)
-            except Exception:
-                log.exception("notification hook failed; ignored", plugin=plugin, event_type=note.event_type)
+            await self._observe(plugin, "notification", hook(envelope), event_type=note.event_type)
+
+    async def _observe(self, plugin: str, point: str, call: Awaitable[None], **about: Any) -> None:
+        """An observing hook's call, within post_timeout; what it raises, or its lateness, is
+        logged and goes no further."""
+        try:
+            async with asyncio.timeout(self.post_timeout):
+                await call
+        except TimeoutError:
+            log.warning("post hook did not finish in time; abandoned", plugin=plugin, point=point,
+                        seconds=self.post_timeout, **about)
+        except Exception:
+            log.exception("post hook failed; ignored", plugin=plugin, point=point, **about)
 
     def follow(self, feed: Feed | None) -> None:
         """Hand the `notification` hooks every notification `feed` hears; nothing to do (and

@@ -20,7 +20,7 @@ from typing import IO
 import structlog
 
 from nova_async.bus import Bus, Notification
-from nova_async.bus.base import first_set
+from nova_async.bus.base import first_set, next_unless
 
 log = structlog.get_logger("notifications")
 
@@ -64,13 +64,8 @@ class Feed:
             with self.bus.listen() as heard:
                 stopped = asyncio.create_task(stopping.wait(), name="notifications:feed-stop")
                 try:
-                    while True:
-                        getter = asyncio.ensure_future(heard.get())
-                        done, _ = await asyncio.wait({getter, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                        if getter not in done:
-                            getter.cancel()
-                            break
-                        await self._deliver(getter.result(), sink)
+                    while (note := await next_unless(heard, stopped)) is not None:
+                        await self._deliver(note, sink)
                     while not heard.empty():   # heard before the stop: not lost
                         await self._deliver(heard.get_nowait(), sink)
                 finally:

@@ -251,10 +251,14 @@ LEGACY = {
 async def _update(request: web.Request, **changes):
     state = request.app[STATE]
     row = await service_store.update(state.pool, state.settings.scheduler.service_down_time, **changes)
-    # Published as the service itself, as Nova does (whoever changed it).
-    await Emitter(state.compute.bus, row["binary_name"], row["host"],
-                  enabled=state.settings.notifications.enabled).emit("service.update", payloads.service(row))
+    await _tell(state, "service.update", row)
     return row
+
+
+async def _tell(state, event_type: str, row) -> None:
+    """service.update/delete, published as the service itself, as Nova does (whoever changed it)."""
+    await Emitter(state.compute.bus, row["binary_name"], row["host"],
+                  enabled=state.settings.notifications.enabled).emit(event_type, payloads.service(row))
 
 
 async def update_service(request: web.Request) -> web.Response:
@@ -296,8 +300,7 @@ async def delete_service(request: web.Request) -> web.Response:
         if service_id is None:
             raise errors.NotFound(f"Service {target} not found.")
     row = await service_store.delete(state.pool, state.cells, state.placement, down_time, service_id)
-    await Emitter(state.compute.bus, row["binary_name"], row["host"],
-                  enabled=state.settings.notifications.enabled).emit("service.delete", payloads.service(row))
+    await _tell(state, "service.delete", row)
     return web.Response(status=204)
 
 
