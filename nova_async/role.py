@@ -22,6 +22,7 @@ from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
+from nova_async.db.session_locks import SessionLocks
 from nova_async.hooks.runner import NO_HOOKS, Hooks
 from nova_async.notifications.feed import Feed
 
@@ -38,6 +39,9 @@ class Deps:
     hooks: Hooks = NO_HOOKS     # the enabled hook plugins' ([hooks] enabled)
     # what this process does with the notifications it hears: subscribe() to observe them
     feed: Feed | None = None
+    # locks that end with this process (db/session_locks.py): work one copy of a role does at
+    # a time, when several copies run on several machines
+    locks: SessionLocks | None = None
 
     @property
     def state_dir(self) -> Path:

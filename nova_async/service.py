@@ -47,6 +47,7 @@ from nova_async.db.health import DatabaseHealth
 from nova_async.db.migrate import Gate, migrate
 from nova_async.db.pool import open_pool
 from nova_async.db.queries import queries
+from nova_async.db.session_locks import SessionLocks
 from nova_async.hooks import runner as hook_runner
 from nova_async.identity import revocations
 from nova_async.image import cloud, demo
@@ -276,8 +277,10 @@ class Service:
                 # Split over processes, maybe of different releases: sends honour the
                 # receivers' caps (bus/caps.py).
                 bus.caps = VersionCaps(pool)
+            locks = SessionLocks(dsn, health=self.health, name=f"nova-async {settings.compute.host or 'locks'}")
+            stack.push_async_callback(locks.close)   # after the roles have stopped
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
-                        cells=cells, hooks=hooks, feed=Feed(bus, file=settings.notifications.file))
+                        cells=cells, hooks=hooks, feed=Feed(bus, file=settings.notifications.file), locks=locks)
             hooks.follow(deps.feed)
             if "identity" not in settings.service.roles:
                 # The identity role keeps the revoked-token list current where it runs; a process
@@ -296,6 +299,8 @@ class Service:
         async with asyncio.TaskGroup() as tg:
             # First and last: the roles need the database while they start and while they drain.
             watching = [tg.create_task(self.health.watch(), name="db:probe")]
+            if deps.locks is not None:
+                watching.append(tg.create_task(deps.locks.watch(), name="db:locks"))
             if pg is not None:
                 watching.append(tg.create_task(
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,

@@ -22,6 +22,7 @@ from nova_async import config
 from nova_async.bus.memory import MemoryBus
 from nova_async.db.cells import Cells, open_cells
 from nova_async.db.pool import Pool
+from nova_async.db.session_locks import SessionLocks
 from nova_async.hooks import runner as hook_runner
 from nova_async.notifications.feed import Feed
 from nova_async.role import Deps, Role
@@ -76,10 +77,14 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
         deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
                     cells=cells, hooks=hook_runner.load(settings.hooks.enabled, settings.hooks.post_timeout,
                                                       settings.hooks.pre_timeout),
-                    feed=Feed(bus, file=settings.notifications.file))
+                    feed=Feed(bus, file=settings.notifications.file),
+                    locks=SessionLocks(_DSN[id(pool)], health=pool.health, name="nova-async harness"))
         deps.hooks.follow(deps.feed)
-        async with _running(deps, roles) as h:
-            yield h
+        try:
+            async with _running(deps, roles) as h:
+                yield h
+        finally:
+            await deps.locks.close()
 
 
 @contextlib.asynccontextmanager

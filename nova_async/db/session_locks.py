@@ -1,0 +1,169 @@
+"""Locks that end with the process holding them: PostgreSQL session advisory locks, all held
+on one connection of this process's own.
+
+Several copies of a role, on several machines, share one database. Work that must be done by
+one copy at a time (scheduling a given instance, a periodic job) is taken by locking its key
+here. PostgreSQL releases a session's locks the moment its connection ends, so when the
+holder dies the work is free for a survivor without a lease that has to run out first:
+- a process killed: its socket closes and the server lets go at once;
+- a machine that vanished (power, network): the server's TCP keepalives on this connection
+  (KEEPALIVE_* below, about 25 s) notice, which is well inside `service_down_time`.
+
+The holder's side of a lost connection: the heartbeat (`watch()`) finds it, and from then on
+nothing taken earlier counts. `generation` is bumped, `lost` wakes whoever leads a periodic
+job so it stops, and the connection is opened again (new takes wait for it).
+
+Within this process the same key is taken once: a session lock is re-entrant in PostgreSQL
+(a second pg_try_advisory_lock on the same connection succeeds), so the keys held are also
+kept here, and a second taker in this process is refused as another process would be.
+
+Keys are 64-bit integers made from a namespace and a name (`key("schedule", uuid)`); other
+advisory locks in this database are made with hashtextextended() on prefixed text, in other
+transactions, and a collision only makes two unrelated takers wait for each other."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Iterable
+
+import asyncpg
+import structlog
+
+from nova_async.common import errors
+from nova_async.db.health import DatabaseHealth, describe
+
+log = structlog.get_logger("db.locks")
+
+HEARTBEAT = 5.0          # seconds between the holder's checks that its connection still lives
+CONNECT_TIMEOUT = 10.0
+# The server's keepalives on this connection: a holder gone without closing its socket is
+# noticed after idle + interval * count seconds.
+KEEPALIVE = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+
+_TAKE = "SELECT k FROM unnest($1::bigint[]) AS k WHERE pg_try_advisory_lock(k)"
+_GIVE_BACK = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k"
+
+
+def key(namespace: str, name: str) -> int:
+    """The lock key for `name` in `namespace`: a signed 64-bit integer, the same in every process."""
+    digest = hashlib.blake2b(f"nova-async:{namespace}:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class SessionLocks:
+    def __init__(self, dsn: str, *, health: DatabaseHealth | None = None, name: str = "nova-async") -> None:
+        self._dsn = dsn
+        self._health = health
+        self._application_name = name[:63]
+        self._conn: asyncpg.Connection | None = None
+        self._io = asyncio.Lock()       # one statement at a time on the connection
+        self._held: set[int] = set()
+        self.generation = 0             # bumped each time the connection (and every lock) is lost
+        self.lost = asyncio.Event()     # set when it is lost, cleared once it is open again
+        self._closed = False
+
+    # --- taking and giving back ----------------------------------------------------------------
+
+    async def take(self, keys: Iterable[int]) -> set[int]:
+        """Those of `keys` this process now holds (it did not before); never waits for a holder.
+        Raises errors.DatabaseUnavailable when the database cannot be reached."""
+        wanted = [k for k in dict.fromkeys(keys) if k not in self._held]
+        if not wanted:
+            return set()
+        self._held.update(wanted)         # no other taker in this process meanwhile
+        try:
+            async with self._io:
+                conn = await self._connection()
+                taken = {r["k"] for r in await conn.fetch(_TAKE, wanted)}
+        except BaseException as exc:
+            self._held.difference_update(wanted)
+            if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)):
+                await self._drop(describe(exc))
+                raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
+            raise
+        self._held.difference_update(k for k in wanted if k not in taken)
+        return taken
+
+    async def take_one(self, lock_key: int) -> bool:
+        return lock_key in await self.take([lock_key])
+
+    async def give_back(self, keys: Iterable[int]) -> None:
+        """Let go of `keys` (those this process holds; others are ignored). A lost connection
+        has let go of them already."""
+        mine = [k for k in dict.fromkeys(keys) if k in self._held]
+        if not mine:
+            return
+        self._held.difference_update(mine)
+        async with self._io:
+            if self._conn is None or self._conn.is_closed():
+                return
+            try:
+                await self._conn.execute(_GIVE_BACK, mine)
+            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+                await self._drop(describe(exc))
+
+    def holds(self, lock_key: int) -> bool:
+        return lock_key in self._held
+
+    @contextlib.asynccontextmanager
+    async def holding(self, keys: Iterable[int]):
+        """Take what can be taken of `keys`, yield that set, give it back at the end."""
+        taken = await self.take(keys)
+        try:
+            yield taken
+        finally:
+            await asyncio.shield(self.give_back(taken))
+
+    # --- the connection --------------------------------------------------------------------------
+
+    async def _connection(self) -> asyncpg.Connection:
+        """Called with `_io` held."""
+        if self._closed:
+            raise errors.Unavailable("the process is stopping")
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await asyncpg.connect(
+                self._dsn, timeout=CONNECT_TIMEOUT, command_timeout=CONNECT_TIMEOUT,
+                server_settings={"application_name": self._application_name, **KEEPALIVE})
+            self.lost.clear()
+        return self._conn
+
+    async def _drop(self, reason: str) -> None:
+        """The connection is gone, and every lock with it."""
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            conn.terminate()
+        if self._held or conn is not None:
+            log.warning("lost the connection that holds this process's locks; every one is let go",
+                        reason=reason, held=len(self._held))
+        self._held.clear()
+        self.generation += 1
+        self.lost.set()
+        if self._health is not None:
+            self._health.suspect()
+
+    async def watch(self) -> None:
+        """Until cancelled: check the connection every HEARTBEAT seconds (run it beside the
+        roles). A lock holder learns of a loss from `generation` and `lost`."""
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            async with self._io:
+                if self._conn is None or self._closed:
+                    continue
+                try:
+                    await self._conn.fetchval("SELECT 1", timeout=HEARTBEAT)
+                except (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
+                        asyncpg.InterfaceError) as exc:
+                    await self._drop(describe(exc))
+
+    async def close(self) -> None:
+        self._closed = True
+        async with self._io:
+            conn, self._conn = self._conn, None
+            self._held.clear()
+            if conn is not None and not conn.is_closed():
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(conn.close(), CONNECT_TIMEOUT)
+                if not conn.is_closed():
+                    conn.terminate()

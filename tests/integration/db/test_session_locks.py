@@ -1,0 +1,41 @@
+"""Locks that end with their holder (db/session_locks.py), on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from nova_async.db.session_locks import SessionLocks, key
+
+
+async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(database):
+    a, b = SessionLocks(database), SessionLocks(database)
+    try:
+        k1, k2 = key("schedule", "one"), key("schedule", "two")
+        assert await a.take([k1]) == {k1}
+        assert await b.take([k1, k2]) == {k2}          # k1 is a's
+        assert await a.take([k1]) == set()             # and not taken twice within a process
+        assert a.holds(k1) and not b.holds(k1)
+        await a.give_back([k1])
+        assert await b.take_one(k1)
+        # The holder dies (its connection is cut on the server): a third taker gets the keys.
+        c = SessionLocks(database)
+        assert await c.take([k1, k2]) == set()
+        conn = await asyncpg.connect(database)
+        try:
+            await conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE application_name = 'nova-async' AND datname = current_database() "
+                               "AND pid <> pg_backend_pid() "
+                               "AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
+        finally:
+            await conn.close()
+        assert await c.take([k1, k2]) == {k1, k2}
+        await c.close()
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_keys_are_stable_and_namespaced():
+    assert key("lease", "x") == key("lease", "x")
+    assert key("lease", "x") != key("schedule", "x")
+    assert -2**63 <= key("lease", "x") < 2**63
