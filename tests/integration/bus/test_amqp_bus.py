@@ -437,27 +437,46 @@ async def test_quorum_queues_carry_casts_and_calls_and_the_reply_queue_stays_cla
     assert {t for name, t in types.items() if ".reply." in name} == {"classic"}
 
 
-async def test_a_queue_of_the_other_type_is_refused_with_one_line_that_names_it(broker):
+async def test_switching_to_quorum_queues_as_the_readme_says(broker):
+    """A site that ran without the option has a classic role queue and a `nova` exchange (and
+    notification queues) that are not durable. Each refuses a process with the option with
+    one line naming it and the way out; the README's steps (the queue deleted once empty, the
+    broker restarted) make the switch."""
     url = await fresh_vhost(broker)
-    topic = fresh_topic("switch")
-    # What a site that ran without quorum queues has on its broker: the classic queue.
-    async with await aio_pika.connect(url) as connection:
-        await (await connection.channel()).declare_queue(queue_name(topic), durable=True)
+    topic, got = fresh_topic("switch"), []
 
     async def handler(msg, ctx):
-        return None
+        got.append(msg.n)
 
+    async with AmqpBus(url) as old:
+        await old.cast(topic, Knock(n=1))
+        await old.publish(Notification(event_type="instance.create.end", payload={}))
+        async with consuming(old, topic, handler):   # drained with the old setting
+            await wait_for_count(got, 1)
+
+    with pytest.raises(errors.Unavailable) as refused:
+        async with AmqpBus(url, quorum=True):
+            pass
+    assert refused.value.message.startswith("RabbitMQ exchange nova exists, and not as rabbit_quorum_queue = true "
+                                            "declares it (durable=True")
+
+    await broker.restart()   # the exchange and the notification queues were not durable; the role queue is
     async with AmqpBus(url, quorum=True) as bus:
         with pytest.raises(errors.Unavailable) as refused:
             await bus.consume(topic, handler)
         with pytest.raises(errors.Unavailable) as also:   # at once, not after the publish deadline
-            await asyncio.wait_for(bus.cast(topic, Knock(n=1)), WAIT)
-    message = refused.value.message
-    assert also.value.message == message and "\n" not in message
-    assert f"RabbitMQ queue {queue_name(topic)} exists, and not as rabbit_quorum_queue = true declares it" in message
-    assert f"rabbitmqctl delete_queue {queue_name(topic)}" in message
+            await asyncio.wait_for(bus.cast(topic, Knock(n=2)), WAIT)
+        message = refused.value.message
+        assert also.value.message == message and "\n" not in message
+        assert message.startswith(f"RabbitMQ queue {queue_name(topic)} exists, and not as rabbit_quorum_queue = true "
+                                  "declares it (a quorum queue)")
+        assert f"rabbitmqctl delete_queue {queue_name(topic)}" in message
 
-    # The notification exchange likewise: the quorum bus declared `nova` durable, as oslo does.
-    with pytest.raises(errors.Unavailable, match="RabbitMQ exchange nova exists, and not as rabbit_quorum_queue = false"):
-        async with AmqpBus(url):
-            pass
+        await broker.rabbitmqctl("delete_queue", "-p", url.rsplit("/", 1)[1], queue_name(topic))
+        await bus.cast(topic, Knock(n=3))
+        async with consuming(bus, topic, handler):
+            await wait_for_count(got, 2)
+        await bus.publish(Notification(event_type="instance.create.end", payload={}))
+        types = await queue_types(broker, url)
+    assert got == [1, 3]
+    assert types[queue_name(topic)] == types["versioned_notifications.info"] == "quorum"
