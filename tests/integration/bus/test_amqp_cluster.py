@@ -6,6 +6,9 @@ seconds to form, so one serves the whole module."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +20,7 @@ from tests.rabbitmq import available, cluster_started
 
 pytestmark = pytest.mark.xdist_group("rabbitmq-cluster")
 BURST = 300
+LISTENER = Path(__file__).resolve().parents[3] / "examples" / "notification_listener.py"
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +76,36 @@ async def test_quorum_queues_are_replicated_on_every_node(nodes_up):
         assert kind == "quorum"
         assert set(members.strip("[]").replace("'", "").replace('"', "").replace(" ", "").split(",")) == everyone
     assert {kind for name, (kind, _) in listed.items() if ".reply." in name} == {"classic"}
+
+
+async def test_an_oslo_messaging_listener_with_quorum_queues_receives_the_notifications(nodes_up):
+    """oslo.messaging's rabbit_quorum_queue declares the `nova` exchange and the
+    versioned_notifications queues as the bus does with the option: neither side is refused
+    (PRECONDITION_FAILED), whichever declares first, and the notifications get through."""
+    cluster = nodes_up
+    async with AmqpBus(cluster.transport, quorum=True) as bus:
+        await bus.publish(Notification(event_type="instance.delete.end", payload={}))   # the bus declares first
+        listener = await asyncio.create_subprocess_exec(
+            sys.executable, str(LISTENER), cluster.transport, "--rabbit-quorum-queue", "--until",
+            "instance.shutdown.end", "--timeout", str(WAIT), stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        try:
+            assert listener.stderr is not None
+            async with asyncio.timeout(WAIT):
+                while b"listening" not in (line := await listener.stderr.readline()):
+                    assert line, "the listener ended before it listened"
+            await bus.publish(Notification(event_type="instance.shutdown.end", payload={"instance_uuid": "oslo"}))
+            async with asyncio.timeout(WAIT):
+                out, err = await listener.communicate()
+        finally:
+            if listener.returncode is None:
+                listener.kill()
+                await listener.wait()
+    assert listener.returncode == 0, err.decode()[-2000:]
+    # (the queue also holds what the module's other tests published while nobody listened)
+    printed = [(n["event_type"], n["payload"]) for n in map(json.loads, out.decode().splitlines())]
+    assert ("instance.delete.end", {}) in printed   # sent before the listener started: it waited in its queue
+    assert ("instance.shutdown.end", {"instance_uuid": "oslo"}) in printed
 
 
 async def test_the_node_in_use_killed_mid_burst_loses_no_cast(nodes_up):
