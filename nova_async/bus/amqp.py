@@ -27,18 +27,19 @@ where aio-pika restores its channels, queues and consumers as after a broker res
 queue's type cannot change once declared: a declaration that disagrees with the broker's
 queue ends with one line naming the queue and what to do (`_mismatch`), not a retry loop.
 
-Delivery: casts are persistent and confirmed by the broker; a publish that fails while the
-connection is down is retried once the connection is back (on the same node or another),
-until a deadline, so a broker restart, or a cluster node dying, loses no cast. A broker away for longer than a restart takes (OUTAGE_GRACE)
+Delivery: casts are persistent and confirmed by the broker (by a majority of the nodes, for a
+quorum queue); a publish that fails while the connection is down is retried once the
+connection is back, on the same node or another, until a deadline, so a broker restart or a
+cluster node dying loses no cast. A broker away for longer than a restart takes (OUTAGE_GRACE)
 is not waited for any more: publishes fail at once (errors.Unavailable, a 503 to an HTTP
 caller), and once it is back the roles pick up what is recorded but was not delivered, as
 after a database outage (Bus.next_return). Nothing here waits without a bound: the first
-connection, every publish and its confirm, every call, and the close at shutdown. A cast is acknowledged only after its handler returns, so a
-consumer that dies mid-way has it redelivered to another (handlers are idempotent). A call
-is acknowledged when it is received: its caller is waiting and decides what a lost answer
-means, and running a claim twice behind its back would be worse. Retries can duplicate a
-message; each carries a message id, and a consumer does not handle again an id it is
-handling or has just handled.
+connection, every publish and its confirm, every call, and the close at shutdown. A cast is
+acknowledged only after its handler returns, so a consumer that dies mid-way has it
+redelivered to another (handlers are idempotent). A call is acknowledged when it is received:
+its caller is waiting and decides what a lost answer means, and running a claim twice behind
+its back would be worse. Retries can duplicate a message; each carries a message id, and a
+consumer does not handle again an id it is handling or has just handled.
 """
 
 from __future__ import annotations

@@ -40,7 +40,9 @@ def broker_urls(transport: str) -> list[str]:
             raise ValueError(f"a {scheme}:// URL names no host")
         credentials = next((node.rpartition("@")[0] for node in nodes if "@" in node), "")
         for node in nodes:
-            url = f"{SCHEMES[scheme.lower()]}://{node if '@' in node or not credentials else f'{credentials}@{node}'}/{tail}"
+            if "@" not in node and credentials:
+                node = f"{credentials}@{node}"
+            url = f"{SCHEMES[scheme.lower()]}://{node}/{tail}"
             try:
                 parsed = URL(url)
                 parsed.port   # noqa: B018 — a port that is not a number raises here
