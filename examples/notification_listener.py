@@ -7,7 +7,9 @@ Listens on the `nova` exchange, topic `versioned_notifications` (what Nova's own
 Ceilometer and Watcher, listen to), with oslo.messaging's default options, and prints one JSON
 object a line: priority, event_type, publisher_id, metadata (message_id, timestamp) and payload.
 With --until it exits 0 after the first notification of that event_type (1 when --timeout
-passes first). Needs `pip install oslo.messaging` (it is in nova-async's `test` extras)."""
+passes first). --rabbit-quorum-queue sets oslo.messaging's option of that name, as the
+brokers of a site with `[service] rabbit_quorum_queue = true` need. Needs `pip install
+oslo.messaging` (it is in nova-async's `test` extras)."""
 
 from __future__ import annotations
 
@@ -53,12 +55,16 @@ def main() -> int:
     parser.add_argument("transport_url", help="oslo.messaging transport URL: rabbit://… or amqp://…")
     parser.add_argument("--until", metavar="EVENT_TYPE", help="exit after the first notification of this type")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for --until (default: forever)")
+    parser.add_argument("--rabbit-quorum-queue", action="store_true",
+                        help="quorum queues and a durable exchange, as nova-async's rabbit_quorum_queue declares them")
     args = parser.parse_args()
     url = args.transport_url
     if url.startswith("amqp://"):   # nova-async's --transport URL names the same broker
         url = "rabbit://" + url[len("amqp://"):]
     cfg.CONF([], project="notification-listener")
     transport = oslo_messaging.get_notification_transport(cfg.CONF, url=url)
+    if args.rabbit_quorum_queue:   # the driver has registered its options by now, and reads them when it connects
+        cfg.CONF.set_override("rabbit_quorum_queue", True, group="oslo_messaging_rabbit")
     targets = [oslo_messaging.Target(exchange="nova", topic="versioned_notifications")]
     done = threading.Event()
     listener = oslo_messaging.get_notification_listener(transport, targets, [Printer(args.until, done)],

@@ -48,8 +48,15 @@ class ServiceSettings:
                          flag="--database")
     roles: tuple[str, ...] = _doc("roles this process runs (comma-separated)", ALL_ROLES, flag="--roles")
     transport: str = _doc("the bus between roles: memory (inside this process) or amqp://USER:PASS@HOST:PORT/"
-                          "VHOST (RabbitMQ, for roles split over processes and hosts)", "memory",
-                          flag="--transport")
+                          "VHOST (RabbitMQ, for roles split over processes and hosts); the nodes of a "
+                          "RabbitMQ cluster as oslo.messaging lists them, rabbit://U:P@HOST1:5672,U:P@HOST2:5672/ "
+                          "(or whole URLs separated by commas): the first that answers is used, and the "
+                          "next when it is lost", "memory", flag="--transport")
+    rabbit_quorum_queue: bool = _doc("declare the role queues (nova-async.conductor, nova-async.compute.HOST, "
+                                     "...) and the versioned_notifications queues as RabbitMQ quorum queues, "
+                                     "replicated over the cluster's nodes (oslo.messaging's option of the same "
+                                     "name); the queues' type cannot change: see the README to switch a site",
+                                     False, flag="--rabbit-quorum-queue")
     shutdown_timeout: float = _doc("seconds to drain in-flight work on SIGTERM before cancelling", 30.0)
     database_outage_limit: float = _doc("seconds the database may stay unreachable before the systemd "
                                         "watchdog (WatchdogSec=) is no longer fed, so that systemd restarts "
@@ -370,8 +377,13 @@ def validate(settings: Settings) -> None:
     if settings.compute.virt_type not in ("auto", "kvm", "qemu"):
         raise ConfigError("compute.virt_type must be auto, kvm or qemu")
     transport = settings.service.transport
-    if transport != "memory" and not transport.startswith(("amqp://", "amqps://")):
-        raise ConfigError(f"--transport must be memory or an amqp:// URL, got {transport!r}")
+    if transport != "memory":
+        from nova_async.bus.brokers import broker_urls
+
+        try:
+            broker_urls(transport)
+        except ValueError as exc:   # its message shows no password
+            raise ConfigError(f"--transport must be memory or RabbitMQ URLs: {exc}") from None
     if settings.compute.report_interval <= 0:
         raise ConfigError("compute.report_interval must be > 0")
     if settings.service.database_outage_limit <= 0:

@@ -273,7 +273,8 @@ class Service:
                 from nova_async.bus.amqp import AmqpBus  # aio-pika takes ~0.5 s to import: only when used
 
                 # Closed after the roles have stopped, before the database pool.
-                bus = await stack.enter_async_context(AmqpBus(settings.service.transport))
+                bus = await stack.enter_async_context(AmqpBus(settings.service.transport,
+                                                              quorum=settings.service.rabbit_quorum_queue))
                 # Split over processes, maybe of different releases: sends honour the
                 # receivers' caps (bus/caps.py).
                 bus.caps = VersionCaps(pool)

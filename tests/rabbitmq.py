@@ -10,6 +10,18 @@ restart tests); its database survives a restart, as a real broker's does.
     url = broker.url              # amqp://guest:guest@127.0.0.1:PORT/
     await broker.restart()
     await broker.close()
+
+A cluster of such nodes on this one machine, for what only a cluster shows (a node dying):
+
+    async with cluster_started(tmp_dir, size=3) as cluster:   # tens of seconds
+        cluster.transport         # rabbit://guest:guest@127.0.0.1:P1,guest:guest@127.0.0.1:P2,…/
+        await cluster.nodes[0].stop(kill=True)   # SIGKILL of that node's Erlang VM
+
+Each node has its own name (rabbit1@localhost, …), ports (AMQP, Erlang distribution) and
+directory (database, log, config); they share one Erlang cookie and one private `epmd`, which
+is how Erlang nodes on one host find each other. No plugin is enabled (`enabled_plugins` is
+empty), so no node opens a management or Prometheus listener that the others would collide
+with.
 """
 
 from __future__ import annotations
@@ -37,6 +49,17 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
+async def cluster_started(base: Path, size: int = 3) -> AsyncIterator["Cluster"]:
+    """A cluster of `size` nodes under `base`, running for the block (a fixture's whole body)."""
+    cluster = Cluster(base, size)
+    try:
+        await cluster.start()
+        yield cluster
+    finally:
+        await cluster.close()
+
+
+@contextlib.asynccontextmanager
 async def started(base: Path) -> AsyncIterator["Broker"]:
     """A broker under `base`, running for the block (a fixture's whole body)."""
     broker = Broker(base)
@@ -56,12 +79,31 @@ def available() -> str | None:
     return None
 
 
+async def _start_epmd(port: int, env: dict[str, str]) -> asyncio.subprocess.Process:
+    epmd = shutil.which("epmd") or "/usr/lib/erlang/bin/epmd"
+    return await asyncio.create_subprocess_exec(
+        epmd, "-port", str(port), env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+
+
+async def _stop_epmd(epmd: asyncio.subprocess.Process | None) -> None:
+    if epmd is not None and epmd.returncode is None:
+        epmd.terminate()
+        await epmd.wait()
+
+
 class Broker:
-    def __init__(self, base: Path) -> None:
+    """One node. On its own it runs its own `epmd`; a Cluster gives its nodes a shared one
+    (`epmd_port`) and one Erlang cookie."""
+
+    def __init__(self, base: Path, *, nodename: str | None = None, epmd_port: int | None = None,
+                 cookie: str | None = None) -> None:
         self.base = base
         self.port = free_port()
-        self.nodename = f"nova-async-test-{os.getpid()}-{next(_names)}@localhost"
-        self._epmd_port = free_port()
+        self.nodename = nodename or f"nova-async-test-{os.getpid()}-{next(_names)}@localhost"
+        self._own_epmd = epmd_port is None
+        self._epmd_port = epmd_port or free_port()
+        self._cookie = cookie or f"NOVAASYNCTEST{os.getpid()}{self.port}"
         self._dist_port = free_port()
         self._epmd: asyncio.subprocess.Process | None = None
         self._server: asyncio.subprocess.Process | None = None
@@ -99,7 +141,7 @@ class Broker:
         b.mkdir(parents=True, exist_ok=True)
         cookie = b / ".erlang.cookie"
         if not cookie.exists():
-            cookie.write_text(f"NOVAASYNCTEST{os.getpid()}{self.port}")
+            cookie.write_text(self._cookie)
             cookie.chmod(0o400)
         (b / "rabbitmq-env.conf").write_text("")
         (b / "enabled_plugins").write_text("[].\n")
@@ -116,11 +158,8 @@ class Broker:
             return
         self._write_files()
         env = self._env()
-        if self._epmd is None or self._epmd.returncode is not None:
-            epmd = shutil.which("epmd") or "/usr/lib/erlang/bin/epmd"
-            self._epmd = await asyncio.create_subprocess_exec(
-                epmd, "-port", str(self._epmd_port), env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        if self._own_epmd and (self._epmd is None or self._epmd.returncode is not None):
+            self._epmd = await _start_epmd(self._epmd_port, env)
         (self.base / "rabbitmq.pid").unlink(missing_ok=True)
         # A fresh Erlang distribution port each time: after a crash the old one may linger in
         # TIME_WAIT, and the node refuses to start on it. Clients only use the AMQP port.
@@ -179,9 +218,7 @@ class Broker:
     async def close(self) -> None:
         await self.stop()
         epmd, self._epmd = self._epmd, None
-        if epmd is not None and epmd.returncode is None:
-            epmd.terminate()
-            await epmd.wait()
+        await _stop_epmd(epmd)
 
     async def rabbitmqctl(self, *args: str) -> str:
         """Run `rabbitmqctl -n <this node> ARGS` and return what it printed."""
@@ -199,3 +236,42 @@ class Broker:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no broker log)"
+
+
+class Cluster:
+    """`size` nodes on this machine joined into one RabbitMQ cluster (see the module's doc)."""
+
+    def __init__(self, base: Path, size: int = 3) -> None:
+        self.base = base
+        self._epmd_port = free_port()
+        self._epmd: asyncio.subprocess.Process | None = None
+        cookie = f"NOVAASYNCCLUSTER{os.getpid()}{self._epmd_port}"
+        self.nodes = [Broker(base / f"rabbit{i}", nodename=f"rabbit{i}@localhost", epmd_port=self._epmd_port,
+                             cookie=cookie) for i in range(1, size + 1)]
+
+    @property
+    def transport(self) -> str:
+        """Every node, in oslo.messaging's form of a transport URL (as --transport takes it)."""
+        return "rabbit://" + ",".join(f"guest:guest@127.0.0.1:{node.port}" for node in self.nodes) + "/"
+
+    async def start(self) -> None:
+        first, *others = self.nodes
+        first._write_files()
+        self._epmd = await _start_epmd(self._epmd_port, first._env())
+        # Each node starts as a cluster of its own, all at once (their boots do not depend on
+        # each other); then every other node resets itself into the first one's cluster.
+        await asyncio.gather(*(node.start() for node in self.nodes))
+        for node in others:
+            await node.rabbitmqctl("stop_app")
+            await node.rabbitmqctl("join_cluster", first.nodename)
+            await node.rabbitmqctl("start_app")
+        await first.rabbitmqctl("await_online_nodes", str(len(self.nodes)))
+
+    async def close(self) -> None:
+        # Every node's own stop first (each is bounded), then the epmd they shared.
+        await asyncio.gather(*(node.close() for node in self.nodes), return_exceptions=True)
+        epmd, self._epmd = self._epmd, None
+        await _stop_epmd(epmd)
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(f"--- {node.nodename}\n{node.log_tail(lines)}" for node in self.nodes)

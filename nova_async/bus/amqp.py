@@ -3,31 +3,43 @@
 Layout on the broker, all names prefixed `nova-async.`:
 - one durable queue per topic (`nova-async.conductor`, `nova-async.compute.edge-2`, …),
   shared by every consumer of that topic; senders declare it too, so a cast to a host
-  that has not started yet waits in its queue instead of being dropped;
+  that has not started yet waits in its queue instead of being dropped. With
+  `rabbit_quorum_queue` they are quorum queues (`x-queue-type: quorum`), replicated over the
+  nodes of a RabbitMQ cluster, as oslo.messaging's option of that name declares Nova's;
 - one exclusive reply queue per process for the answers to its calls, matched to the
-  waiting caller by correlation id;
+  waiting caller by correlation id. It stays a classic queue whatever the option: it lives
+  and dies with its process, which declares it again on whichever node it reconnects to
+  (oslo.messaging too keeps its reply queues classic unless a separate option says otherwise);
 - notifications go where Nova's versioned notifications go, as oslo.messaging's rabbit driver
   sends them with its default options: the topic exchange `nova` (durable false, auto-delete
   false), routing key `versioned_notifications.info` or `.error`, a body in oslo's 2.0 envelope
   (`{"oslo.version": "2.0", "oslo.message": "<JSON>"}`), and before the first publish of each
   priority the queue of that name declared and bound as oslo's notifier declares it, so that
   what is sent before any listener starts waits there, and so that neither an oslo.messaging
-  listener's declarations nor ours fail (PRECONDITION_FAILED) whichever comes first. Each of
-  our processes also binds one exclusive queue of its own to both keys and hands what arrives
-  to its `listen()` blocks.
+  listener's declarations nor ours fail (PRECONDITION_FAILED) whichever comes first. With
+  `rabbit_quorum_queue` that is as oslo declares them with the same option: the exchange
+  durable, the queues quorum queues. Each of our processes also binds one exclusive (classic)
+  queue of its own to both keys and hands what arrives to its `listen()` blocks.
 
-Delivery: casts are persistent and confirmed by the broker; a publish that fails while the
-connection is down is retried once `connect_robust` has reconnected, until a deadline, so a
-broker restart loses no cast. A broker away for longer than a restart takes (OUTAGE_GRACE)
+A RabbitMQ cluster is given as the list of its nodes (bus/brokers.py): the bus connects to the
+first that answers, and when it loses that node it reconnects to the next one that answers,
+where aio-pika restores its channels, queues and consumers as after a broker restart. A
+queue's type cannot change once declared: a declaration that disagrees with the broker's
+queue ends with one line naming the queue and what to do (`_mismatch`), not a retry loop.
+
+Delivery: casts are persistent and confirmed by the broker (by a majority of the nodes, for a
+quorum queue); a publish that fails while the connection is down is retried once the
+connection is back, on the same node or another, until a deadline, so a broker restart or a
+cluster node dying loses no cast. A broker away for longer than a restart takes (OUTAGE_GRACE)
 is not waited for any more: publishes fail at once (errors.Unavailable, a 503 to an HTTP
 caller), and once it is back the roles pick up what is recorded but was not delivered, as
 after a database outage (Bus.next_return). Nothing here waits without a bound: the first
-connection, every publish and its confirm, every call, and the close at shutdown. A cast is acknowledged only after its handler returns, so a
-consumer that dies mid-way has it redelivered to another (handlers are idempotent). A call
-is acknowledged when it is received: its caller is waiting and decides what a lost answer
-means, and running a claim twice behind its back would be worse. Retries can duplicate a
-message; each carries a message id, and a consumer does not handle again an id it is
-handling or has just handled.
+connection, every publish and its confirm, every call, and the close at shutdown. A cast is
+acknowledged only after its handler returns, so a consumer that dies mid-way has it
+redelivered to another (handlers are idempotent). A call is acknowledged when it is received:
+its caller is waiting and decides what a lost answer means, and running a claim twice behind
+its back would be worse. Retries can duplicate a message; each carries a message id, and a
+consumer does not handle again an id it is handling or has just handled.
 """
 
 from __future__ import annotations
@@ -40,17 +52,18 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aio_pika
 import aiormq
 import msgspec
 import structlog
-from aio_pika.abc import AbstractIncomingMessage, AbstractRobustChannel, AbstractRobustConnection
+from aio_pika.abc import AbstractIncomingMessage, AbstractQueue, AbstractRobustChannel, AbstractRobustConnection
 from yarl import URL
 
 from nova_async.bus import messages
 from nova_async.bus.base import Bus, Handler, dispatch, first_set, next_unless
+from nova_async.bus.brokers import broker_urls, redacted, shown
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
@@ -63,10 +76,12 @@ PREFIX = "nova-async."
 NOTIFY_EXCHANGE = "nova"
 NOTIFY_TOPIC = "versioned_notifications"
 NOTIFY_PRIORITIES = ("info", "error")
-NOTIFY_DURABLE = False
+NOTIFY_DURABLE = False      # amqp_durable_queues false; rabbit_quorum_queue makes it true
+QUORUM = {"x-queue-type": "quorum"}
 DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
 CONNECT_TIMEOUT = 30.0      # the first connection, at start
+NODE_TIMEOUT = 10.0         # of a cluster's nodes, one that does not finish connecting in this long is passed over
 CONFIRM_TIMEOUT = 10.0      # one publish attempt waits this long for the broker's confirm
 OUTAGE_GRACE = 30.0         # a publish waits for a reconnection while the broker has been away less than this
 REPLY_WINDOW = 30.0         # an answer keeps being retried this long while its caller reconnects
@@ -82,19 +97,51 @@ def queue_name(topic: str) -> str:
     return PREFIX + topic
 
 
-def redacted(url: str) -> str:
-    """The broker URL without its password, for logs and errors."""
-    parsed = URL(url)
-    return str(parsed.with_password("***")) if parsed.password else url
+class NodesConnection(aio_pika.RobustConnection):
+    """aio-pika's robust connection, over the nodes of a RabbitMQ cluster: each (re)connection
+    tries them in turn, beginning with the one after the node it last had, so that losing a
+    node moves the process to another one; aio-pika then restores the channels, queues and
+    consumers there as it does after a broker restart. `url` is the node in use."""
+
+    def __init__(self, urls: list[str], **kwargs: object) -> None:
+        super().__init__(URL(urls[0]), **kwargs)
+        self.nodes = [URL(url) for url in urls]
+        self._next = 0
+
+    # aio-pika makes every connection and reconnection through this one (private) method, to
+    # `self.url`: it has no list of hosts, and this is where one fits. An aio-pika that renames
+    # the method fails at import, and tests/integration/bus/test_amqp_cluster.py covers it.
+    _connect_to_url = aio_pika.RobustConnection._RobustConnection__connect_transport  # type: ignore[attr-defined]
+
+    async def _RobustConnection__connect_transport(self) -> None:
+        failure: BaseException | None = None
+        for step in range(len(self.nodes)):
+            index = (self._next + step) % len(self.nodes)
+            self.url = self.nodes[index]
+            try:
+                async with asyncio.timeout(NODE_TIMEOUT if len(self.nodes) > 1 else None):
+                    await self._connect_to_url()
+            except _LOST as exc:
+                failure = exc
+                continue
+            self._next = (index + 1) % len(self.nodes)
+            return
+        assert failure is not None
+        raise failure
 
 
 class AmqpBus(Bus):
-    """`async with AmqpBus("amqp://user:pass@host:5672/vhost") as bus:` connects, and closes on exit."""
+    """`async with AmqpBus("amqp://user:pass@host:5672/vhost") as bus:` connects, and closes on
+    exit. The transport may name several nodes of a cluster (bus/brokers.py); `quorum` declares
+    the role and notification queues as quorum queues."""
 
-    def __init__(self, url: str, *, publish_timeout: float = 60.0,
+    def __init__(self, transport: str, *, quorum: bool = False, publish_timeout: float = 60.0,
                  reconnect_interval: float = RECONNECT_INTERVAL) -> None:
         super().__init__()
-        self.url = url
+        self.nodes = broker_urls(transport)
+        self.quorum = quorum
+        self._queue_arguments = dict(QUORUM) if quorum else None
+        self._notify_durable = NOTIFY_DURABLE or quorum   # oslo: amqp_durable_queues or rabbit_quorum_queue
         self.publish_timeout = publish_timeout
         self._reconnect_interval = reconnect_interval
         self._connection: AbstractRobustConnection | None = None
@@ -114,13 +161,22 @@ class AmqpBus(Bus):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def url(self) -> str:
+        """The node in use (or to be tried first), with its password: not for logs."""
+        return str(self._connection.url) if self._connection is not None else self.nodes[0]
+
     async def connect(self) -> None:
+        connection = NodesConnection(
+            self.nodes, reconnect_interval=self._reconnect_interval,
+            client_properties={"connection_name": f"nova-async {socket.gethostname()} pid {os.getpid()}"})
         try:
-            self._connection = await aio_pika.connect_robust(
-                self.url, reconnect_interval=self._reconnect_interval, timeout=CONNECT_TIMEOUT,
-                client_properties={"connection_name": f"nova-async {socket.gethostname()} pid {os.getpid()}"})
+            await connection.connect(timeout=CONNECT_TIMEOUT)
         except (aiormq.exceptions.AMQPError, OSError) as exc:  # TimeoutError among them
-            raise errors.Unavailable(f"cannot reach RabbitMQ at {redacted(self.url)}: {exc}") from None
+            await connection.close()
+            where = redacted(self.nodes[0]) if len(self.nodes) == 1 else f"any of {shown(self.nodes)}"
+            raise errors.Unavailable(f"cannot reach RabbitMQ at {where}: {exc}") from None
+        self._connection = connection
         # aiormq and aio-pika log every failed reconnection attempt (once a second while the
         # broker is away); ours say once when it went away and once when it came back.
         logging.getLogger("aiormq.connection").setLevel(logging.CRITICAL)
@@ -132,13 +188,16 @@ class AmqpBus(Bus):
         except BaseException:
             await self.close()
             raise
-        log.info("connected to RabbitMQ", url=redacted(self.url))
+        log.info("connected to RabbitMQ", url=redacted(self.url), quorum_queues=self.quorum)
 
     async def _open_channels(self, connection: AbstractRobustConnection) -> None:
         # Unroutable publishes raise (PublishError) instead of vanishing: see _send.
         self._publisher = await connection.channel(publisher_confirms=True, on_return_raises=True)
-        self._notifications = await self._publisher.declare_exchange(
-            NOTIFY_EXCHANGE, aio_pika.ExchangeType.TOPIC, durable=NOTIFY_DURABLE, auto_delete=False)
+        try:
+            self._notifications = await self._publisher.declare_exchange(
+                NOTIFY_EXCHANGE, aio_pika.ExchangeType.TOPIC, durable=self._notify_durable, auto_delete=False)
+        except aio_pika.exceptions.ChannelPreconditionFailed as exc:
+            raise errors.Unavailable(self._exchange_mismatch(exc)) from None
         intake = await connection.channel(publisher_confirms=False)
         replies = await intake.declare_queue(self._reply_queue, exclusive=True, auto_delete=True)
         await replies.consume(self._on_reply, no_ack=True)
@@ -206,8 +265,7 @@ class AmqpBus(Bus):
 
     async def publish(self, note: Notification) -> None:
         exchange = self._notifications
-        assert exchange is not None and self._publisher is not None
-        publisher = self._publisher
+        assert exchange is not None
         routing_key = f"{NOTIFY_TOPIC}.{note.priority.lower()}"
         # As kombu sends it for oslo.messaging: JSON, utf-8, persistent, priority 0.
         message = aio_pika.Message(oslo_body(note), content_type="application/json", content_encoding="utf-8",
@@ -216,11 +274,12 @@ class AmqpBus(Bus):
         async def attempt() -> None:
             if routing_key not in self._notify_queues:
                 # oslo's notifier declares the queue it publishes to (its "default queue"),
-                # once per connection, with the exchange's durable and auto-delete and no
-                # arguments: an oslo listener's declare of the same queue is then identical.
-                queue = await publisher.declare_queue(routing_key, durable=NOTIFY_DURABLE, auto_delete=False,
-                                                      timeout=CONFIRM_TIMEOUT)
-                await queue.bind(exchange, routing_key=routing_key, timeout=CONFIRM_TIMEOUT)
+                # once per connection, with the exchange's durable and auto-delete and the
+                # quorum argument when rabbit_quorum_queue is set: an oslo listener's declare
+                # of the same queue is then identical.
+                async with self._declaring() as channel:
+                    queue = await self._declare(channel, routing_key, durable=self._notify_durable)
+                    await queue.bind(NOTIFY_EXCHANGE, routing_key=routing_key, timeout=CONFIRM_TIMEOUT)
                 self._notify_queues.add(routing_key)
             await exchange.publish(message, routing_key, mandatory=False, timeout=CONFIRM_TIMEOUT)
 
@@ -237,9 +296,11 @@ class AmqpBus(Bus):
 
         async def attempt() -> None:
             if name not in self._declared:
-                # Not restored on reconnect (robust=False): the queue is durable, and if the
-                # broker lost it anyway the publish comes back unroutable and we declare again.
-                await publisher.declare_queue(name, durable=True, robust=False, timeout=CONFIRM_TIMEOUT)
+                # Not restored on reconnect (a channel of its own, closed at once): the queue
+                # is durable, and if the broker lost it anyway the publish comes back
+                # unroutable and we declare again.
+                async with self._declaring() as channel:
+                    await self._declare(channel, name)
                 self._declared.add(name)
             try:
                 await publisher.default_exchange.publish(message, name, timeout=CONFIRM_TIMEOUT)
@@ -248,6 +309,45 @@ class AmqpBus(Bus):
                 raise
 
         await self._retrying(attempt, deadline=deadline, unroutable_retries=True)
+
+    @contextlib.asynccontextmanager
+    async def _declaring(self) -> AsyncIterator[aio_pika.abc.AbstractChannel]:
+        """A channel for declarations on the way to a publish: one the broker refuses
+        (PRECONDITION_FAILED) closes this channel, not the publisher's with confirms pending."""
+        assert self._connection is not None
+        async with asyncio.timeout(CONFIRM_TIMEOUT):   # it waits for a connection being restored
+            channel = await self._connection.channel(publisher_confirms=False)
+        try:
+            yield channel
+        finally:
+            with contextlib.suppress(*_LOST):
+                await channel.close()
+
+    async def _declare(self, channel: aio_pika.abc.AbstractChannel, name: str, *, durable: bool = True,
+                       robust: bool = False) -> AbstractQueue:
+        """Declare a role queue (or, with durable given, a notification queue) of the type the
+        option asks for. A queue of the other type is not retried: an error that names it."""
+        try:
+            return await channel.declare_queue(name, durable=durable, arguments=self._queue_arguments,
+                                               robust=robust, timeout=CONFIRM_TIMEOUT)
+        except aio_pika.exceptions.ChannelPreconditionFailed as exc:
+            raise errors.Unavailable(self._mismatch(name, exc), code="bus.queue_type") from None
+
+    def _mismatch(self, name: str, exc: BaseException) -> str:
+        asked, other = ("quorum", "classic") if self.quorum else ("classic", "quorum")
+        return (f"RabbitMQ queue {name} exists, and not as rabbit_quorum_queue = {str(self.quorum).lower()} "
+                f"declares it (a {asked} queue), and a queue's type cannot change: keep the {other} queues "
+                f"(rabbit_quorum_queue = {str(not self.quorum).lower()}), or let the old setting empty the "
+                f"queue, stop every nova-async process, delete it (rabbitmqctl delete_queue {name}) and "
+                f"start them with the new one (README: Split over processes and hosts). "
+                f"RabbitMQ said: {_reason(exc)}")
+
+    def _exchange_mismatch(self, exc: BaseException) -> str:
+        return (f"RabbitMQ exchange {NOTIFY_EXCHANGE} exists, and not as rabbit_quorum_queue = "
+                f"{str(self.quorum).lower()} declares it (durable={self._notify_durable}, as oslo.messaging "
+                f"does with that option): set the option as Nova's services on this broker have it, or "
+                f"remove the exchange (it goes when every node restarts if it is not durable); README: "
+                f"Split over processes and hosts. RabbitMQ said: {_reason(exc)}")
 
     async def _retrying(self, attempt: Callable[[], Awaitable[object]], *, deadline: float,
                         unroutable_retries: bool = False) -> None:
@@ -307,14 +407,14 @@ class AmqpBus(Bus):
         try:
             # The broker hands this consumer at most `concurrency` unacknowledged messages.
             await channel.set_qos(prefetch_count=concurrency)
-            queue = await channel.declare_queue(queue_name(topic), durable=True)
+            queue = await self._declare(channel, queue_name(topic), robust=True)
             arrived: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
             tag = await queue.consume(arrived.put)
             seen = _Seen()
             stopped = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
             try:
                 async with asyncio.TaskGroup() as tg:
-                    depth = tg.create_task(_watch_depth(channel, topic, arrived), name=f"bus:{topic}:depth")
+                    depth = tg.create_task(self._watch_depth(channel, topic, arrived), name=f"bus:{topic}:depth")
                     while (message := await next_unless(arrived, stopped)) is not None:
                         tg.create_task(self._handle(topic, message, handler, seen), name=f"bus:{topic}:handler")
                     depth.cancel()
@@ -373,6 +473,19 @@ class AmqpBus(Bus):
             # A cast has nobody to tell; its failure is logged where it happened.
             log.warning("cast failed", topic=topic, error=error.message, code=error.code)
 
+    async def _watch_depth(self, channel: AbstractRobustChannel, topic: str,
+                           arrived: asyncio.Queue[AbstractIncomingMessage]) -> None:
+        """The queue-depth gauge: what waits at the broker plus what this consumer holds
+        unstarted. The broker tells only in answer to a declare, so it is sampled (robust=False:
+        the channel already restores this queue after a reconnect; a passive declare would
+        answer from cache)."""
+        while True:
+            with contextlib.suppress(*_LOST):
+                queue = await self._declare(channel, queue_name(topic))
+                waiting = queue.declaration_result.message_count or 0
+                metrics.set_queue_depth(topic, waiting + arrived.qsize())
+            await asyncio.sleep(DEPTH_INTERVAL)
+
     async def _answer(self, reply_to: str, correlation_id: str, answer: bytes, topic: str) -> None:
         assert self._publisher is not None
         publisher = self._publisher
@@ -408,17 +521,9 @@ def from_oslo_body(body: bytes) -> Notification:
 _json = msgspec.json.Encoder()
 
 
-async def _watch_depth(channel: AbstractRobustChannel, topic: str,
-                       arrived: asyncio.Queue[AbstractIncomingMessage]) -> None:
-    """The queue-depth gauge: what waits at the broker plus what this consumer holds unstarted.
-    The broker tells only in answer to a declare, so it is sampled (robust=False: the channel
-    already restores this queue after a reconnect; a passive declare would answer from cache)."""
-    while True:
-        with contextlib.suppress(*_LOST):
-            queue = await channel.declare_queue(queue_name(topic), durable=True, robust=False)
-            waiting = queue.declaration_result.message_count or 0
-            metrics.set_queue_depth(topic, waiting + arrived.qsize())
-        await asyncio.sleep(DEPTH_INTERVAL)
+def _reason(exc: BaseException) -> str:
+    """The broker's own words from a refused declaration, on one line."""
+    return " ".join(str(arg) for arg in exc.args if isinstance(arg, str | int)).replace("\n", " ") or repr(exc)
 
 
 class _Seen:

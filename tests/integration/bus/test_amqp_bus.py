@@ -12,6 +12,7 @@ import uuid
 
 import aio_pika
 import pytest
+import structlog
 
 from nova_async.bus import messages
 from nova_async.bus.amqp import AmqpBus, queue_name
@@ -368,3 +369,114 @@ async def test_queue_depth_gauge_counts_what_waits_at_the_broker(bus, other_bus,
             await waiting.until(metrics.render, lambda text: gauge in text, what=gauge.decode(), timeout=WAIT)
         finally:
             release.set()
+
+
+# -- the nodes of a cluster, and quorum queues (a cluster of several nodes: test_amqp_cluster.py)
+
+async def fresh_vhost(broker) -> str:
+    """A virtual host of its own on the shared broker: its `nova` exchange is declared durable
+    by a quorum bus, which the other tests' buses (not durable) would be refused."""
+    vhost = f"test-{uuid.uuid4().hex[:8]}"
+    await broker.rabbitmqctl("add_vhost", vhost)
+    await broker.rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+    return broker.url + vhost
+
+
+async def queue_types(broker, vhost_url: str) -> dict[str, str]:
+    listed = await broker.rabbitmqctl("list_queues", "-p", vhost_url.rsplit("/", 1)[1], "--no-table-headers",
+                                      "name", "type")
+    return dict(line.split("\t") for line in listed.splitlines() if "\t" in line)
+
+
+async def test_with_several_urls_the_first_node_that_answers_is_used(broker):
+    from tests.rabbitmq import free_port
+
+    nowhere = free_port()   # nothing listens there
+    transport = f"rabbit://guest:guest@127.0.0.1:{nowhere},guest:guest@127.0.0.1:{broker.port}/"
+    topic, got = fresh_topic("nodes"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+        return Answer(n=msg.n)
+
+    with structlog.testing.capture_logs() as logs:
+        async with AmqpBus(transport) as bus:
+            assert bus.url == f"amqp://guest:guest@127.0.0.1:{broker.port}/"
+            async with consuming(bus, topic, handler):
+                await bus.cast(topic, Knock(n=1))
+                assert await bus.call(topic, Knock(n=2)) == Answer(n=2)
+                await wait_for_count(got, 2)
+    connected = [entry for entry in logs if entry["event"] == "connected to RabbitMQ"]
+    assert connected[0]["url"] == f"amqp://guest:***@127.0.0.1:{broker.port}/"
+    assert "guest:guest" not in repr(logs)
+
+    with pytest.raises(errors.Unavailable) as nobody:
+        async with AmqpBus(f"rabbit://guest:secret@127.0.0.1:{nowhere},guest:secret@127.0.0.1:{free_port()}/"):
+            pass
+    assert f"cannot reach RabbitMQ at any of amqp://guest:***@127.0.0.1:{nowhere}/" in nobody.value.message
+    assert "secret" not in nobody.value.message
+
+
+async def test_quorum_queues_carry_casts_and_calls_and_the_reply_queue_stays_classic(broker):
+    url = await fresh_vhost(broker)
+    topic, got = fresh_topic("quorum"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+        return Answer(n=msg.n + 1)
+
+    async with AmqpBus(url, quorum=True) as bus, AmqpBus(url, quorum=True) as other:
+        for i in range(5):   # before anyone consumes: they wait in the quorum queue
+            await bus.cast(topic, Knock(n=i))
+        async with consuming(other, topic, handler):
+            assert await bus.call(topic, Knock(n=10)) == Answer(n=11)
+            await wait_for_count(got, 6)
+        types = await queue_types(broker, url)
+    assert sorted(got) == [0, 1, 2, 3, 4, 10]
+    assert types[queue_name(topic)] == "quorum"
+    assert {t for name, t in types.items() if ".reply." in name} == {"classic"}
+
+
+async def test_switching_to_quorum_queues_as_the_readme_says(broker):
+    """A site that ran without the option has a classic role queue and a `nova` exchange (and
+    notification queues) that are not durable. Each refuses a process with the option with
+    one line naming it and the way out; the README's steps (the queue deleted once empty, the
+    broker restarted) make the switch."""
+    url = await fresh_vhost(broker)
+    topic, got = fresh_topic("switch"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with AmqpBus(url) as old:
+        await old.cast(topic, Knock(n=1))
+        await old.publish(Notification(event_type="instance.create.end", payload={}))
+        async with consuming(old, topic, handler):   # drained with the old setting
+            await wait_for_count(got, 1)
+
+    with pytest.raises(errors.Unavailable) as refused:
+        async with AmqpBus(url, quorum=True):
+            pass
+    assert refused.value.message.startswith("RabbitMQ exchange nova exists, and not as rabbit_quorum_queue = true "
+                                            "declares it (durable=True")
+
+    await broker.restart()   # the exchange and the notification queues were not durable; the role queue is
+    async with AmqpBus(url, quorum=True) as bus:
+        with pytest.raises(errors.Unavailable) as refused:
+            await bus.consume(topic, handler)
+        with pytest.raises(errors.Unavailable) as also:   # at once, not after the publish deadline
+            await asyncio.wait_for(bus.cast(topic, Knock(n=2)), WAIT)
+        message = refused.value.message
+        assert also.value.message == message and "\n" not in message
+        assert message.startswith(f"RabbitMQ queue {queue_name(topic)} exists, and not as rabbit_quorum_queue = true "
+                                  "declares it (a quorum queue)")
+        assert f"rabbitmqctl delete_queue {queue_name(topic)}" in message
+
+        await broker.rabbitmqctl("delete_queue", "-p", url.rsplit("/", 1)[1], queue_name(topic))
+        await bus.cast(topic, Knock(n=3))
+        async with consuming(bus, topic, handler):
+            await wait_for_count(got, 2)
+        await bus.publish(Notification(event_type="instance.create.end", payload={}))
+        types = await queue_types(broker, url)
+    assert got == [1, 3]
+    assert types[queue_name(topic)] == types["versioned_notifications.info"] == "quorum"
