@@ -7,6 +7,7 @@ from nova_async.common import errors
 from nova_async.placement import messages as m
 
 TOPIC = "placement"
+CALL_TIMEOUT = 60.0  # seconds: the bus's default for a call
 
 
 class PlacementClient:
@@ -30,16 +31,16 @@ class PlacementClient:
         return reply
 
     async def claim(self, consumer_uuid: str, provider_uuid: str, resources: dict[str, int],
-                    project_id: str, user_id: str) -> m.ClaimResult:
+                    project_id: str, user_id: str, *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
         reply = await self.bus.call(TOPIC, m.Claim(consumer_uuid=consumer_uuid, provider_uuid=provider_uuid,
                                                    resources=resources, project_id=project_id,
-                                                   user_id=user_id))
+                                                   user_id=user_id), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 
-    async def claim_many(self, claims: list[m.ConsumerClaim]) -> m.ClaimResult:
+    async def claim_many(self, claims: list[m.ConsumerClaim], *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
         """Replace several consumers' allocations in one transaction, or none of them."""
-        reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims))
+        reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 
