@@ -11,7 +11,8 @@ import dataclasses
 import pytest
 
 from nova_async.common.context import RequestContext
-from nova_async.conductor.messages import RescheduleInstance, ScheduleAndBuildInstances
+from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
+                                          UnshelveRequest)
 from nova_async.conductor.role import ConductorRole
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import SELECT_EVENT, Destination
@@ -171,3 +172,70 @@ async def test_a_reschedule_waits_for_the_copy_holding_the_instance(cloud):
             )["server"]["OS-EXT-SRV-ATTR:host"] == "sim-2"
     assert await allocations_of(h, uuid) == {("sim-2", "VCPU", 1), ("sim-2", "MEMORY_MB", 1024),
                                              ("sim-2", "DISK_GB", 1)}
+
+
+async def booted(h, copy) -> str:
+    uuid, msg, ctx = await accepted(h)
+    await copy.schedule_and_build_instances(msg, ctx)
+    server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+    assert server["status"] == "ACTIVE", server.get("fault")
+    return uuid
+
+
+async def latest_request(h, uuid: str, action: str) -> RequestContext:
+    request_id = await h.cell1.fetchval(
+        "SELECT request_id FROM instance_actions WHERE instance_uuid = $1 AND action = $2", uuid, action)
+    return RequestContext(user_id="alice", project_id="proj-a", request_id=request_id)
+
+
+async def steps(h, uuid: str, ctx: RequestContext, event: str) -> list[str]:
+    return [r["result"] for r in await h.cell1.fetch(
+        "SELECT e.result FROM instance_action_events e JOIN instance_actions a ON a.id = e.action_id"
+        " WHERE a.instance_uuid = $1 AND a.request_id = $2 AND e.event = $3", uuid, ctx.request_id, event)]
+
+
+async def test_a_resize_at_two_conductors_is_scheduled_by_one(cloud):
+    h = cloud
+    async with conductor(h, "a") as a, conductor(h, "b") as b:
+        uuid = await booted(h, a)
+        bigger = (await ok(await h.http.post(V + "/flavors", headers=h.admin, json={"flavor": {
+            "name": "m1.medium", "ram": 2048, "vcpus": 2, "disk": 2}}), 200))["flavor"]["id"]
+        await ok(await h.http.post(f"{V}/servers/{uuid}/action", headers=h.alice,
+                                   json={"resize": {"flavorRef": bigger}}), 202)
+        migration = await h.cell1.fetchval("SELECT uuid::text FROM migrations WHERE instance_uuid = $1", uuid)
+        msg, ctx = ResizeInstance(instance_uuid=uuid, migration_uuid=migration), await latest_request(h, uuid, "resize")
+        a.resizer.scheduler = held = Held(h.bus)
+        first = asyncio.create_task(a.resizer.resize(msg, ctx), name="test:conductor-a")
+        await held.answered.wait()
+        second = asyncio.create_task(b.resizer.resize(msg, ctx), name="test:conductor-b")
+        held.go.set()
+        await asyncio.gather(first, second)
+        server = await wait_status(h, uuid, "VERIFY_RESIZE", "ACTIVE", "ERROR")
+        assert server["status"] == "VERIFY_RESIZE", server.get("fault")
+        await b.resizer.resize(msg, ctx)   # once more, later: the migration has its destination
+    assert await steps(h, uuid, ctx, "conductor_migrate_server") == ["Success"]
+    assert await steps(h, uuid, ctx, "compute_resize_instance") == ["Success"]
+    assert {(r, n) for _, r, n in await allocations_of(h, uuid)} == {("VCPU", 2), ("MEMORY_MB", 2048), ("DISK_GB", 2)}
+    assert {(r, n) for _, r, n in await allocations_of(h, migration)} == {("VCPU", 1), ("MEMORY_MB", 1024),
+                                                                          ("DISK_GB", 1)}
+
+
+async def test_an_unshelve_at_two_conductors_is_scheduled_by_one(cloud):
+    h = cloud
+    async with conductor(h, "a") as a, conductor(h, "b") as b:
+        uuid = await booted(h, a)
+        await ok(await h.http.post(f"{V}/servers/{uuid}/action", headers=h.alice, json={"shelve": None}), 202)
+        await wait_status(h, uuid, "SHELVED_OFFLOADED", "ERROR")
+        await ok(await h.http.post(f"{V}/servers/{uuid}/action", headers=h.alice, json={"unshelve": None}), 202)
+        msg, ctx = UnshelveRequest(instance_uuid=uuid), await latest_request(h, uuid, "unshelve")
+        a.unshelver.scheduler = held = Held(h.bus)
+        first = asyncio.create_task(a.unshelver.unshelve(msg, ctx), name="test:conductor-a")
+        await held.answered.wait()
+        second = asyncio.create_task(b.unshelver.unshelve(msg, ctx), name="test:conductor-b")
+        held.go.set()
+        await asyncio.gather(first, second)
+        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+    host = await host_of(h, uuid)
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    assert await steps(h, uuid, ctx, "conductor_unshelve_instance") == ["Success"]
