@@ -10,6 +10,7 @@ import dataclasses
 
 import pytest
 
+from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
@@ -239,3 +240,32 @@ async def test_an_unshelve_at_two_conductors_is_scheduled_by_one(cloud):
     host = await host_of(h, uuid)
     assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
     assert await steps(h, uuid, ctx, "conductor_unshelve_instance") == ["Success"]
+
+
+class AnswerLost:
+    """The bus, losing the answer to the first call (made, answered, never heard: as when the
+    scheduler copy that took the question dies before it answers)."""
+
+    def __init__(self, bus) -> None:
+        self.bus, self.lost = bus, 0
+
+    async def call(self, topic, msg, **kw):
+        answer = await self.bus.call(topic, msg, **kw)
+        if not self.lost:
+            self.lost += 1
+            raise errors.BusTimeout(f"no answer from {topic} to {type(msg).__name__} within 120 s")
+        return answer
+
+
+async def test_a_lost_scheduler_answer_is_asked_again_and_places_once(cloud):
+    h = cloud
+    uuid, msg, ctx = await accepted(h)
+    async with conductor(h, "a") as a:
+        a.scheduler = SchedulerClient(AnswerLost(h.bus))
+        await a.schedule_and_build_instances(msg, ctx)
+        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+    host = await host_of(h, uuid)
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    assert await usage(h, "sim-1") + await usage(h, "sim-2") == 1024
+    assert once_each(await events_of(h, uuid))["compute_build_and_run_instance"] == ["Success"]
