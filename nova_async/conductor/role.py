@@ -137,6 +137,7 @@ class ConductorRole(Role):
                   if r["task_state"] != TaskState.DELETING and r["host"] is not None]
         if placed:
             log.info("instances of the request are scheduled already; not again", instances=placed)
+            await self._build_again_where_never_begun(cell, placed, ctx)
         for row in found_rows:  # a hosted one is its host's to delete
             if row["task_state"] == TaskState.DELETING and row["host"] is None:
                 await self._finish_delete(cell.pool, str(row["uuid"]))
@@ -188,6 +189,16 @@ class ConductorRole(Role):
             log.debug("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
         return None
+
+    async def _build_again_where_never_begun(self, cell: Cell, uuids: list[str], ctx: RequestContext) -> None:
+        """Cast the build again of those of `uuids` whose host never began it: the conductor
+        that placed them died before its cast left (this request is its, redelivered). A
+        cast that did leave and is only queued on the host is harmless twice: the host
+        builds an instance once, and skips a build of one no longer building."""
+        for row in await cell.pool.fetch(CQ.builds_never_begun, uuids):
+            log.warning("instance placed but its build never begun; casting it again",
+                        instance_uuid=str(row["uuid"]), host=row["host"])
+            await self.compute.build_and_run(row["host"], row["node"], str(row["uuid"]), [], ctx)
 
     @staticmethod
     def _lost_lock(uuid: str) -> None:

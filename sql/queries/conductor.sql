@@ -32,3 +32,15 @@ UPDATE instances i
  WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid
    AND i.deleted_at IS NULL AND i.task_state IS DISTINCT FROM 'deleting'
 RETURNING i.*, w.ord;
+
+-- name: builds_never_begun
+-- Of the instances $1, those given a host whose build that host never began: still building
+-- as the conductor left them (task_state 'spawning'), and no build step recorded under any of
+-- their actions. A conductor that died between writing the host and casting the build left
+-- them so; its request, redelivered, casts the build again.
+SELECT i.uuid, i.host, i.node FROM instances i
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL AND i.host IS NOT NULL
+   AND i.vm_state = 'building' AND i.task_state = 'spawning'
+   AND NOT EXISTS (SELECT 1 FROM instance_actions a
+                     JOIN instance_action_events e ON e.action_id = a.id
+                    WHERE a.instance_uuid = i.uuid AND e.event = 'compute_build_and_run_instance');

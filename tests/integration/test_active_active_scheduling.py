@@ -12,6 +12,7 @@ import pytest
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.compute.client import ComputeClient
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
 from nova_async.conductor.role import ConductorRole
@@ -269,3 +270,38 @@ async def test_a_lost_scheduler_answer_is_asked_again_and_places_once(cloud):
     assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
     assert await usage(h, "sim-1") + await usage(h, "sim-2") == 1024
     assert once_each(await events_of(h, uuid))["compute_build_and_run_instance"] == ["Success"]
+
+
+class NeverCasts(ComputeClient):
+    """A conductor's compute client whose process dies as it is about to cast a build."""
+
+    def __init__(self, bus) -> None:
+        super().__init__(bus)
+        self.about_to = asyncio.Event()
+
+    async def build_and_run(self, *args, **kw) -> None:
+        self.about_to.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_conductor_that_dies_before_casting_the_build_has_it_cast_by_another(cloud):
+    h = cloud
+    uuid, msg, ctx = await accepted(h)
+    async with conductor(h, "a") as a, conductor(h, "b") as b:
+        a.compute = never = NeverCasts(h.bus)
+        dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
+        await never.about_to.wait()
+        placed = await host_of(h, uuid)
+        assert placed is not None
+        await a.deps.locks.close()
+        await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered
+        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+        dying.cancel()
+        await asyncio.gather(dying, return_exceptions=True)
+    assert await host_of(h, uuid) == placed
+    assert await allocations_of(h, uuid) == {(placed, "VCPU", 1), (placed, "MEMORY_MB", 1024),
+                                             (placed, "DISK_GB", 1)}
+    assert once_each(await events_of(h, uuid)) == {
+        "conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
+        "compute_build_and_run_instance": ["Success"]}
