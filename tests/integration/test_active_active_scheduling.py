@@ -43,7 +43,7 @@ async def conductor(h, name: str):
         await locks.close()
 
 
-class Held(SchedulerClient):
+class Paused(SchedulerClient):
     """A conductor's scheduler client that stops once the scheduler has answered (its claims
     made, no host written yet) until `go` is set."""
 
@@ -89,7 +89,7 @@ async def test_a_request_at_two_conductors_is_scheduled_by_one(cloud):
     h = cloud
     uuid, msg, ctx = await accepted(h)
     async with conductor(h, "a") as a, conductor(h, "b") as b:
-        a.scheduler = held = Held(h.bus)
+        a.scheduler = held = Paused(h.bus)
         first = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
         await held.answered.wait()
         # the same request at the other copy while the first is on it: left to the first
@@ -127,7 +127,7 @@ async def test_a_conductor_that_dies_mid_scheduling_leaves_the_instance_to_anoth
     h = cloud
     uuid, msg, ctx = await accepted(h)
     async with conductor(h, "a") as a, conductor(h, "b") as b:
-        a.scheduler = held = Held(h.bus)
+        a.scheduler = held = Paused(h.bus)
         dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
         await held.answered.wait()
         [claimed] = {name for name, _, _ in await allocations_of(h, uuid)}
@@ -206,7 +206,7 @@ async def test_a_resize_at_two_conductors_is_scheduled_by_one(cloud):
                                    json={"resize": {"flavorRef": bigger}}), 202)
         migration = await h.cell1.fetchval("SELECT uuid::text FROM migrations WHERE instance_uuid = $1", uuid)
         msg, ctx = ResizeInstance(instance_uuid=uuid, migration_uuid=migration), await latest_request(h, uuid, "resize")
-        a.resizer.scheduler = held = Held(h.bus)
+        a.resizer.scheduler = held = Paused(h.bus)
         first = asyncio.create_task(a.resizer.resize(msg, ctx), name="test:conductor-a")
         await held.answered.wait()
         second = asyncio.create_task(b.resizer.resize(msg, ctx), name="test:conductor-b")
@@ -230,7 +230,7 @@ async def test_an_unshelve_at_two_conductors_is_scheduled_by_one(cloud):
         await wait_status(h, uuid, "SHELVED_OFFLOADED", "ERROR")
         await ok(await h.http.post(f"{V}/servers/{uuid}/action", headers=h.alice, json={"unshelve": None}), 202)
         msg, ctx = UnshelveRequest(instance_uuid=uuid), await latest_request(h, uuid, "unshelve")
-        a.unshelver.scheduler = held = Held(h.bus)
+        a.unshelver.scheduler = held = Paused(h.bus)
         first = asyncio.create_task(a.unshelver.unshelve(msg, ctx), name="test:conductor-a")
         await held.answered.wait()
         second = asyncio.create_task(b.unshelver.unshelve(msg, ctx), name="test:conductor-b")
