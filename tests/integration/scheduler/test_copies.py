@@ -123,3 +123,40 @@ async def test_a_claim_many_never_answered_falls_back_to_claims_one_by_one(pool,
     assert used == {"VCPU": 3, "MEMORY_MB": 3072, "DISK_GB": 30}
     assert await pool.fetchval("SELECT count(DISTINCT consumer_id) FROM allocations") == 3
     assert losing.asked["claim"] >= 1
+
+
+class Meanwhile(PlacementClient):
+    """Runs `before` once, just before the first claim reaches placement: what other writers
+    (another copy, a delete) did between this copy's look at the hosts and its claim."""
+
+    def __init__(self, bus, before) -> None:
+        super().__init__(bus)
+        self.before = before
+
+    async def claim(self, *args, **kw):
+        if self.before is not None:
+            before, self.before = self.before, None
+            await before()
+        return await super().claim(*args, **kw)
+
+
+async def test_a_request_refused_everywhere_it_looked_looks_again(pool, tmp_path):
+    async with running(pool, ["placement", "scheduler"], tmp_path, scheduler={"max_placement_results": 0}) as h:
+        cloud = Cloud(h)
+        await cloud.add_host("a", memory_mb=1024)
+        await cloud.add_host("b", memory_mb=1024)
+        leaving, rival = new(), new()
+        assert (await cloud.placement.claim(leaving, cloud.nodes["b"], {"MEMORY_MB": 1024}, "p", "u")).ok
+
+        async def meanwhile():
+            # another copy takes a's room; b's server is deleted and frees b
+            assert (await cloud.placement.claim(rival, cloud.nodes["a"], {"MEMORY_MB": 1024}, "p", "u")).ok
+            await cloud.placement.delete_allocations(leaving)
+
+        scheduler = h.roles["scheduler"].scheduler
+        scheduler.placement = Meanwhile(h.bus, meanwhile)
+        uuid = new()
+        [selection] = await scheduler.select_destinations([uuid], spec())
+        assert selection.chosen.host == "b"
+        assert await cloud.placement.allocations(uuid) == {
+            cloud.nodes["b"]: {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}}
