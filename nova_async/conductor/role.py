@@ -36,7 +36,7 @@ from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
 from nova_async.network.client import NetworkClient
-from nova_async.placement.client import PlacementClient
+from nova_async.placement.client import PlacementClient, settled_claim
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import RequestSpec
@@ -282,8 +282,12 @@ class ConductorRole(Role):
         chosen = None
         async with instances.event(db, uuid, ctx.request_id, "conductor_reschedule_instance"):
             for i, alternate in enumerate(msg.alternates):
-                claimed = await self.placement.claim(uuid, alternate.provider_uuid, spec.resources(),
-                                                     spec.project_id, spec.user_id)
+                # a lost answer is settled by sending the same claim again
+                claimed = await settled_claim(
+                    lambda timeout, alternate=alternate: self.placement.claim(
+                        uuid, alternate.provider_uuid, spec.resources(), spec.project_id, spec.user_id,
+                        timeout=timeout),
+                    instance_uuid=uuid, host=alternate.host)
                 if claimed.ok:
                     chosen = i
                     break

@@ -18,8 +18,8 @@ A request the batch cannot settle is decided on its own, the way every request w
 and so is every request of a batch whose claim placement refused (someone else took the
 room meanwhile: a user, or another copy of the scheduler, which reads the same hosts): the
 one-request path looks again, at every host if need be, and explains a NoValidHost. A claim
-whose answer was lost is sent again as it was (resend.py): its second answer says whether
-it holds, and the batch goes on either way. Requests with a server group, host hints or a cell to stay in always take that
+whose answer was lost is sent again as it was (placement.client.settled_claim): its second
+answer says whether it holds, and the batch goes on either way. Requests with a server group, host hints or a cell to stay in always take that
 path; their filters read more than host states.
 
 Two batches overlap: while one batch's claim is on its way, the next batch looks and
@@ -42,8 +42,8 @@ from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.lines import Batch, Call, Lines, Sending
 from nova_async.placement import messages as pm
-from nova_async.placement.client import PlacementClient
-from nova_async.scheduler import filters, host_state, resend
+from nova_async.placement.client import PlacementClient, settled_claim
+from nova_async.scheduler import filters, host_state
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
 
@@ -162,10 +162,10 @@ class Batches:
         if claiming is not None:
             consumers = [c.consumer_uuid for c in claiming.claims]
             try:
-                # a lost answer is settled by sending the same claim again (resend.py)
-                claimed = await resend.claim(lambda timeout: self.placement.claim_many(claiming.claims,
-                                                                                     timeout=timeout),
-                                             consumers=len(consumers))
+                # a lost answer is settled by sending the same claim again
+                claimed = await settled_claim(lambda timeout: self.placement.claim_many(claiming.claims,
+                                                                                      timeout=timeout),
+                                              consumers=len(consumers))
             except errors.Unavailable as exc:
                 # Answer after answer lost: placement is out of reach. Whatever was made is
                 # undone, and each request meets the outage on its own (or gets past it).

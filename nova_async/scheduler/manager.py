@@ -25,8 +25,8 @@ import structlog
 from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.cells import Cells
-from nova_async.placement.client import PlacementClient
-from nova_async.scheduler import batch, filters, host_state, resend, server_groups, weighers
+from nova_async.placement.client import PlacementClient, settled_claim
+from nova_async.scheduler import batch, filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
 
@@ -142,8 +142,8 @@ class Scheduler:
         """The best host that placement lets claim, taken; None when none does."""
         ordered = self._ranked(hosts, resources, group)
         for i, host in enumerate(ordered):
-            # a lost answer is settled by sending the same claim again (resend.py)
-            result = await resend.claim(
+            # a lost answer is settled by sending the same claim again
+            result = await settled_claim(
                 lambda timeout, host=host: self.placement.claim(uuid, host.uuid, resources, spec.project_id,
                                                                 spec.user_id, timeout=timeout),
                 instance_uuid=uuid, host=host.host)
