@@ -48,6 +48,7 @@ CQ = queries("conductor")
 GQ = queries("server_groups")
 BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
+ABANDONED = "abandoned: the conductor doing this step stopped; another took the instance over"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
@@ -130,7 +131,7 @@ class ConductorRole(Role):
         """Schedule and build those of the instances (held by this process) that are in `cell`
         and still need it; the uuids of those found there. Read here, under the locks: the
         rows say what is left to do, whatever the message says."""
-        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids)
+        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, EVENT)
         rows = [r for r in found_rows if r["vm_state"] == VmState.BUILDING and r["host"] is None
                 and r["task_state"] != TaskState.DELETING]
         placed = [str(r["uuid"]) for r in found_rows
@@ -150,6 +151,9 @@ class ConductorRole(Role):
         db = cell.pool
         spec = RequestSpec.from_stored(rows[0]["request_spec"], rows[0]["flavor"])
         request_id = ctx.request_id
+        if any(r["open_step"] for r in rows):
+            # held, so a step still open is a dead copy's: it shows as ended, not under way forever
+            await db.execute(CQ.abandon_steps, uuids, EVENT, ABANDONED)
         try:
             async with instances.events(db, uuids, request_id, EVENT):
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid)
