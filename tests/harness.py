@@ -58,6 +58,12 @@ class Harness:
     bob: dict[str, str] = dataclasses.field(default_factory=lambda: {"X-Auth-Token": "bob:proj-b"})
 
 
+def locks_for(pool: Pool, name: str = "nova-async second copy") -> SessionLocks:
+    """Locks of a process of its own on the test's database: what a second copy of a role
+    (another `serve` process) holds. Close them to have that process die."""
+    return SessionLocks(_DSN[id(pool)], health=pool.health, name=name)
+
+
 def settings_for(state_dir: Path, **sections: dict[str, Any]) -> config.Settings:
     # libvirt's test driver unless a test asks for more: real guests are the e2e tests' job.
     overrides = {("service", "state_dir"): str(state_dir), ("identity", "auth"): "noauth",

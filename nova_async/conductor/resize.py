@@ -14,7 +14,11 @@ stays as it was (ACTIVE or SHUTOFF, no task) and the action records why, as in N
 Server group policies are not checked again on a resize.
 
 Every step can run again: a restart that interrupts it finds the instance still in
-`resize_prep` with its migration `pre-migrating`, and `resume` sends it through again."""
+`resize_prep` with its migration `pre-migrating`, and `resume` sends it through again. One
+copy of the conductor at a time schedules it, under the instance's lock (claims.py); a
+migration that has its destination already is not scheduled again (the resize went to its
+source host; a copy of the request that comes later, a redelivery or another copy's pick-up,
+is skipped)."""
 
 from __future__ import annotations
 
@@ -28,9 +32,10 @@ from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState
 from nova_async.compute.client import ComputeClient
 from nova_async.compute.messages import ResizeStepName
+from nova_async.conductor.claims import Held, SchedulingClaims
 from nova_async.conductor.messages import ResizeInstance
 from nova_async.db import instances
-from nova_async.db.cells import Cells
+from nova_async.db.cells import Cell, Cells
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler.client import SchedulerClient
@@ -69,10 +74,21 @@ async def give_back_allocation(placement: PlacementClient, instance_uuid: str, m
                                      source_type="MIGRATION", target_type="INSTANCE")
 
 
+async def _read(db, uuid: str, mig_uuid: str):
+    return await db.fetchrow(IQ.get, uuid), await db.fetchrow(MQ.get_migration, mig_uuid)
+
+
+def _unscheduled(row, migration) -> bool:
+    """Whether the resize still waits for a destination."""
+    return (row is not None and migration is not None and row["task_state"] == TaskState.RESIZE_PREP
+            and migration["status"] == "pre-migrating" and migration["dest_compute"] is None)
+
+
 class Resizer:
     def __init__(self, cells: Cells, placement: PlacementClient, scheduler: SchedulerClient,
-                 compute: ComputeClient, same_host: bool) -> None:
+                 compute: ComputeClient, claims: SchedulingClaims, same_host: bool) -> None:
         self.cells = cells
+        self.claims = claims
         self.placement = placement
         self.scheduler = scheduler
         self.compute = compute
@@ -86,13 +102,21 @@ class Resizer:
             log.info("resize skipped: the instance is not mapped to a cell", instance_uuid=uuid)
             return
         db = cell.pool
-        row = await db.fetchrow(IQ.get, uuid)
-        migration = await db.fetchrow(MQ.get_migration, mig_uuid)
-        if row is None or migration is None or row["task_state"] != TaskState.RESIZE_PREP \
-                or migration["status"] != "pre-migrating":
-            log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
-                     migration_status=migration and migration["status"])
-            return
+
+        async def unscheduled() -> bool:
+            return _unscheduled(*await _read(db, uuid, mig_uuid))
+
+        async with self.claims.waiting_for(uuid, unscheduled) as held:
+            row, migration = await _read(db, uuid, mig_uuid)
+            if not held or not _unscheduled(row, migration):
+                log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
+                         migration_status=migration and migration["status"],
+                         dest=migration and migration["dest_compute"])
+                return
+            await self._resize(cell, row, migration, held, ctx)
+
+    async def _resize(self, cell: Cell, row, migration, held: Held, ctx: RequestContext) -> None:
+        db, uuid, mig_uuid = cell.pool, str(row["uuid"]), str(migration["uuid"])
         project_id, user_id = row["project_id"], row["user_id"]
         try:
             async with instances.event(db, uuid, ctx.request_id, "conductor_migrate_server"):
@@ -111,6 +135,12 @@ class Resizer:
             await self._refuse(db, uuid, mig_uuid, ctx.request_id, exc)
             return
         chosen = selection.chosen
+        if not held.still_ours():
+            # another copy may have it now; left in resize_prep (its claims standing, which
+            # the next attempt replaces) for the pick-up after the database's return
+            log.warning("lost the scheduling lock of the resize (database connection); leaving it "
+                        "to be scheduled again", instance_uuid=uuid)
+            return
         await db.execute(MQ.set_migration_dest, mig_uuid, chosen.host, chosen.node)
         log.info("resize scheduled", instance_uuid=uuid, source=row["host"], dest=chosen.host)
         await self.compute.resize_step(row["host"], uuid, mig_uuid, ResizeStepName.RESIZE, ctx)

@@ -6,6 +6,8 @@ A build that fails on its host comes back as `reschedule_instance`: its claim mo
 first alternate the scheduler offered that takes it (one atomic replace in placement), and
 the build is cast there; with none left the instance is ERROR, saying where it was tried.
 A delete that arrives while an instance is still being scheduled is finished here.
+Each instance is scheduled by one copy of this role at a time, however many run and however
+often its request arrives: under its lock, its row read again once held (claims.py).
 A resize (`resize_instance`) is scheduled here too, see resize.py, and an unshelve, see
 unshelve.py. At start it resumes boot requests, resizes and unshelves a previous run accepted
 but never scheduled,
@@ -23,6 +25,7 @@ from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState, VmState
 from nova_async.compute.client import ComputeClient
+from nova_async.conductor.claims import Held, SchedulingClaims
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
@@ -33,7 +36,7 @@ from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
 from nova_async.network.client import NetworkClient
-from nova_async.placement.client import PlacementClient
+from nova_async.placement.client import PlacementClient, settled_claim
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import RequestSpec
@@ -45,6 +48,7 @@ CQ = queries("conductor")
 GQ = queries("server_groups")
 BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
+ABANDONED = "abandoned: the conductor doing this step stopped; another took the instance over"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
@@ -66,17 +70,16 @@ class ConductorRole(Role):
         self.placement = PlacementClient(self.bus)
         self.volumes = VolumeClient(self.bus)
         self.network = NetworkClient(self.bus)
-        self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
+        # Which instances this process is scheduling: over RabbitMQ a request can arrive
+        # twice, and at two copies of this role (redelivered after a crash, recast by a pick-up).
+        self.claims = SchedulingClaims(deps.locks)
+        self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute, self.claims,
                                self.settings.compute.allow_resize_to_same_host)
-        self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute)
+        self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute, self.claims)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
                          ResizeInstance: self.resizer.resize,
                          UnshelveRequest: self.unshelver.unshelve}
-        # Instances this process is scheduling now. Over RabbitMQ a boot request can arrive
-        # twice (redelivered after a crash, and recast by _resume_unscheduled on restart):
-        # the second copy must not claim and place the same instance again.
-        self._scheduling: set[str] = set()
 
     async def run(self) -> None:
         self.ready.set()
@@ -105,42 +108,52 @@ class ConductorRole(Role):
                 log.exception("tidying the cells failed; trying again next time")
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
-        # A boot request's instances are all in one cell: the one the API wrote them into,
-        # which it names. Nothing moves an instance before it has a host, so whatever is not
-        # found there (a copy of the request redelivered after a move) is looked up.
-        remaining = msg.instance_uuids
-        if msg.cell_uuid is not None:
-            found = await self._schedule_in(await self.cells.get(msg.cell_uuid), remaining, ctx)
-            remaining = [u for u in remaining if u not in found]
+        async with self.claims.holding(msg.instance_uuids) as held:
+            if len(held.uuids) < len(msg.instance_uuids):
+                # that copy read their rows once it held them: it finishes, or dies and the
+                # request it was handling comes to a copy that lives (claims.py)
+                log.info("another copy is scheduling instances of the request; left to it",
+                         instances=[u for u in msg.instance_uuids if u not in held])
+            # A boot request's instances are all in one cell: the one the API wrote them into,
+            # which it names. Nothing moves an instance before it has a host, so whatever is not
+            # found there (a copy of the request redelivered after a move) is looked up.
+            remaining = [u for u in msg.instance_uuids if u in held]
+            if msg.cell_uuid is not None and remaining:
+                found = await self._schedule_in(await self.cells.get(msg.cell_uuid), remaining, held, ctx)
+                remaining = [u for u in remaining if u not in found]
             if not remaining:
                 return
-        for cell, uuids in (await self.cells.group_by_cell(remaining)).items():
-            await self._schedule_in(cell, sorted(uuids, key=msg.instance_uuids.index), ctx)
+            for cell, uuids in (await self.cells.group_by_cell(remaining)).items():
+                await self._schedule_in(cell, sorted(uuids, key=msg.instance_uuids.index), held, ctx)
 
-    async def _schedule_in(self, cell: Cell, instance_uuids: list[str], ctx: RequestContext) -> set[str]:
-        """Schedule and build those of the instances that are in `cell` and still need it;
-        the uuids of those found there."""
-        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids)
-        # Taken up here with no await in between: another copy of the request (redelivered,
-        # or recast at a restart) finds them in _scheduling and leaves them alone.
+    async def _schedule_in(self, cell: Cell, instance_uuids: list[str], held: Held,
+                           ctx: RequestContext) -> set[str]:
+        """Schedule and build those of the instances (held by this process) that are in `cell`
+        and still need it; the uuids of those found there. Read here, under the locks: the
+        rows say what is left to do, whatever the message says."""
+        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, EVENT)
         rows = [r for r in found_rows if r["vm_state"] == VmState.BUILDING and r["host"] is None
-                and r["task_state"] != TaskState.DELETING and str(r["uuid"]) not in self._scheduling]
-        uuids = [str(r["uuid"]) for r in rows]
-        self._scheduling.update(uuids)
-        try:
-            for row in found_rows:
-                if row["task_state"] == TaskState.DELETING:
-                    await self._finish_delete(cell.pool, str(row["uuid"]))
-            if rows:
-                await self._schedule_and_build(cell, rows, uuids, ctx)
-        finally:
-            self._scheduling.difference_update(uuids)
+                and r["task_state"] != TaskState.DELETING]
+        placed = [str(r["uuid"]) for r in found_rows
+                  if r["task_state"] != TaskState.DELETING and r["host"] is not None]
+        if placed:
+            log.info("instances of the request are scheduled already; not again", instances=placed)
+            await self._build_again_where_never_begun(cell, placed, ctx)
+        for row in found_rows:  # a hosted one is its host's to delete
+            if row["task_state"] == TaskState.DELETING and row["host"] is None:
+                await self._finish_delete(cell.pool, str(row["uuid"]))
+        if rows:
+            await self._schedule_and_build(cell, rows, held, ctx)
         return {str(r["uuid"]) for r in found_rows}
 
-    async def _schedule_and_build(self, cell: Cell, rows: list, uuids: list[str], ctx: RequestContext) -> None:
+    async def _schedule_and_build(self, cell: Cell, rows: list, held: Held, ctx: RequestContext) -> None:
+        uuids = [str(r["uuid"]) for r in rows]
         db = cell.pool
         spec = RequestSpec.from_stored(rows[0]["request_spec"], rows[0]["flavor"])
         request_id = ctx.request_id
+        if any(r["open_step"] for r in rows):
+            # held, so a step still open is a dead copy's: it shows as ended, not under way forever
+            await db.execute(CQ.abandon_steps, uuids, EVENT, ABANDONED)
         try:
             async with instances.events(db, uuids, request_id, EVENT):
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid)
@@ -159,10 +172,16 @@ class ConductorRole(Role):
                 message = f"Scheduling failed: {detail}"
             log.warning("scheduling failed", instances=uuids, reason=message)
             for uuid in uuids:
+                if not held.still_ours():
+                    self._lost_lock(uuid)
+                    continue
                 await self._never_scheduled(cell, uuid, message, request_id)
             return None
         for selection in selections:
             uuid, chosen = selection.instance_uuid, selection.chosen
+            if not held.still_ours():
+                self._lost_lock(selection.instance_uuid)
+                continue
             target = await self.cells.of_host(chosen.host) or cell
             if target is not cell:  # the host is in another cell: the instance moves there first
                 await self.cells.move(uuid, cell, target)
@@ -174,6 +193,23 @@ class ConductorRole(Role):
             log.debug("instance scheduled", instance_uuid=uuid, host=chosen.host)
             await self.compute.build_and_run(chosen.host, chosen.node, uuid, selection.alternates, ctx)
         return None
+
+    async def _build_again_where_never_begun(self, cell: Cell, uuids: list[str], ctx: RequestContext) -> None:
+        """Cast the build again of those of `uuids` whose host never began it: the conductor
+        that placed them died before its cast left (this request is its, redelivered). A
+        cast that did leave and is only queued on the host is harmless twice: the host
+        builds an instance once, and skips a build of one no longer building."""
+        for row in await cell.pool.fetch(CQ.builds_never_begun, uuids):
+            log.warning("instance placed but its build never begun; casting it again",
+                        instance_uuid=str(row["uuid"]), host=row["host"])
+            await self.compute.build_and_run(row["host"], row["node"], str(row["uuid"]), [], ctx)
+
+    @staticmethod
+    def _lost_lock(uuid: str) -> None:
+        # Another copy may be scheduling it now; it stays unscheduled (its claim standing, which
+        # the next scheduling replaces) for the pick-up after the database's return.
+        log.warning("lost the scheduling lock of the instance (database connection); leaving it "
+                    "to be scheduled again", instance_uuid=uuid)
 
     async def _never_scheduled(self, cell: Cell, uuid: str, message: str, request_id: str) -> None:
         """ERROR with the scheduler's explanation, then into cell0, which keeps the instances
@@ -221,31 +257,41 @@ class ConductorRole(Role):
         # One instance per message (its own task): every line below is about it.
         structlog.contextvars.bind_contextvars(instance_uuid=uuid)
         cell = await self.cells.of_instance(uuid)
-        row = await cell.pool.fetchrow(Q.get, uuid) if cell else None
-        if row is None:
+        if cell is None:
             return None
-        if row["task_state"] == TaskState.DELETING:
-            await self._finish_delete(cell.pool, uuid)
-            return None
-        if row["vm_state"] != VmState.BUILDING or row["host"] is not None or uuid in self._scheduling:
-            log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
-            return None
-        self._scheduling.add(uuid)
-        try:
-            await self._reschedule(cell, msg, row, ctx)
-        finally:
-            self._scheduling.discard(uuid)
+
+        async def unscheduled() -> bool:
+            row = await cell.pool.fetchrow(Q.get, uuid)
+            return row is not None and row["vm_state"] == VmState.BUILDING and row["host"] is None
+
+        # Waited for, not left to a copy holding the instance: that one may be a stale copy of
+        # the boot request that read the row before the failed host handed it back.
+        async with self.claims.waiting_for(uuid, unscheduled) as held:
+            row = await cell.pool.fetchrow(Q.get, uuid)
+            if row is None:
+                return None
+            if row["task_state"] == TaskState.DELETING and row["host"] is None:
+                await self._finish_delete(cell.pool, uuid)
+                return None
+            if not held or row["task_state"] == TaskState.DELETING or row["vm_state"] != VmState.BUILDING or row["host"] is not None:
+                log.info("reschedule skipped", instance_uuid=uuid, vm_state=row["vm_state"], host=row["host"])
+                return None
+            await self._reschedule(cell, msg, row, held, ctx)
         return None
 
-    async def _reschedule(self, cell: Cell, msg: RescheduleInstance, row, ctx: RequestContext) -> None:
+    async def _reschedule(self, cell: Cell, msg: RescheduleInstance, row, held: Held, ctx: RequestContext) -> None:
         uuid, db = msg.instance_uuid, cell.pool
         spec = RequestSpec.from_stored(row["request_spec"], row["flavor"])
         tried = [msg.failed_host]
         chosen = None
         async with instances.event(db, uuid, ctx.request_id, "conductor_reschedule_instance"):
             for i, alternate in enumerate(msg.alternates):
-                claimed = await self.placement.claim(uuid, alternate.provider_uuid, spec.resources(),
-                                                     spec.project_id, spec.user_id)
+                # a lost answer is settled by sending the same claim again
+                claimed = await settled_claim(
+                    lambda timeout, alternate=alternate: self.placement.claim(
+                        uuid, alternate.provider_uuid, spec.resources(), spec.project_id, spec.user_id,
+                        timeout=timeout),
+                    instance_uuid=uuid, host=alternate.host)
                 if claimed.ok:
                     chosen = i
                     break
@@ -253,6 +299,9 @@ class ConductorRole(Role):
         # The event is finished in the cell that recorded it before the instance may move.
         if chosen is not None:
             alternate = msg.alternates[chosen]
+            if not held.still_ours():
+                self._lost_lock(uuid)
+                return None
             target = await self.cells.of_host(alternate.host) or cell
             if target is not cell:  # an alternate in another cell: the instance moves there
                 await self.cells.move(uuid, cell, target)

@@ -10,7 +10,9 @@ says why, as in Nova. Server group policies are not checked again (as for a resi
 
 Every step can run again: a restart that interrupts it finds the server still unshelving
 with no host, and `resume` sends it through again (any claim an interrupted attempt made is
-dropped first, so nothing is held twice)."""
+dropped first, so nothing is held twice). One copy of the conductor at a time schedules it,
+under the instance's lock (claims.py), reading the row again once it holds it: a copy of the
+request that comes later (redelivered, or another copy's pick-up) finds the host given."""
 
 from __future__ import annotations
 
@@ -23,9 +25,10 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState
 from nova_async.compute.client import ComputeClient
+from nova_async.conductor.claims import Held, SchedulingClaims
 from nova_async.conductor.messages import UnshelveRequest
 from nova_async.db import instances
-from nova_async.db.cells import Cells
+from nova_async.db.cells import Cell, Cells
 from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 from nova_async.scheduler.client import SchedulerClient
@@ -38,8 +41,9 @@ SQ = queries("shelve")
 
 class Unshelver:
     def __init__(self, cells: Cells, placement: PlacementClient, scheduler: SchedulerClient,
-                 compute: ComputeClient) -> None:
+                 compute: ComputeClient, claims: SchedulingClaims) -> None:
         self.cells = cells
+        self.claims = claims
         self.placement = placement
         self.scheduler = scheduler
         self.compute = compute
@@ -47,15 +51,28 @@ class Unshelver:
     async def unshelve(self, msg: UnshelveRequest, ctx: RequestContext) -> None:
         uuid = msg.instance_uuid
         cell = await self.cells.of_instance(uuid)
-        row = await cell.pool.fetchrow(IQ.get, uuid) if cell else None
-        if row is None or row["task_state"] != TaskState.UNSHELVING:
-            log.info("unshelve skipped", instance_uuid=uuid, task_state=row and row["task_state"])
+        if cell is None:
+            log.info("unshelve skipped: the instance is not mapped to a cell", instance_uuid=uuid)
             return
-        if row["host"] is not None:
-            # SHELVED (still on its host), or offloaded and placed already: that host's work.
-            await self.compute.unshelve(row["host"], uuid, row["node"] or "", ctx)
-            return
-        db = cell.pool
+
+        async def unscheduled() -> bool:
+            row = await cell.pool.fetchrow(IQ.get, uuid)
+            return row is not None and row["task_state"] == TaskState.UNSHELVING and row["host"] is None
+
+        async with self.claims.waiting_for(uuid, unscheduled) as held:
+            row = await cell.pool.fetchrow(IQ.get, uuid)
+            if row is None or row["task_state"] != TaskState.UNSHELVING:
+                log.info("unshelve skipped", instance_uuid=uuid, task_state=row and row["task_state"])
+                return
+            if row["host"] is not None:
+                # SHELVED (still on its host), or offloaded and placed already: that host's work.
+                await self.compute.unshelve(row["host"], uuid, row["node"] or "", ctx)
+                return
+            if held:
+                await self._schedule(cell, row, held, ctx)
+
+    async def _schedule(self, cell: Cell, row, held: Held, ctx: RequestContext) -> None:
+        db, uuid = cell.pool, str(row["uuid"])
         spec = msgspec.structs.replace(RequestSpec.from_stored(row["request_spec"], row["flavor"]),
                                        group=None, cell=cell.uuid)
         try:
@@ -67,6 +84,12 @@ class Unshelver:
             await self._refuse(db, uuid, ctx.request_id, exc)
             return
         chosen = selection.chosen
+        if not held.still_ours():
+            # another copy may have it now; left unshelving with no host (its claim standing,
+            # which the next attempt drops first) for the pick-up after the database's return
+            log.warning("lost the scheduling lock of the unshelve (database connection); leaving it "
+                        "to be scheduled again", instance_uuid=uuid)
+            return
         if await db.fetchrow(SQ.set_unshelve_host, uuid, chosen.host, chosen.node) is None:
             log.info("unshelve taken over (deleted meanwhile); giving the claim back", instance_uuid=uuid)
             await self.placement.delete_allocations(uuid)

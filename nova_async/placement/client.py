@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+import structlog
+
 from nova_async.bus import Bus
 from nova_async.common import errors
 from nova_async.placement import messages as m
 
 TOPIC = "placement"
+CALL_TIMEOUT = 60.0  # seconds: the bus's default for a call
+# A claim sent again after a lost answer waits less each time, so that whoever waits for the
+# claimer (the conductor's call to the scheduler: 120 s) still gets an answer.
+RESEND_TIMEOUTS = (CALL_TIMEOUT, 20.0, 20.0)
+
+log = structlog.get_logger("placement.client")
+
+
+async def settled_claim(send: Callable[[float], Awaitable[m.ClaimResult]], **about: object) -> m.ClaimResult:
+    """`send(timeout)`'s answer (a Claim or a ClaimMany), sent again, unchanged, while the
+    answer is lost; the last loss is raised. `about` names the claim in the log.
+
+    A lost answer (errors.Unavailable: the call timed out, placement slow or its answer gone
+    with a broker connection, or placement's database connection broke around the commit)
+    leaves the claim made or not, and guessing either way is wrong: taken as made, an
+    instance would hold nothing; taken as not made and released, a claim landing late would
+    hold room for nobody. The same claim sent again settles it: a consumer's claim replaces
+    whatever that consumer holds (its old allocations go before the new ones are checked), so
+    one made already is made again, not doubled, and one never made is made now or refused
+    like any claim; should the first copy still land later, it writes the very same
+    allocations. The second answer is the truth."""
+    for attempt, timeout in enumerate(RESEND_TIMEOUTS, 1):
+        try:
+            return await send(timeout)
+        except errors.Unavailable as exc:
+            if attempt == len(RESEND_TIMEOUTS):
+                raise
+            log.warning("a claim's answer was lost; sending the same claim again", error=exc.message,
+                        attempt=attempt, **about)
+    raise AssertionError("unreachable")
 
 
 class PlacementClient:
@@ -30,16 +64,16 @@ class PlacementClient:
         return reply
 
     async def claim(self, consumer_uuid: str, provider_uuid: str, resources: dict[str, int],
-                    project_id: str, user_id: str) -> m.ClaimResult:
+                    project_id: str, user_id: str, *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
         reply = await self.bus.call(TOPIC, m.Claim(consumer_uuid=consumer_uuid, provider_uuid=provider_uuid,
                                                    resources=resources, project_id=project_id,
-                                                   user_id=user_id))
+                                                   user_id=user_id), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 
-    async def claim_many(self, claims: list[m.ConsumerClaim]) -> m.ClaimResult:
+    async def claim_many(self, claims: list[m.ConsumerClaim], *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
         """Replace several consumers' allocations in one transaction, or none of them."""
-        reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims))
+        reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 

@@ -16,8 +16,10 @@ decided, those that queued meanwhile are taken up as one batch:
 
 A request the batch cannot settle is decided on its own, the way every request was before,
 and so is every request of a batch whose claim placement refused (someone else took the
-room meanwhile): the one-request path looks again, at every host if need be, and explains a
-NoValidHost. Requests with a server group, host hints or a cell to stay in always take that
+room meanwhile: a user, or another copy of the scheduler, which reads the same hosts): the
+one-request path looks again, at every host if need be, and explains a NoValidHost. A claim
+whose answer was lost is sent again as it was (placement.client.settled_claim): its second
+answer says whether it holds, and the batch goes on either way. Requests with a server group, host hints or a cell to stay in always take that
 path; their filters read more than host states.
 
 Two batches overlap: while one batch's claim is on its way, the next batch looks and
@@ -40,7 +42,7 @@ from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.lines import Batch, Call, Lines, Sending
 from nova_async.placement import messages as pm
-from nova_async.placement.client import PlacementClient
+from nova_async.placement.client import PlacementClient, settled_claim
 from nova_async.scheduler import filters, host_state
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
@@ -158,13 +160,24 @@ class Batches:
         """Claim what the batch chose, and answer every request of it."""
         chosen, alone, claiming = looked
         if claiming is not None:
+            consumers = [c.consumer_uuid for c in claiming.claims]
             try:
-                claimed = await self.placement.claim_many(claiming.claims)
+                # a lost answer is settled by sending the same claim again
+                claimed = await settled_claim(lambda timeout: self.placement.claim_many(claiming.claims,
+                                                                                      timeout=timeout),
+                                              consumers=len(consumers))
+            except errors.Unavailable as exc:
+                # Answer after answer lost: placement is out of reach. Whatever was made is
+                # undone, and each request meets the outage on its own (or gets past it).
+                log.warning("a batch's claim went unanswered; its requests are decided one by one",
+                            requests=len(chosen), error=exc.message)
+                await self.release(consumers)
+                claimed = pm.ClaimResult(ok=False, reason=exc.message)
             except BaseException:
-                # An answer lost on the way (a bus timeout) may hide claims that were made.
-                # Awaited even when cancelled: this task belongs to the scheduler's lines,
-                # which are cancelled once, at shutdown, and the release goes first.
-                await self.release([c.consumer_uuid for c in claiming.claims])
+                # Cancelled, or failed some other way: claims may have been made. Awaited even
+                # when cancelled: this task belongs to the scheduler's lines, which are
+                # cancelled once, at shutdown, and the release goes first.
+                await self.release(consumers)
                 raise
             finally:
                 claiming.landed = time.monotonic()

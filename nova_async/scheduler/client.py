@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import structlog
+
 from nova_async.bus import Bus
+from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.scheduler import messages as m
 
 TOPIC = "scheduler"
+CALL_TIMEOUT = 120.0  # seconds: a decision waits behind the batches queued before it
+ASKS = 2
+
+log = structlog.get_logger("scheduler.client")
 
 
 class SchedulerClient:
@@ -17,9 +24,21 @@ class SchedulerClient:
                                   context: RequestContext | None = None, *,
                                   cell_uuid: str | None = None) -> list[m.Selection]:
         """Claimed hosts for every instance, or NoValidHost saying why not (all or nothing);
-        `cell_uuid` as SelectDestinations has it."""
-        reply = await self.bus.call(TOPIC, m.SelectDestinations(instance_uuids=instance_uuids, spec=spec,
-                                                                cell_uuid=cell_uuid),
-                                    context=context, timeout=120)
+        `cell_uuid` as SelectDestinations has it.
+
+        An answer that never comes (the copy of the scheduler that took the question died
+        with it: a call is acknowledged when received, so nobody else gets it) is asked for
+        again, of whichever copy takes it now. Asking twice places nothing twice: a claim
+        replaces whatever the instance held, so what the lost attempt claimed is replaced."""
+        question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid)
+        for ask in range(1, ASKS + 1):
+            try:
+                reply = await self.bus.call(TOPIC, question, context=context, timeout=CALL_TIMEOUT)
+                break
+            except errors.BusTimeout as exc:
+                if ask == ASKS:
+                    raise
+                log.warning("the scheduler's answer was lost; asking again", error=exc.message,
+                            instances=len(instance_uuids))
         assert isinstance(reply, m.Selections)
         return reply.selections

@@ -25,7 +25,7 @@ import structlog
 from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.cells import Cells
-from nova_async.placement.client import PlacementClient
+from nova_async.placement.client import PlacementClient, settled_claim
 from nova_async.scheduler import batch, filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
@@ -71,11 +71,14 @@ class Scheduler:
 
     async def _select(self, instance_uuids: list[str], spec: m.RequestSpec,
                       group: server_groups.GroupState | None,
-                      conn: asyncpg.Connection | None, sample: int | None) -> list[m.Selection]:
+                      conn: asyncpg.Connection | None, sample: int | None, *,
+                      looked_again: bool = False) -> list[m.Selection]:
         """Place every instance or none. With `sample`, only a random sample of that many hosts
         with room is considered (cheap on big clouds); when the sample cannot take the request
         but there were more hosts, the decision is made again over all of them, so a sample
-        never turns into a NoValidHost that a full look would not give."""
+        never turns into a NoValidHost that a full look would not give. A request that failed
+        after placement refused claims is looked at once more, afresh: the refusals say the
+        hosts read were out of date."""
         resources = spec.resources()
         started = time.perf_counter()
 
@@ -120,6 +123,12 @@ class Scheduler:
             log.info("the sampled hosts could not take the request; looking at all of them",
                      sample=sample, instances=len(instance_uuids))
             return await self._select(instance_uuids, spec, group, conn, None)
+        if refusals and not looked_again and group is None:  # a group counted its placements
+            # What was read is stale: others (another copy of the scheduler, say) claimed
+            # meanwhile, and room may have come free elsewhere since too. One more look.
+            log.info("placement refused claims the hosts' room allowed; looking again",
+                     refused=len(refusals), instances=len(instance_uuids))
+            return await self._select(instance_uuids, spec, group, conn, None, looked_again=True)
         total = await host_state.count_hosts(self.pool)
         reason = explain(resources, total, len(hosts), found.providers_with_room, not_nova, removed_by,
                          refusals, placed=len(selections), wanted=len(instance_uuids))
@@ -133,7 +142,11 @@ class Scheduler:
         """The best host that placement lets claim, taken; None when none does."""
         ordered = self._ranked(hosts, resources, group)
         for i, host in enumerate(ordered):
-            result = await self.placement.claim(uuid, host.uuid, resources, spec.project_id, spec.user_id)
+            # a lost answer is settled by sending the same claim again
+            result = await settled_claim(
+                lambda timeout, host=host: self.placement.claim(uuid, host.uuid, resources, spec.project_id,
+                                                                spec.user_id, timeout=timeout),
+                instance_uuid=uuid, host=host.host)
             if not result.ok:
                 host.refused = result.reason
                 refusals.append(f"{host.host}: {result.reason}")

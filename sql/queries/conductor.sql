@@ -16,8 +16,13 @@ SELECT uuid FROM instances
  WHERE deleted_at IS NULL AND host IS NULL AND task_state = 'deleting' AND vm_state <> 'building';
 
 -- name: rows_to_schedule
--- The rows of a boot request ($1) in this cell, in launch order.
-SELECT * FROM instances WHERE uuid = ANY ($1::uuid[]) AND deleted_at IS NULL ORDER BY launch_index;
+-- The rows of a boot request ($1) in this cell, in launch order; `open_step`: the instance's
+-- scheduling step ($2) is recorded as begun and never ended (its conductor died).
+SELECT i.*, EXISTS (SELECT 1 FROM instance_actions a
+                      JOIN instance_action_events e ON e.action_id = a.id
+                     WHERE a.instance_uuid = i.uuid AND e.event = $2
+                       AND e.finish_time IS NULL) AS open_step
+  FROM instances i WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL ORDER BY i.launch_index;
 
 -- name: set_hosts
 -- instances.set_host (where an instance lives, unless a delete got there first), coalesced
@@ -32,3 +37,24 @@ UPDATE instances i
  WHERE i.uuid = ANY ($1::uuid[]) AND i.uuid = w.uuid
    AND i.deleted_at IS NULL AND i.task_state IS DISTINCT FROM 'deleting'
 RETURNING i.*, w.ord;
+
+-- name: builds_never_begun
+-- Of the instances $1, those given a host whose build that host never began: still building
+-- as the conductor left them (task_state 'spawning'), and no build step recorded under any of
+-- their actions. A conductor that died between writing the host and casting the build left
+-- them so; its request, redelivered, casts the build again.
+SELECT i.uuid, i.host, i.node FROM instances i
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL AND i.host IS NOT NULL
+   AND i.vm_state = 'building' AND i.task_state = 'spawning'
+   AND NOT EXISTS (SELECT 1 FROM instance_actions a
+                     JOIN instance_action_events e ON e.action_id = a.id
+                    WHERE a.instance_uuid = i.uuid AND e.event = 'compute_build_and_run_instance');
+
+-- name: abandon_steps
+-- Steps $2 of instances $1 still open: a conductor that held them died (or lost its lock)
+-- mid-way, and the one now holding the instances takes over. They end as Error, saying so.
+UPDATE instance_action_events e
+   SET finish_time = now(), result = 'Error', traceback = $3
+  FROM instance_actions a
+ WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[]) AND e.event = $2
+   AND e.finish_time IS NULL;

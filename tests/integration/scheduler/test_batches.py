@@ -33,12 +33,12 @@ class Counting(PlacementClient):
         self.asked["claim"] += 1
         return await super().claim(*args, **kw)
 
-    async def claim_many(self, claims):
+    async def claim_many(self, claims, **kw):
         self.asked["claim_many"] += 1
         if self.before_claim_many is not None:
             hook, self.before_claim_many = self.before_claim_many, None
             await hook(claims)
-        return await super().claim_many(claims)
+        return await super().claim_many(claims, **kw)
 
 
 @pytest.fixture
