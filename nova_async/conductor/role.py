@@ -39,7 +39,7 @@ from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient, settled_claim
 from nova_async.role import Role
 from nova_async.scheduler.client import SchedulerClient
-from nova_async.scheduler.messages import RequestSpec
+from nova_async.scheduler.messages import SELECT_EVENT, RequestSpec
 from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("conductor")
@@ -48,7 +48,6 @@ CQ = queries("conductor")
 GQ = queries("server_groups")
 BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
-ABANDONED = "abandoned: the conductor doing this step stopped; another took the instance over"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
@@ -152,8 +151,9 @@ class ConductorRole(Role):
         spec = RequestSpec.from_stored(rows[0]["request_spec"], rows[0]["flavor"])
         request_id = ctx.request_id
         if any(r["open_step"] for r in rows):
-            # held, so a step still open is a dead copy's: it shows as ended, not under way forever
-            await db.execute(CQ.abandon_steps, uuids, EVENT, ABANDONED)
+            # Held, so a step still open is a dead copy's: scheduled again here, and shown once.
+            log.info("taking over scheduling a stopped conductor left open", instances=uuids)
+            await db.execute(CQ.take_over_steps, uuids, EVENT, SELECT_EVENT)
         try:
             async with instances.events(db, uuids, request_id, EVENT):
                 selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid)

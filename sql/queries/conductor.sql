@@ -50,11 +50,12 @@ SELECT i.uuid, i.host, i.node FROM instances i
                      JOIN instance_action_events e ON e.action_id = a.id
                     WHERE a.instance_uuid = i.uuid AND e.event = 'compute_build_and_run_instance');
 
--- name: abandon_steps
--- Steps $2 of instances $1 still open: a conductor that held them died (or lost its lock)
--- mid-way, and the one now holding the instances takes over. They end as Error, saying so.
-UPDATE instance_action_events e
-   SET finish_time = now(), result = 'Error', traceback = $3
-  FROM instance_actions a
- WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[]) AND e.event = $2
-   AND e.finish_time IS NULL;
+-- name: take_over_steps
+-- The scheduling step $2 of instances $1 is still open: a conductor that held them died (or
+-- lost its lock) mid-way, and the one now holding them schedules them again. That attempt's
+-- records go (the open step, and the scheduler's decision $3 it never used, whether or not the
+-- scheduler finished it), so each step shows once in the server's actions: the one that counted.
+DELETE FROM instance_action_events e
+ USING instance_actions a
+ WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[])
+   AND ((e.event = $2 AND e.finish_time IS NULL) OR e.event = $3);
