@@ -215,4 +215,3 @@ async def set_class_limits(pool: Pool, defaults: QuotaSettings, class_name: str,
         for resource, value in changes.items():
             await conn.execute(Q.set_class_limit, class_name, resource, value)
     return await class_limits(pool, defaults, class_name)
-
