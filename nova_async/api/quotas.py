@@ -112,8 +112,8 @@ def _with_defaults(own: dict[str, int], defaults: QuotaSettings) -> dict[str, in
 
 
 async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:
-    """What the project uses of each counted resource (key pairs and server groups: none yet),
-    summed over its instances in every cell (but `skip`)."""
+    """What the project's instances in every cell (but `skip`) use of each counted resource;
+    key pairs (a user's) and server groups (see _with_groups) are not counted here."""
     async def count(cell: Cell) -> asyncpg.Record | None:
         return None if cell is skip else await cell.pool.fetchrow(Q.instance_usage, project_id)
     return total(*(usage_of(r) for r in await cells.each(count) if r is not None))
@@ -172,7 +172,7 @@ async def set_limits(pool: Pool, cells: Cells, defaults: QuotaSettings, project_
     nova-async does not enforce (an old client's) are skipped. The limits afterwards."""
     async with pool.acquire() as conn, conn.transaction():
         await lock_project(conn, project_id)
-        used = await usage(cells, project_id)
+        used = await _with_groups(conn, project_id, await usage(cells, project_id))
         for resource, value in changes.items():
             if resource not in RESOURCES:
                 continue  # an old client's field nova-async does not enforce
@@ -191,7 +191,14 @@ async def clear_limits(pool: Pool, project_id: str) -> None:
 async def limits_and_usage(pool: Pool, cells: Cells, defaults: QuotaSettings,
                            project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """(the project's limits, what it uses now), as `os-quota-sets/detail` and `limits` show them."""
-    return await limits(pool, defaults, project_id), await usage(cells, project_id)
+    return await limits(pool, defaults, project_id), await _with_groups(pool, project_id,
+                                                                        await usage(cells, project_id))
+
+
+async def _with_groups(db: Pool | asyncpg.Connection, project_id: str, used: dict[str, int]) -> dict[str, int]:
+    """`used` with the project's server groups, which live in the API database (a boot's count
+    needs none of them, so `usage` leaves them out)."""
+    return {**used, "server_groups": int(await db.fetchval(Q.server_groups_in_use, project_id))}
 
 
 async def class_limits(pool: Pool, defaults: QuotaSettings, class_name: str) -> dict[str, int]:

@@ -34,6 +34,10 @@ SELECT limits, counting FROM quota_lock_to_count($1, $2, $3);
 -- larger of its two flavors): sql/functions/project_usage.sql.
 SELECT instances, cores, ram FROM project_usage($1);
 
+-- name: server_groups_in_use
+-- The project's server groups (in the API database), as its server group quota counts them.
+SELECT count(*) FROM server_groups WHERE project_id = $1 AND deleted_at IS NULL;
+
 -- name: class_limits
 SELECT resource, hard_limit FROM quota_class_limits WHERE class_name = $1;
 

@@ -8,7 +8,7 @@ import asyncio
 
 from nova_async.api import quotas
 from tests.integration import test_server_lifecycle
-from tests.integration.api.test_quotas import set_quota
+from tests.integration.api.test_quotas import V257, set_quota
 from tests.integration.api.test_server_groups import MV
 from tests.integration.test_server_lifecycle import V, boot_body, ok
 from tests.waiting import TIMEOUT, waiting_for_locks
@@ -72,3 +72,17 @@ async def test_a_quota_update_waits_for_a_creation_in_flight(cloud):
     await update
     assert (await create(h, "one")).status == 200
     assert (await create(h, "two")).status == 403
+
+
+async def test_the_groups_in_use_are_shown_and_a_lower_limit_needs_force(cloud):
+    h = cloud
+    for name in ("one", "two"):
+        assert (await create(h, name)).status == 200
+    detail = (await ok(await h.http.get(V + "/os-quota-sets/proj-a/detail", headers={**h.alice, **V257}),
+                       200))["quota_set"]
+    assert detail["server_groups"] == {"limit": 10, "in_use": 2, "reserved": 0}
+    absolute = (await ok(await h.http.get(V + "/limits", headers={**h.alice, **V257}), 200))["limits"]["absolute"]
+    assert absolute["totalServerGroupsUsed"] == 2
+    resp = await h.http.put(V + "/os-quota-sets/proj-a", headers={**h.admin, **V257},
+                            json={"quota_set": {"server_groups": 1}})
+    assert resp.status == 400 and "already used and reserved 2" in (await resp.json())["badRequest"]["message"]
