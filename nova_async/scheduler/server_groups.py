@@ -7,8 +7,9 @@ within the request counts at once, so a multi-create spreads (or packs) too.
 
 A resize or cold migration of a member is scheduled with its group too, as Nova's are: its
 own host counts as the member's (so an affinity member has nowhere else to go, as in Nova),
-and anti-affinity lets it stay there. The member's recorded host becomes the destination
-when it is chosen, and the source again when the move is reverted (compute/resize.py).
+and anti-affinity lets it stay there; a group deleted since has no members left to keep it
+from anywhere. The member's recorded host becomes the destination when it is chosen, and the
+source again when the move is reverted (compute/resize.py).
 
 Scheduling for one group happens under a PostgreSQL advisory lock on the group, held from
 reading the members' hosts until their claims are recorded: two boots into one
@@ -74,7 +75,7 @@ async def locked(pool: Pool, policy: GroupPolicy,
         key = f"server-group:{policy.uuid}"
         await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", key)
         try:
-            rows = await conn.fetch(Q.members, [policy.uuid])
+            rows = await conn.fetch(Q.placed_members, policy.uuid)
             moving_from = frozenset(r["host"] for r in rows if r["host"] and str(r["instance_uuid"]) in scheduled)
             yield GroupState(policy, Counter(r["host"] for r in rows if r["host"]), moving_from), conn
         finally:

@@ -85,3 +85,14 @@ async def test_a_confirmed_migration_counts_the_member_on_its_new_host(cloud):
     assert {await host_of(h, sid) for sid in more} == {"sim-1", "sim-2"} - {other}
     refused = await boot(h, g, "ERROR")
     assert "ServerGroupAntiAffinityFilter" in refused["fault"]["message"]
+
+
+async def test_a_member_of_a_deleted_group_moves_freely(cloud):
+    h = cloud
+    g = await group(h, "anti-affinity")
+    first, second = (await boot(h, g))["id"], (await boot(h, g))["id"]
+    other = await host_of(h, second)
+    assert (await h.http.delete(f"{V}/os-server-groups/{g}", headers=h.alice)).status == 204
+    await action(h, first, {"migrate": None}, 202, headers=h.admin)
+    server = await settled(h, first, h.admin)
+    assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", other), server.get("fault")
