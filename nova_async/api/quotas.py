@@ -17,9 +17,18 @@ That lock caps how many boots one project gets accepted per second, so it is hel
 round trips as can be, and only when there is something to count: every boot holds the
 project's quota lock shared (a quota update takes it exclusively, so it waits for the boots in
 flight), reads the limits under it, and takes the counting lock only when something it adds to
-is limited (sql/functions/quota_lock_for_boot.sql). Boots of a project without limits are accepted side by side."""
+is limited (sql/functions/quota_lock_for_boot.sql). Boots of a project without limits are accepted side by side.
+
+A resize to a bigger flavor adds to cores and ram too, so it takes the same locks a boot
+takes (`growing`) and records its migration before letting go of them. A moving server
+counts once, with the larger of its old and new flavor until the move is confirmed or
+reverted (sql/functions/project_usage.sql): the room its growth was granted stays taken."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import asyncpg
 
@@ -48,11 +57,6 @@ async def limits(db: Pool | asyncpg.Connection, defaults: QuotaSettings,
     return _with_defaults(_own(await db.fetch(Q.limits, project_id)), defaults)
 
 
-async def lock_and_limits(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str) -> dict[str, int]:
-    """lock_project and limits in one round trip: what a boot does first, under the lock."""
-    return _with_defaults(_own(await conn.fetch(Q.lock_and_limits, project_id)), defaults)
-
-
 async def lock_for_boot(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str,
                         each: dict[str, int]) -> tuple[dict[str, int], bool]:
     """The locks a boot adding `each` per server needs, and the limits read under them, in one
@@ -60,6 +64,41 @@ async def lock_for_boot(conn: asyncpg.Connection, defaults: QuotaSettings, proje
     adds = [res for res, amount in each.items() if amount > 0]
     row = await conn.fetchrow(Q.lock_for_boot, project_id, adds, [getattr(defaults, res) for res in adds])
     return _with_defaults(row["limits"], defaults), row["counting"]
+
+
+async def lock_to_count(conn: asyncpg.Connection, defaults: QuotaSettings, project_id: str,
+                        resource: str) -> tuple[dict[str, int], bool]:
+    """The locks a request adding to `resource` alone (a server group) needs, and the limits
+    read under them: the quota lock shared, as a boot holds it, and, when `resource` is
+    limited, its own counting lock, so that it neither waits for boots nor makes them wait."""
+    row = await conn.fetchrow(Q.lock_to_count, project_id, resource, getattr(defaults, resource))
+    return _with_defaults(row["limits"], defaults), row["counting"]
+
+
+@dataclass(frozen=True)
+class Room:
+    """A project's limits as read under its quota locks, for a change that grows its usage."""
+
+    cells: Cells
+    project_id: str
+    limit: dict[str, int]
+    counting: bool     # something the change may add to is limited: the counting lock is held
+
+    async def check(self, growth: dict[str, int]) -> None:
+        """QuotaExceeded unless what the project uses, counted now, leaves room for `growth`."""
+        if self.counting and any(amount > 0 for amount in growth.values()):
+            how_many_fit(self.limit, await usage(self.cells, self.project_id), growth, 1, 1)
+
+
+@contextlib.asynccontextmanager
+async def growing(pool: Pool, cells: Cells, defaults: QuotaSettings, project_id: str,
+                  adds: tuple[str, ...] = ("cores", "ram")) -> AsyncIterator[Room]:
+    """The project's quota locks, taken as a boot adding to `adds` takes them, held while the
+    block checks its growth (`Room.check`) and writes what takes that room. The block's writes
+    must commit before it ends: the locks go only then, and the next count must see them."""
+    async with pool.acquire() as conn, conn.transaction():
+        limit, counting = await lock_for_boot(conn, defaults, project_id, dict.fromkeys(adds, 1))
+        yield Room(cells, project_id, limit, counting)
 
 
 def _own(rows: list[asyncpg.Record]) -> dict[str, int]:
@@ -73,8 +112,8 @@ def _with_defaults(own: dict[str, int], defaults: QuotaSettings) -> dict[str, in
 
 
 async def usage(cells: Cells, project_id: str, *, skip: Cell | None = None) -> dict[str, int]:
-    """What the project uses of each counted resource (key pairs and server groups: none yet),
-    summed over its instances in every cell (but `skip`)."""
+    """What the project's instances in every cell (but `skip`) use of each counted resource;
+    key pairs (a user's) and server groups (see _with_groups) are not counted here."""
     async def count(cell: Cell) -> asyncpg.Record | None:
         return None if cell is skip else await cell.pool.fetchrow(Q.instance_usage, project_id)
     return total(*(usage_of(r) for r in await cells.each(count) if r is not None))
@@ -133,7 +172,7 @@ async def set_limits(pool: Pool, cells: Cells, defaults: QuotaSettings, project_
     nova-async does not enforce (an old client's) are skipped. The limits afterwards."""
     async with pool.acquire() as conn, conn.transaction():
         await lock_project(conn, project_id)
-        used = await usage(cells, project_id)
+        used = await _with_groups(conn, project_id, await usage(cells, project_id))
         for resource, value in changes.items():
             if resource not in RESOURCES:
                 continue  # an old client's field nova-async does not enforce
@@ -152,7 +191,14 @@ async def clear_limits(pool: Pool, project_id: str) -> None:
 async def limits_and_usage(pool: Pool, cells: Cells, defaults: QuotaSettings,
                            project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """(the project's limits, what it uses now), as `os-quota-sets/detail` and `limits` show them."""
-    return await limits(pool, defaults, project_id), await usage(cells, project_id)
+    return await limits(pool, defaults, project_id), await _with_groups(pool, project_id,
+                                                                        await usage(cells, project_id))
+
+
+async def _with_groups(db: Pool | asyncpg.Connection, project_id: str, used: dict[str, int]) -> dict[str, int]:
+    """`used` with the project's server groups, which live in the API database (a boot's count
+    needs none of them, so `usage` leaves them out)."""
+    return {**used, "server_groups": int(await db.fetchval(Q.server_groups_in_use, project_id))}
 
 
 async def class_limits(pool: Pool, defaults: QuotaSettings, class_name: str) -> dict[str, int]:

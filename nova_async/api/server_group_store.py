@@ -36,11 +36,12 @@ class Group(NamedTuple):
 
 async def create(pool: Pool, defaults: QuotaSettings, ctx: RequestContext, name: str, policy: str,
                  per_host: int | None) -> asyncpg.Record:
-    """A new group of the caller's project, or 403 over the project's server group quota."""
+    """A new group of the caller's project, or 403 over the project's server group quota:
+    counted under the project's server group counting lock, which boots do not take."""
     async with pool.acquire() as conn, conn.transaction():
-        limit = (await quotas.lock_and_limits(conn, defaults, ctx.project_id))["server_groups"]
-        used = await conn.fetchval(Q.count_in_project, ctx.project_id)
-        if 0 <= limit <= used:
+        limits, counting = await quotas.lock_to_count(conn, defaults, ctx.project_id, "server_groups")
+        limit = limits["server_groups"]
+        if counting and limit <= await conn.fetchval(Q.count_in_project, ctx.project_id):
             raise quotas.QuotaExceeded(f"Quota exceeded, too many server groups (limit {limit}).")
         return await conn.fetchrow(Q.insert, uuidlib.uuid4(), name, ctx.project_id, ctx.user_id, policy, per_host)
 

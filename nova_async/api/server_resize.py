@@ -4,9 +4,10 @@ flavor on another host, confirmed or reverted the same way), `createImage` and
 `createBackup` (a snapshot whose host then keeps only the newest `rotation` backups).
 
 `resize` checks the new flavor (it exists, differs, has no smaller root or ephemeral disk —
-disks only grow, as with Nova's libvirt driver — and the project's quota takes the
-growth), then in one transaction claims the server (task_state resize_prep, from ACTIVE or
-SHUTOFF), records the migration with the old and new flavor, and starts the action; the
+disks only grow, as with Nova's libvirt driver), then, under the project's quota locks (those
+a boot takes: quotas.py), in one transaction claims the server (task_state resize_prep, from
+ACTIVE or SHUTOFF), checks that the project's quota takes the growth, records the migration
+with the old and new flavor, and starts the action; the
 conductor takes it from there (conductor/resize.py). The server then waits in
 VERIFY_RESIZE: `confirmResize` (204) keeps the new flavor, `revertResize` (202) goes back.
 Of a confirm and a revert racing, exactly one wins the migration's row.
@@ -85,23 +86,22 @@ async def _new_flavor(state: ApiState, ctx: RequestContext, ref: Any, old: Flavo
     return new
 
 
-async def _check_quota(state: ApiState, project_id: str, old: Flavor, new: Flavor) -> None:
-    """An upsize needs room in the project's cores and ram quota for what it adds."""
-    growth = {"cores": new.vcpus - old.vcpus, "ram": new.memory_mb - old.memory_mb}
-    if all(v <= 0 for v in growth.values()):
-        return
-    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
-    used = await quotas.usage(state.cells, project_id)
-    quotas.how_many_fit(limit, used, {k: max(0, v) for k, v in growth.items()}, 1, 1)
+def _growth(old: Flavor, new: Flavor) -> dict[str, int]:
+    """What a resize from `old` to `new` adds to the project's cores and ram (what shrinks adds nothing)."""
+    return {"cores": max(0, new.vcpus - old.vcpus), "ram": max(0, new.memory_mb - old.memory_mb)}
 
 
 async def resize(state: ApiState, ctx: RequestContext, uuid: str, value: dict[str, Any]) -> web.Response:
     db, row = await server_store.changeable(state, ctx, uuid)
     old = Flavor.from_row(row["flavor"])
     new = await _new_flavor(state, ctx, value["flavorRef"], old, volume_backed=not row["image_ref"])
-    await _check_quota(state, row["project_id"], old, new)
     await state.hooks.pre("pre_resize", row, flavor=lambda: hooks.flavor(new))
-    return await _move(state, ctx, db, uuid, new, "resize", auto_disk_config=server_store.auto_disk_config(value))
+    # Under the project's quota locks, as a boot: two upsizes (or an upsize and a boot) cannot
+    # both take the last cores; the migration, which keeps the growth counted, commits first.
+    async with quotas.growing(state.pool, state.cells, state.settings.quota, row["project_id"]) as room:
+        migration_uuid = await _claim(ctx, db, uuid, new, "resize", room=room,
+                                      auto_disk_config=server_store.auto_disk_config(value))
+    return await _hand_over(state, ctx, db, uuid, migration_uuid)
 
 
 MIGRATE_SCHEMA = w.validator({"type": ["object", "null"], "additionalProperties": False, "properties": {
@@ -126,24 +126,34 @@ async def migrate(state: ApiState, ctx: RequestContext, uuid: str, value: Any, v
             raise errors.InvalidInput(f"Compute host {host} could not be found.")
         if host == row["host"]:
             raise errors.InvalidInput("The target host can't be the same one.")
-    return await _move(state, ctx, db, uuid, Flavor.from_row(row["flavor"]), "migrate", migration_type="migration",
-                       dest=host)
+    migration_uuid = await _claim(ctx, db, uuid, Flavor.from_row(row["flavor"]), "migrate",
+                                  migration_type="migration", dest=host)
+    return await _hand_over(state, ctx, db, uuid, migration_uuid)
 
 
-async def _move(state: ApiState, ctx: RequestContext, db, uuid: str, new: Flavor, action: str, *,
-                migration_type: str = "resize", dest: str | None = None,
-                auto_disk_config: bool | None = None) -> web.Response:
-    """Claim the server (task_state resize_prep, from ACTIVE or SHUTOFF), record the
-    migration and the action in one transaction, and hand it to the conductor."""
+async def _claim(ctx: RequestContext, db, uuid: str, new: Flavor, action: str, *,
+                 room: quotas.Room | None = None, migration_type: str = "resize", dest: str | None = None,
+                 auto_disk_config: bool | None = None) -> str:
+    """Claim the server (task_state resize_prep, from ACTIVE or SHUTOFF), check that the
+    project's quota takes what `new` adds to the flavor claimed (when there is a `room` to
+    check), and record the migration and the action: one transaction of the cell, committed
+    when this returns; the migration's uuid."""
     migration_uuid = str(uuidlib.uuid4())
     async with db.acquire() as conn, conn.transaction():
         claimed = await conn.fetchrow(MQ.begin_resize, uuid, auto_disk_config)
         if claimed is None:
             raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
+        if room is not None:
+            await room.check(_growth(Flavor.from_row(claimed["flavor"]), new))
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],
                            claimed["flavor"], new, claimed["request_spec"], claimed["vm_state"],
                            claimed["project_id"], claimed["user_id"], migration_type, dest)
         await instances.start_action(conn, uuid, ctx.request_id, action, ctx.project_id, ctx.user_id)
+    return migration_uuid
+
+
+async def _hand_over(state: ApiState, ctx: RequestContext, db, uuid: str, migration_uuid: str) -> web.Response:
+    """The claimed move to the conductor; when it cannot be told, the claim is undone."""
     try:
         await state.conductor.resize(uuid, migration_uuid, ctx)
     except Exception:

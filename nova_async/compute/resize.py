@@ -50,6 +50,7 @@ from nova_async.hooks import runner as hooks
 
 log = structlog.get_logger("compute.resize")
 MQ = queries("migrations")
+GQ = queries("server_groups")
 
 _RESIZING = [TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED, TaskState.RESIZE_FINISH]
 
@@ -256,6 +257,8 @@ async def _finish_revert(host: Host, row: asyncpg.Record, migration: asyncpg.Rec
             await host.placement.move_allocations(mig, uuid, row["project_id"], row["user_id"],
                                                   source_type="MIGRATION", target_type="INSTANCE")
             await _place_guest(host, row, Flavor.from_row(old_flavor), running=running)
+            # its server group counts it here again (the scheduler recorded the destination)
+            await host.api_pool.execute(GQ.set_member_host, uuid, host.name)
             await host.pool.execute(MQ.set_reverted, uuid, host.name, migration["source_node"], old_flavor,
                                     migration["old_request_spec"], migration["old_vm_state"],
                                     PowerState.RUNNING if running else PowerState.SHUTDOWN)

@@ -11,7 +11,7 @@ would exclude it, and a cold migration its admin aimed at a host goes there or n
 
 When no host takes the new flavor the allocation moves back to the instance, the server
 stays as it was (ACTIVE or SHUTOFF, no task) and the action records why, as in Nova.
-Server group policies are not checked again on a resize.
+A member of a server group is placed under its group's policy again (scheduler/server_groups.py).
 
 Every step can run again: a restart that interrupts it finds the instance still in
 `resize_prep` with its migration `pre-migrating`, and `resume` sends it through again. One
@@ -52,7 +52,8 @@ def resize_spec(old_spec: dict, flavor: dict, instance_uuid: str, *, same_host: 
     hints = dict(spec.scheduler_hints)
     if not same_host:
         hints["different_host"] = [*hints.get("different_host", []), instance_uuid]
-    return msgspec.structs.replace(spec, group=None, scheduler_hints=hints, cell=cell,
+    # The group stays: its policy is checked again, as Nova's scheduler does on a move.
+    return msgspec.structs.replace(spec, scheduler_hints=hints, cell=cell,
                                    requested_host=requested_host)
 
 

@@ -66,7 +66,7 @@ class Scheduler:
                     return selections
             return await self._select(instance_uuids, spec, None, None, sample)
         # A group's placements are counted as they are made: one pass, over every host.
-        async with server_groups.locked(self.pool, spec.group) as (group, conn):
+        async with server_groups.locked(self.pool, spec.group, instance_uuids) as (group, conn):
             return await self._select(instance_uuids, spec, group, conn, None)
 
     async def _select(self, instance_uuids: list[str], spec: m.RequestSpec,

@@ -5,6 +5,12 @@ anti-affinity: only hosts with fewer than `max_server_per_host` members), soft o
 (soft-affinity prefers hosts with more members, soft-anti-affinity fewer). Every placement
 within the request counts at once, so a multi-create spreads (or packs) too.
 
+A resize or cold migration of a member is scheduled with its group too, as Nova's are: its
+own host counts as the member's (so an affinity member has nowhere else to go, as in Nova),
+and anti-affinity lets it stay there; a group deleted since has no members left to keep it
+from anywhere. The member's recorded host becomes the destination when it is chosen, and the
+source again when the move is reverted (compute/resize.py).
+
 Scheduling for one group happens under a PostgreSQL advisory lock on the group, held from
 reading the members' hosts until their claims are recorded: two boots into one
 anti-affinity group cannot both pick the same host, however many schedulers run."""
@@ -13,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -30,6 +36,9 @@ Q = queries("server_groups")
 class GroupState:
     policy: GroupPolicy
     on_host: Counter[str] = field(default_factory=Counter)   # members per host
+    # the hosts of the members being scheduled again (a resize, a cold migration): their own
+    # host, which an anti-affinity policy lets them stay on, as Nova's filter does
+    moving_from: frozenset[str] = frozenset()
 
     @property
     def filter_name(self) -> str:
@@ -40,7 +49,7 @@ class GroupState:
         if self.policy.policy == "affinity":
             return not self.on_host or host.host in self.on_host
         if self.policy.policy == "anti-affinity":
-            return self.on_host[host.host] < self.policy.max_server_per_host
+            return host.host in self.moving_from or self.on_host[host.host] < self.policy.max_server_per_host
         return True
 
     def why(self, host: HostState) -> str:
@@ -58,14 +67,17 @@ class GroupState:
 
 
 @contextlib.asynccontextmanager
-async def locked(pool: Pool, policy: GroupPolicy) -> AsyncIterator[tuple[GroupState, asyncpg.Connection]]:
-    """The group's state, read and kept under its lock for as long as the block runs."""
+async def locked(pool: Pool, policy: GroupPolicy,
+                 scheduled: Collection[str] = ()) -> AsyncIterator[tuple[GroupState, asyncpg.Connection]]:
+    """The group's state, read and kept under its lock for as long as the block runs, for
+    placing the instances `scheduled` (members already on a host are being moved)."""
     async with pool.acquire() as conn:
         key = f"server-group:{policy.uuid}"
         await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", key)
         try:
-            rows = await conn.fetch(Q.members, [policy.uuid])
-            yield GroupState(policy, Counter(r["host"] for r in rows if r["host"])), conn
+            rows = await conn.fetch(Q.placed_members, policy.uuid)
+            moving_from = frozenset(r["host"] for r in rows if r["host"] and str(r["instance_uuid"]) in scheduled)
+            yield GroupState(policy, Counter(r["host"] for r in rows if r["host"]), moving_from), conn
         finally:
             await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
 

@@ -1,5 +1,8 @@
 -- quota_lock_and_limits: take a project's quota lock and read its limits, in one round trip.
 --
+-- Kept for the release before, whose server group creation takes it; this one calls
+-- quota_lock_to_count instead. A contract migration may drop it once no such release runs.
+--
 -- The lock serialises whatever holds it for the project, so the time it is held counts; the
 -- limits must be read after the lock is granted: a quota update holds the same lock, and a read
 -- made before (or in the same statement, whose snapshot predates the wait) could miss what it

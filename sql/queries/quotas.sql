@@ -16,11 +16,6 @@ DELETE FROM quota_limits WHERE project_id = $1;
 -- happen one at a time, so concurrent requests cannot both take the last unit.
 SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0));
 
--- name: lock_and_limits
--- lock_project, then limits, in one round trip (the function: sql/functions/): the limits as
--- the lock's last holder left them.
-SELECT resource, hard_limit FROM quota_lock_and_limits($1);
-
 -- name: lock_for_boot
 -- A boot's locks and limits in one round trip (the function: sql/functions/): the project's quota
 -- lock shared, plus its counting lock when the limits read under it limit any of $2 (what the
@@ -28,13 +23,20 @@ SELECT resource, hard_limit FROM quota_lock_and_limits($1);
 -- `counting`: whether the boot must count (and now holds the counting lock).
 SELECT limits, counting FROM quota_lock_for_boot($1, $2::text[], $3::int[]);
 
+-- name: lock_to_count
+-- The locks and limits of a request adding to resource $2 only (a server group), in one round
+-- trip (the function: sql/functions/): the project's quota lock shared, plus that resource's
+-- own counting lock when it is limited ($3: its default). As lock_for_boot answers.
+SELECT limits, counting FROM quota_lock_to_count($1, $2, $3);
+
 -- name: instance_usage
--- What a project's instances use: every instance that is not deleted counts, ERROR included.
-SELECT count(*) AS instances,
-       coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
-       coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
-  FROM instances
- WHERE project_id = $1 AND deleted_at IS NULL;
+-- What a project's instances in this cell use, each counted once (a moving one with the
+-- larger of its two flavors): sql/functions/project_usage.sql.
+SELECT instances, cores, ram FROM project_usage($1);
+
+-- name: server_groups_in_use
+-- The project's server groups (in the API database), as its server group quota counts them.
+SELECT count(*) FROM server_groups WHERE project_id = $1 AND deleted_at IS NULL;
 
 -- name: class_limits
 SELECT resource, hard_limit FROM quota_class_limits WHERE class_name = $1;

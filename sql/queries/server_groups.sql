@@ -36,6 +36,13 @@ DELETE FROM server_group_members WHERE instance_uuid = $1;
 -- name: add_member
 INSERT INTO server_group_members (instance_uuid, group_uuid) VALUES ($1, $2);
 
+-- name: placed_members
+-- For the scheduler: group $1's members and the host each was placed on (NULL: not yet),
+-- none once the group is deleted (a move of a former member is held to no policy, as in Nova).
+SELECT m.instance_uuid, m.host
+  FROM server_group_members m JOIN server_groups g ON g.uuid = m.group_uuid
+ WHERE m.group_uuid = $1 AND g.deleted_at IS NULL;
+
 -- name: set_member_host
 UPDATE server_group_members SET host = $2 WHERE instance_uuid = $1;
 

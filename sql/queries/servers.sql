@@ -5,8 +5,9 @@
 -- is the same for all: api/server_create.py InstanceRows.arguments() names each) with their
 -- `create` actions (request $22), in one statement. Returns the project's usage as this
 -- statement's snapshot saw it, without the new instances: the caller adds them (the recount
--- that catches a writer that did not take the quota lock); zeros when $23 is false (no limit
--- to check: nothing is counted). $24: the disk config (AUTO: true).
+-- that catches a writer that did not take the quota lock), counted as quotas.instance_usage
+-- counts; zeros when $23 is false (no limit to check: nothing is counted, as no project is
+-- NULL). $24: the disk config (AUTO: true).
 WITH new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
@@ -21,11 +22,7 @@ WITH new AS (
     SELECT uuid, $22, 'create', $5, $6 FROM new
     ON CONFLICT (instance_uuid, request_id) DO UPDATE SET updated_at = now()
 )
-SELECT count(*) AS instances,
-       coalesce(sum((flavor->>'vcpus')::bigint), 0) AS cores,
-       coalesce(sum((flavor->>'memory_mb')::bigint), 0) AS ram
-  FROM instances
- WHERE $23::bool AND project_id = $5 AND deleted_at IS NULL;
+SELECT instances, cores, ram FROM project_usage(CASE WHEN $23::bool THEN $5 END);
 
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,

@@ -31,6 +31,7 @@ openstack server create --flavor r.small --image rimg --network rnet --wait rvm
 openstack server resize --flavor r.big --wait rvm
 echo "after resize: $(openstack server show rvm -f value -c status)"
 echo "flavor after resize: $(openstack server show rvm -f value -c flavor | tr '\n' ' ')"
+openstack limits show --absolute -f value | sed 's/^/in VERIFY_RESIZE: /'
 openstack server resize confirm rvm
 until [ "$(openstack server show rvm -f value -c status)" = ACTIVE ]; do sleep 1; done
 openstack server resize --flavor r.bigger --wait rvm
@@ -52,6 +53,12 @@ async def test_openstack_cli_resizes_and_snapshots(database, work_dir):
         for expected in (r"after resize: VERIFY_RESIZE", r"\| reverted +\|", r"\| confirmed +\|",
                          r"snapshot: active"):
             assert re.search(expected, output), (expected, output)
+        # while it waits for confirmation the server counts once, with the bigger flavor
+        # (the client's names: totalCoresUsed, or total_cores_used from openstacksdk-based ones)
+        used = {name.replace("_", "").lower(): value
+                for name, value in re.findall(r"^in VERIFY_RESIZE: (\w+) (-?\d+)$", output, re.M)}
+        assert (used.get("totalinstancesused"), used.get("totalcoresused"), used.get("totalramused")) == \
+            ("1", "2", "512"), output
         # the flavor after the first resize (confirmed), and after the second (reverted to it)
         for when in ("resize", "revert"):
             [shown] = re.findall(rf"^flavor after {when}: (.*)$", output, re.M)
