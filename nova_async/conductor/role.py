@@ -19,13 +19,14 @@ import asyncio
 
 import structlog
 
-from nova_async.common import errors, metrics
+from nova_async.common import errors, lease, metrics
 from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState, VmState
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
+from nova_async.conductor import stranded
 from nova_async.conductor.resize import Resizer
 from nova_async.conductor.unshelve import Unshelver
 from nova_async.db import instances
@@ -69,6 +70,8 @@ class ConductorRole(Role):
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
         self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute)
+        self.stranded = stranded.Stranded(self.cells, self.bus, self.placement, self.network,
+                                          self.settings.scheduler.service_down_time)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
                          ResizeInstance: self.resizer.resize,
@@ -84,6 +87,15 @@ class ConductorRole(Role):
         await self._resume()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
+            # Global jobs, in one conductor at a time (common/lease.py).
+            tg.create_task(lease.periodic(self.deps.locks, "conductor:tidy-cells", self.cells.tidy,
+                                          seconds=TIDY_INTERVAL, stopping=self.stopping, at_once=False),
+                           name="conductor:tidy-cells-lease")
+            down_time = self.settings.scheduler.service_down_time
+            tg.create_task(lease.periodic(self.deps.locks, "conductor:stranded", self.stranded.pick_up,
+                                          seconds=stranded.interval(down_time), stopping=self.stopping,
+                                          at_once=False),
+                           name="conductor:stranded")
             tg.create_task(self.after_each_return(self._resume), name="conductor:resume")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
@@ -97,12 +109,13 @@ class ConductorRole(Role):
     async def _tidy_cells(self) -> None:
         """Again and again, not only at start: a boot whose API transaction failed to commit
         after its rows reached the cell (a database blip, not a crash) leaves rows nobody
-        maps, listed and counted until they are removed."""
+        maps, listed and counted until they are removed. That is done by the conductor that
+        holds the lease (run()); every copy opens the cells another process created since."""
         while not await self.sleep_unless_stopping(TIDY_INTERVAL):
             try:
-                await self.cells.tidy()
+                await self.cells.refresh()
             except Exception:
-                log.exception("tidying the cells failed; trying again next time")
+                log.exception("refreshing the cells failed; trying again next time")
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         # A boot request's instances are all in one cell: the one the API wrote them into,

@@ -1,0 +1,49 @@
+-- What a dead node leaves behind (conductor/stranded.py): work on compute hosts that have
+-- stopped reporting, and boot requests nobody scheduled. `down` is judged by the database
+-- clock, as os-services does.
+
+-- name: down_compute_hosts
+-- Compute hosts without a heartbeat for over $1 seconds, or forced down by an admin.
+SELECT host FROM services
+ WHERE binary_name = 'nova-compute'
+   AND (forced_down OR last_seen_up IS NULL OR last_seen_up < now() - make_interval(secs => $1));
+
+-- name: fail_stranded_builds
+-- Run in each cell: builds on the down hosts $1 end in ERROR, with a fault naming the host,
+-- each once (whoever updates the row first). Returns them with the request id of their
+-- latest action, so that it can be ended.
+WITH failed AS (
+    UPDATE instances
+       SET vm_state = 'error', task_state = NULL, updated_at = now()
+     WHERE host = ANY($1::text[]) AND deleted_at IS NULL AND vm_state = 'building'
+       AND task_state IS DISTINCT FROM 'deleting'
+    RETURNING uuid, host
+), faulted AS (
+    INSERT INTO instance_faults (instance_uuid, code, message, details, host)
+    SELECT uuid, 500, 'Compute host ' || host || ' went down while building the server', '', host
+      FROM failed
+)
+SELECT f.uuid, f.host,
+       (SELECT a.request_id FROM instance_actions a
+         WHERE a.instance_uuid = f.uuid
+         ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
+  FROM failed f;
+
+-- name: forgotten_boots
+-- Run in each cell: boot requests given no host and left unchanged for over $1 seconds (the
+-- process that accepted them died before it handed them on), per request.
+SELECT array_agg(i.uuid ORDER BY i.launch_index) AS uuids,
+       min(i.project_id) AS project_id, min(i.user_id) AS user_id, a.request_id
+  FROM instances i
+  JOIN instance_actions a ON a.instance_uuid = i.uuid AND a.action = 'create'
+ WHERE i.deleted_at IS NULL AND i.vm_state = 'building' AND i.host IS NULL
+   AND i.task_state IS DISTINCT FROM 'deleting'
+   AND coalesce(i.updated_at, i.created_at) < now() - make_interval(secs => $1)
+ GROUP BY i.reservation_id, a.request_id;
+
+-- name: end_open_events
+-- The steps of instance $1's action of request $2 its dead host left open end in Error, $3 why.
+UPDATE instance_action_events e
+   SET finish_time = now(), result = 'Error', traceback = $3
+  FROM instance_actions a
+ WHERE a.instance_uuid = $1 AND a.request_id = $2 AND e.action_id = a.id AND e.finish_time IS NULL;
