@@ -22,6 +22,12 @@ async def services(pool: Pool, down_time: int, host: str | None, binary: str | N
     return await pool.fetch(Q.services, down_time, host, binary)
 
 
+async def compute_up(pool: Pool, down_time: int, host: str) -> bool:
+    """Whether compute host `host` is up: its service seen within `down_time` seconds and not
+    forced down (no service at all: not up)."""
+    return bool(await pool.fetchval(Q.compute_up, down_time, host))
+
+
 async def hypervisors(pool: Pool, down_time: int) -> list[asyncpg.Record]:
     return await pool.fetch(Q.hypervisors, down_time)
 

@@ -95,3 +95,9 @@ WITH gone AS (DELETE FROM services WHERE id = $1 RETURNING *),
         WHERE h.host = gone.host
           AND NOT EXISTS (SELECT 1 FROM services s WHERE s.host = gone.host AND s.id <> gone.id))
 SELECT * FROM gone;
+
+-- name: compute_up
+-- Whether the compute service of host $2 is up ($1 is service_down_time); NULL: there is none.
+SELECT s.last_seen_up >= now() - make_interval(secs => $1) AND NOT s.forced_down
+  FROM services s
+ WHERE s.host = $2 AND s.binary_name = 'nova-compute';
