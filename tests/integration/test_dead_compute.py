@@ -75,3 +75,23 @@ async def test_a_build_on_a_host_that_went_down_ends_in_error_naming_the_host(cl
     resp = await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice)
     assert resp.status == 204
     await wait_status(h, server_id, "GONE")
+
+
+async def test_a_boot_request_nobody_handed_on_is_sent_again(cloud, monkeypatch):
+    h = cloud
+    cast = h.bus.cast
+
+    async def lose_boots(topic, msg, **kw):   # the API's process dies before its cast leaves
+        if type(msg).__name__ != "ScheduleAndBuildInstances":
+            await cast(topic, msg, **kw)
+
+    monkeypatch.setattr(h.bus, "cast", lose_boots)
+    created = await ok(await h.http.post(V + "/servers", headers=h.alice, json=boot_body(h)), 202)
+    server_id = created["server"]["id"]
+    monkeypatch.setattr(h.bus, "cast", cast)
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.resend_forgotten_boots() == 0     # young: maybe still on its way
+    await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
+    assert await stranded.resend_forgotten_boots() == 1
+    assert (await wait_status(h, server_id, "ACTIVE", "ERROR"))["status"] == "ACTIVE"
+    assert await stranded.resend_forgotten_boots() == 0
