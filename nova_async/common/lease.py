@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.db.session_locks import SessionLocks, key
 
 log = structlog.get_logger("lease")
@@ -77,16 +77,19 @@ class Lease:
         if self.locks is None:
             await work()
             return
+        metrics.lease_held(self.name, False)
         while not stopping.is_set():
             if not await self._take():
                 if await stopped_within(stopping, self.retry):
                     return
                 continue
             log.info("leading a job", job=self.name)
+            metrics.lease_held(self.name, True)
             try:
                 if await self._lead(work, stopping):
                     return
             finally:
+                metrics.lease_held(self.name, False)
                 await self.locks.give_back([self.key])
             log.warning("lost the lease of a job; another copy may run it now", job=self.name)
             # A copy that just lost its connection lets the others try first.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import structlog
 
 from nova_async.bus import Bus
+from nova_async.common import metrics
 from nova_async.common.context import RequestContext
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import ScheduleAndBuildInstances
@@ -73,6 +74,7 @@ class Stranded:
                     why = f"Compute host {row['host']} went down"
                     await cell.pool.execute(Q.end_open_events, uuid, row["request_id"], why)
                     await instances.finish_action(cell.pool, uuid, row["request_id"], why)
+                metrics.build_finished("error")
                 failed.append(uuid)
         return failed
 
