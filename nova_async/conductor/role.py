@@ -9,7 +9,8 @@ A delete that arrives while an instance is still being scheduled is finished her
 A resize (`resize_instance`) is scheduled here too, see resize.py, and an unshelve, see
 unshelve.py. At start it resumes boot requests, resizes and unshelves a previous run accepted
 but never scheduled,
-and again each time the database (or the message broker) comes back after an outage:
+and again each time the database (or the message broker) comes back after an outage (of
+several copies, the one that holds the lease `conductor:resume` does, see common/lease.py):
 scheduling that a database outage cut off is left as it was (building, no host) for that
 pick-up, not failed."""
 
@@ -84,7 +85,6 @@ class ConductorRole(Role):
     async def run(self) -> None:
         self.ready.set()
         await self.cells.tidy()
-        await self._resume()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
             # Global jobs, in one conductor at a time (common/lease.py).
@@ -96,9 +96,21 @@ class ConductorRole(Role):
                                           seconds=stranded.interval(down_time), stopping=self.stopping,
                                           at_once=False),
                            name="conductor:stranded")
-            tg.create_task(self.after_each_return(self._resume), name="conductor:resume")
+            tg.create_task(lease.Lease(self.deps.locks, "conductor:resume").run(self._lead_resume, self.stopping),
+                           name="conductor:resume")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
+
+    async def _lead_resume(self) -> None:
+        """What the conductor that holds the resume lease does: resume once when it takes it
+        (at start, or when the copy that held it died: what that one had taken RabbitMQ
+        redelivers, and a second copy changes nothing), then after each outage. The other
+        copies leave it to that one: each would otherwise cast every unscheduled request again."""
+        try:
+            await self._resume()
+        except Exception:
+            log.exception("resuming interrupted work failed; trying again at the next return")
+        await self.after_each_return(self._resume)
 
     async def _resume(self) -> None:
         await self._resume_unscheduled()
