@@ -18,8 +18,6 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
-MQ = queries("migrations")
-BQ = queries("block_devices")
 log = structlog.get_logger("api.server_delete")
 
 
@@ -49,7 +47,7 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         await _delete_locally(state, db, row, ctx)
     elif row["vm_state"] == VmState.SHELVED_OFFLOADED:
         await state.networks.deallocate(uuid)
-        await _release_volumes(state, db, uuid)
+        await instances.release_volumes(db, state.volumes, uuid)
         await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     elif row["vm_state"] != VmState.BUILDING:
@@ -60,28 +58,9 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
 
 
 async def _delete_locally(state: ApiState, db, row, ctx: RequestContext) -> None:
-    """The server's compute host is down (or its service is gone): what it holds outside that
-    host is let go of here, as Nova's local delete does, and the server is deleted at once.
-    Its guest and disks are the host's to remove when it comes back (its start-up recovery
-    removes the domains and directories of instances that no longer exist)."""
+    """The server's compute host is down (or its service is gone): deleted here, at once, as
+    Nova's local delete (db/instances.delete_locally)."""
     uuid = str(row["uuid"])
     log.warning("deleting a server whose compute host is down, here", instance_uuid=uuid, host=row["host"])
-    await state.networks.deallocate(uuid)
-    await _release_volumes(state, db, uuid)
-    for migration in await db.fetch(MQ.migration_consumers, uuid):   # an unconfirmed resize's old flavor
-        await state.placement.delete_allocations(str(migration["uuid"]))
-    await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
+    await instances.delete_locally(db, state.pool, state.placement, state.networks, state.volumes, uuid)
     await instances.finish_action(db, uuid, ctx.request_id)
-
-
-async def _release_volumes(state: ApiState, db, uuid: str) -> None:
-    """An offloaded server's volumes, as a terminate lets go of them (compute/volumes.release):
-    each attachment deleted, the volumes that were to go with it deleted, each mapping last."""
-    for bdm in await db.fetch(BQ.of_instance, uuid):
-        if bdm["destination_type"] != "volume" or bdm["volume_id"] is None:
-            continue
-        if bdm["attachment_id"] is not None:
-            await state.volumes.delete_attachment(str(bdm["attachment_id"]))
-        if bdm["delete_on_termination"]:
-            await state.volumes.delete(str(bdm["volume_id"]))
-        await db.execute(BQ.delete, bdm["id"])

@@ -71,7 +71,7 @@ class ConductorRole(Role):
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute,
                                self.settings.compute.allow_resize_to_same_host)
         self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute)
-        self.stranded = stranded.Stranded(self.cells, self.bus, self.placement, self.network,
+        self.stranded = stranded.Stranded(self.cells, self.bus, self.placement, self.network, self.volumes,
                                           self.settings.scheduler.service_down_time)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,

@@ -8,6 +8,9 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   waiting for the host. When the host does come back, its start-up recovery builds only
   what is still `building`: the failed instance keeps its guest (if one was made) until it
   is deleted, as any ERROR server does, and a delete then removes everything.
+- A delete handed to a compute host that went down before it finished is finished here, as
+  the API finishes one asked while the host is down (Nova's local delete: db/instances.py),
+  and its action ended.
 - A boot request left with no host and unchanged for twice `service_down_time` is handed to
   the conductors again: the process that accepted it died before it handed it on (RabbitMQ
   redelivers what a dead conductor had taken; it cannot redeliver what was never sent).
@@ -28,6 +31,7 @@ from nova_async.db.cells import Cells
 from nova_async.db.queries import queries
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient
+from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("conductor.stranded")
 Q = queries("stranded")
@@ -40,20 +44,51 @@ def interval(service_down_time: float) -> float:
 
 class Stranded:
     def __init__(self, cells: Cells, bus: Bus, placement: PlacementClient, network: NetworkClient,
-                 service_down_time: float) -> None:
+                 volumes: VolumeClient, service_down_time: float) -> None:
         self.cells = cells
         self.bus = bus
         self.placement = placement
         self.network = network
+        self.volumes = volumes
         self.down_time = service_down_time
 
     async def pick_up(self) -> None:
-        await self.fail_builds_on_down_hosts()
+        down = await self.down_hosts()
+        if down:
+            await self.fail_builds_on(down)
+            await self.finish_deletes_on(down)
         await self.resend_forgotten_boots()
 
+    async def down_hosts(self) -> list[str]:
+        return [r["host"] for r in await self.cells.api.fetch(Q.down_compute_hosts, self.down_time)]
+
     async def fail_builds_on_down_hosts(self) -> list[str]:
-        """ERROR for the builds of compute hosts that are down; their uuids."""
-        down = [r["host"] for r in await self.cells.api.fetch(Q.down_compute_hosts, self.down_time)]
+        return await self.fail_builds_on(await self.down_hosts())
+
+    async def finish_deletes_on(self, down: list[str]) -> list[str]:
+        """Deletes handed to hosts that went down before they finished: done here, as the API
+        does a delete asked while a host is down (Nova's local delete); their uuids."""
+        finished = []
+        for cell in self.cells.compute_cells:
+            for row in await cell.pool.fetch(Q.stranded_deletes, down):
+                uuid = str(row["uuid"])
+                log.warning("finishing a delete its compute host went down before doing", instance_uuid=uuid,
+                            host=row["host"])
+                try:
+                    await instances.delete_locally(cell.pool, self.cells.api, self.placement, self.network,
+                                                   self.volumes, uuid)
+                except Exception as exc:   # tried again next time: every step may run again
+                    log.warning("could not finish the delete", instance_uuid=uuid, error=str(exc))
+                    continue
+                if row["request_id"]:
+                    await cell.pool.execute(Q.end_open_events, uuid, row["request_id"],
+                                            f"Compute host {row['host']} went down")
+                    await instances.finish_action(cell.pool, uuid, row["request_id"])
+                finished.append(uuid)
+        return finished
+
+    async def fail_builds_on(self, down: list[str]) -> list[str]:
+        """ERROR for the builds of the compute hosts `down`; their uuids."""
         if not down:
             return []
         failed: list[str] = []

@@ -47,3 +47,13 @@ UPDATE instance_action_events e
    SET finish_time = now(), result = 'Error', traceback = $3
   FROM instance_actions a
  WHERE a.instance_uuid = $1 AND a.request_id = $2 AND e.action_id = a.id AND e.finish_time IS NULL;
+
+-- name: stranded_deletes
+-- Run in each cell: deletes handed to the down hosts $1 that they never finished, with the
+-- request id of each delete.
+SELECT i.uuid, i.host,
+       (SELECT a.request_id FROM instance_actions a
+         WHERE a.instance_uuid = i.uuid AND a.action = 'delete'
+         ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
+  FROM instances i
+ WHERE i.host = ANY($1::text[]) AND i.deleted_at IS NULL AND i.task_state = 'deleting';

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nova_async.compute import recovery
 from nova_async.compute.domain_xml import domain_name
+from nova_async.db import instances
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import V, boot_body, ok, wait_status
 
@@ -95,3 +96,19 @@ async def test_a_boot_request_nobody_handed_on_is_sent_again(cloud, monkeypatch)
     assert await stranded.resend_forgotten_boots() == 1
     assert (await wait_status(h, server_id, "ACTIVE", "ERROR"))["status"] == "ACTIVE"
     assert await stranded.resend_forgotten_boots() == 0
+
+
+async def test_a_delete_its_host_went_down_before_doing_is_finished_by_a_survivor(cloud):
+    h = cloud
+    server_id, host = await active_server(h)
+    # The delete reached the host's queue, and the host died: the row as the API left it.
+    await h.cell1.execute("UPDATE instances SET task_state = 'deleting' WHERE uuid = $1", server_id)
+    await instances.start_action(h.cell1, server_id, "req-lost-delete", "delete", "proj-a", "alice")
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.finish_deletes_on(await stranded.down_hosts()) == []   # the host is up: its delete
+    await force_down(h, host)
+    assert await stranded.finish_deletes_on(await stranded.down_hosts()) == [server_id]
+    await wait_status(h, server_id, "GONE")
+    await holds_nothing(h, server_id)
+    action = await h.cell1.fetchrow("SELECT * FROM instance_actions WHERE request_id = 'req-lost-delete'")
+    assert action["finish_time"] is not None
