@@ -102,6 +102,9 @@ class Lease:
             return await self.locks.take_one(self.key)
         except (errors.DatabaseUnavailable, errors.Unavailable):
             return False
+        except Exception as exc:   # the server refusing a connection (too many, say): try again later
+            log.warning("cannot try to take a job's lease", job=self.name, error=str(exc))
+            return False
 
     async def _lead(self, work: Callable[[], Awaitable[None]], stopping: asyncio.Event) -> bool:
         """Run `work` while the lease holds: True when it returned (the role is stopping),
