@@ -67,10 +67,6 @@ class Lease:
         self.key = key("lease", name)
         self.retry = retry
 
-    @property
-    def held(self) -> bool:
-        return self.locks is None or self.locks.holds(self.key)
-
     async def run(self, work: Callable[[], Awaitable[None]], stopping: asyncio.Event) -> None:
         """Until `stopping` (or until `work` returns): run `work` whenever this process holds
         the lease; stop it at once when the lease is lost, and try to take it again."""
