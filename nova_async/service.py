@@ -150,9 +150,9 @@ async def register_cloud_image(pool, roles: list[Role]) -> None:
 
 def migration_gate(settings: Settings) -> Gate:
     """What may hold this start's contract migrations back (db/migrate.py): the live services
-    of an older release, but those on the compute hosts this process serves, whose records
-    are about to be its own (its compute hosts', and its conductor's and scheduler's records:
-common/service_records.py). So `make run` upgrades a single box in place."""
+    of an older release, but this process's own, whose records are about to be replaced
+    (its compute hosts', and its conductor's and scheduler's: common/service_records.py).
+    So `make run` upgrades a single box in place."""
     own = tuple(host_names(settings)) if "compute" in settings.service.roles else ()
     if any(role in service_records.RECORDED for role in settings.service.roles):
         own += (service_records.process_host(settings),)   # its conductor's and scheduler's
