@@ -11,6 +11,9 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
 - A delete handed to a compute host that went down before it finished is finished here, as
   the API finishes one asked while the host is down (Nova's local delete: db/instances.py),
   and its action ended.
+- A power action (reboot, stop, start, pause, …) such a host was doing ends undone, the
+  server as last recorded, and a rebuild ends in ERROR, as Nova's compute does to both when
+  it starts again; a resize, snapshot, shelve or rescue waits for the host's return.
 - A boot request left with no host and unchanged for twice `service_down_time` is handed to
   the conductors again: the process that accepted it died before it handed it on (RabbitMQ
   redelivers what a dead conductor had taken; it cannot redeliver what was never sent).
@@ -24,6 +27,7 @@ import structlog
 from nova_async.bus import Bus
 from nova_async.common import metrics
 from nova_async.common.context import RequestContext
+from nova_async.common.states import TaskState
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import ScheduleAndBuildInstances
 from nova_async.db import instances
@@ -35,6 +39,17 @@ from nova_async.volume.client import VolumeClient
 
 log = structlog.get_logger("conductor.stranded")
 Q = queries("stranded")
+
+
+# What a survivor can end for a dead host: a power action is simply not done (Nova's compute
+# clears such a task at its restart), a rebuild leaves the server in ERROR (Nova's does too).
+# Resizes, snapshots, shelves and rescues involve more than the host's row (another host,
+# an image) and wait for the host to come back, whose start-up recovery finishes them.
+POWER_TASKS = sorted({TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED,
+                      TaskState.REBOOTING_HARD, TaskState.REBOOT_PENDING_HARD, TaskState.REBOOT_STARTED_HARD,
+                      TaskState.POWERING_OFF, TaskState.POWERING_ON, TaskState.PAUSING, TaskState.UNPAUSING,
+                      TaskState.SUSPENDING, TaskState.RESUMING})
+REBUILD_TASKS = sorted({TaskState.REBUILDING, TaskState.REBUILD_BLOCK_DEVICE_MAPPING, TaskState.REBUILD_SPAWNING})
 
 
 def interval(service_down_time: float) -> float:
@@ -57,6 +72,7 @@ class Stranded:
         if down:
             await self.fail_builds_on(down)
             await self.finish_deletes_on(down)
+            await self.end_tasks_on(down)
         await self.resend_forgotten_boots()
 
     async def down_hosts(self) -> list[str]:
@@ -86,6 +102,21 @@ class Stranded:
                     await instances.finish_action(cell.pool, uuid, row["request_id"])
                 finished.append(uuid)
         return finished
+
+    async def end_tasks_on(self, down: list[str]) -> list[str]:
+        """Power actions and rebuilds the hosts `down` were doing, ended; their uuids."""
+        ended = []
+        for cell in self.cells.compute_cells:
+            for row in await cell.pool.fetch(Q.end_stranded_tasks, down, POWER_TASKS, REBUILD_TASKS):
+                uuid = str(row["uuid"])
+                log.warning("ended a task its compute host went down in the middle of", instance_uuid=uuid,
+                            host=row["host"], task_state=row["task_state"], vm_state=row["vm_state"])
+                if row["request_id"]:
+                    why = f"Compute host {row['host']} went down"
+                    await cell.pool.execute(Q.end_open_events, uuid, row["request_id"], why)
+                    await instances.finish_action(cell.pool, uuid, row["request_id"], why)
+                ended.append(uuid)
+        return ended
 
     async def fail_builds_on(self, down: list[str]) -> list[str]:
         """ERROR for the builds of the compute hosts `down`; their uuids."""

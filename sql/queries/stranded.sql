@@ -57,3 +57,31 @@ SELECT i.uuid, i.host,
          ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
   FROM instances i
  WHERE i.host = ANY($1::text[]) AND i.deleted_at IS NULL AND i.task_state = 'deleting';
+
+-- name: end_stranded_tasks
+-- Run in each cell: the tasks $2 (power actions) the down hosts $1 were doing end undone,
+-- the server left as last recorded; a rebuild (a task in $3) ends in ERROR with a fault, as
+-- Nova's compute sets it at its restart. Each once. Returns them with the task and the
+-- request id of their latest action.
+WITH stuck AS (
+    SELECT uuid, host, task_state FROM instances
+     WHERE host = ANY($1::text[]) AND deleted_at IS NULL AND vm_state <> 'building'
+       AND (task_state = ANY($2::text[]) OR task_state = ANY($3::text[]))
+       FOR UPDATE SKIP LOCKED
+), ended AS (
+    UPDATE instances i
+       SET task_state = NULL, updated_at = now(),
+           vm_state = CASE WHEN s.task_state = ANY($3::text[]) THEN 'error' ELSE i.vm_state END
+      FROM stuck s
+     WHERE i.uuid = s.uuid AND i.task_state = s.task_state
+    RETURNING i.uuid, s.host, s.task_state, i.vm_state
+), faulted AS (
+    INSERT INTO instance_faults (instance_uuid, code, message, details, host)
+    SELECT uuid, 500, 'Compute host ' || host || ' went down while rebuilding the server', '', host
+      FROM ended WHERE vm_state = 'error'
+)
+SELECT e.uuid, e.host, e.task_state, e.vm_state,
+       (SELECT a.request_id FROM instance_actions a
+         WHERE a.instance_uuid = e.uuid
+         ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
+  FROM ended e;

@@ -112,3 +112,27 @@ async def test_a_delete_its_host_went_down_before_doing_is_finished_by_a_survivo
     await holds_nothing(h, server_id)
     action = await h.cell1.fetchrow("SELECT * FROM instance_actions WHERE request_id = 'req-lost-delete'")
     assert action["finish_time"] is not None
+
+
+async def test_power_actions_and_rebuilds_its_host_went_down_in_are_ended(cloud):
+    h = cloud
+    stopping, _ = await active_server(h)
+    rebuilding, _ = await active_server(h)
+    hosts = {(await ok(await h.http.get(f"{V}/servers/{s}", headers=h.admin), 200))["server"]["OS-EXT-SRV-ATTR:host"]
+             for s in (stopping, rebuilding)}
+    for server_id, task, action in ((stopping, "powering-off", "stop"), (rebuilding, "rebuilding", "rebuild")):
+        await h.cell1.execute("UPDATE instances SET task_state = $2 WHERE uuid = $1", server_id, task)
+        await instances.start_action(h.cell1, server_id, f"req-{action}", action, "proj-a", "alice")
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.end_tasks_on(await stranded.down_hosts()) == []   # the hosts are up
+    for host in hosts:
+        await force_down(h, host)
+    assert sorted(await stranded.end_tasks_on(await stranded.down_hosts())) == sorted([stopping, rebuilding])
+    assert await stranded.end_tasks_on(await stranded.down_hosts()) == []   # once
+    stopped = await wait_status(h, stopping, "ACTIVE")
+    assert stopped["OS-EXT-STS:task_state"] is None       # the stop was not done: as last recorded
+    failed = await wait_status(h, rebuilding, "ERROR")
+    assert failed["fault"]["message"].endswith("went down while rebuilding the server")
+    for action in ("stop", "rebuild"):
+        row = await h.cell1.fetchrow("SELECT * FROM instance_actions WHERE request_id = $1", f"req-{action}")
+        assert row["finish_time"] is not None and "went down" in row["message"]
