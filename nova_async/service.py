@@ -9,6 +9,10 @@ Shutdown (SIGTERM/SIGINT), one deadline for all of it: stop HTTP intake → stop
 and tell roles to stop → let them drain → cancel what is left → stop watching the database
 → close resources in reverse order (the AsyncExitStack).
 
+The conductor and scheduler roles of the process have service records of their own, kept
+up by a heartbeat beside the roles (common/service_records.py), so that os-services lists
+every copy; the compute role keeps its hosts' records itself.
+
 The database is watched beside the roles, in the same TaskGroup (db/health.py): a probe,
 and for the private cluster its supervisor (db/embedded.py), which starts it again when it
 dies and ends the service when it keeps dying. While the database is away requests answer
@@ -34,8 +38,9 @@ from aiohttp import web
 from nova_async.bus import Bus
 from nova_async.bus.caps import VersionCaps
 from nova_async.bus.memory import MemoryBus
-from nova_async.common import errors, systemd
+from nova_async.common import errors, service_records, systemd
 from nova_async.common import web as common_web
+from nova_async.common.service_records import ServiceRecords
 from nova_async.common.tokens import TokenCodec
 from nova_async.compute import cloud_image
 from nova_async.compute.simhosts import host_names
@@ -145,9 +150,12 @@ async def register_cloud_image(pool, roles: list[Role]) -> None:
 
 def migration_gate(settings: Settings) -> Gate:
     """What may hold this start's contract migrations back (db/migrate.py): the live services
-    of an older release, but those on the compute hosts this process serves, whose records
-    are about to be its own. So `make run` upgrades a single box in place."""
+    of an older release, but this process's own, whose records are about to be replaced
+    (its compute hosts', and its conductor's and scheduler's: common/service_records.py).
+    So `make run` upgrades a single box in place."""
     own = tuple(host_names(settings)) if "compute" in settings.service.roles else ()
+    if any(role in service_records.RECORDED for role in settings.service.roles):
+        own += (service_records.process_host(settings),)   # its conductor's and scheduler's
     return Gate(down_time=settings.scheduler.service_down_time, replacing=own)
 
 
@@ -302,6 +310,12 @@ class Service:
             watching = [tg.create_task(self.health.watch(), name="db:probe")]
             if deps.locks is not None:
                 watching.append(tg.create_task(deps.locks.watch(), name="db:locks"))
+            records = ServiceRecords(deps.pool, bus, settings)
+            try:
+                await records.register()
+            except Exception as exc:   # kept trying by keep_up: the roles need not wait for it
+                log.warning("cannot write this process's service records yet", error=str(exc))
+            watching.append(tg.create_task(records.keep_up(), name="service:records"))
             if pg is not None:
                 watching.append(tg.create_task(
                     pg.supervise(self.health, deaths=settings.service.private_database_deaths,

@@ -1,5 +1,6 @@
 """Deleting a server: mark it `deleting` atomically, then hand the teardown to whoever
 holds it — its compute host, or the conductor while it is still being scheduled. A server
+whose compute host is down is deleted here, as Nova does (its "local delete"). A server
 that never got anywhere (ERROR without a host) is finished here, and so is a shelved
 offloaded one (no host, no guest: its ports and volumes are all it holds). A shelved
 server's image goes with it, as in Nova."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import structlog
 
-from nova_async.api import lookup
+from nova_async.api import lookup, service_store
 from nova_async.api.state import ApiState
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -17,7 +18,6 @@ from nova_async.db import instances
 from nova_async.db.queries import queries
 
 IQ = queries("instances")
-BQ = queries("block_devices")
 log = structlog.get_logger("api.server_delete")
 
 
@@ -40,11 +40,14 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
         except Exception as exc:
             log.warning("could not delete the shelved server's image", image_id=row["shelved_image_id"],
                         error=str(exc))
-    if row["host"]:
+    if row["host"] and await service_store.compute_up(state.pool, state.settings.scheduler.service_down_time,
+                                                      row["host"]):
         await state.compute.terminate(row["host"], uuid, ctx)
+    elif row["host"]:
+        await _delete_locally(state, db, row, ctx)
     elif row["vm_state"] == VmState.SHELVED_OFFLOADED:
         await state.networks.deallocate(uuid)
-        await _release_volumes(state, db, uuid)
+        await instances.release_volumes(db, state.volumes, uuid)
         await instances.finish_unhosted_delete(db, state.pool, state.placement, uuid)
         await instances.finish_action(db, uuid, ctx.request_id)
     elif row["vm_state"] != VmState.BUILDING:
@@ -54,14 +57,10 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
     # else: still being scheduled; the conductor sees `deleting` and finishes the delete.
 
 
-async def _release_volumes(state: ApiState, db, uuid: str) -> None:
-    """An offloaded server's volumes, as a terminate lets go of them (compute/volumes.release):
-    each attachment deleted, the volumes that were to go with it deleted, each mapping last."""
-    for bdm in await db.fetch(BQ.of_instance, uuid):
-        if bdm["destination_type"] != "volume" or bdm["volume_id"] is None:
-            continue
-        if bdm["attachment_id"] is not None:
-            await state.volumes.delete_attachment(str(bdm["attachment_id"]))
-        if bdm["delete_on_termination"]:
-            await state.volumes.delete(str(bdm["volume_id"]))
-        await db.execute(BQ.delete, bdm["id"])
+async def _delete_locally(state: ApiState, db, row, ctx: RequestContext) -> None:
+    """The server's compute host is down (or its service is gone): deleted here, at once, as
+    Nova's local delete (db/instances.delete_locally)."""
+    uuid = str(row["uuid"])
+    log.warning("deleting a server whose compute host is down, here", instance_uuid=uuid, host=row["host"])
+    await instances.delete_locally(db, state.pool, state.placement, state.networks, state.volumes, uuid)
+    await instances.finish_action(db, uuid, ctx.request_id)

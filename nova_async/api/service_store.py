@@ -16,10 +16,21 @@ from nova_async.db.queries import queries
 from nova_async.placement.client import PlacementClient
 
 Q = queries("os_services")
+COMPUTE = "nova-compute"
 
 
 async def services(pool: Pool, down_time: int, host: str | None, binary: str | None) -> list[asyncpg.Record]:
     return await pool.fetch(Q.services, down_time, host, binary)
+
+
+async def get(pool: Pool, down_time: int, service_id: str) -> asyncpg.Record | None:
+    return await pool.fetchrow(Q.get_service, service_id, down_time)
+
+
+async def compute_up(pool: Pool, down_time: int, host: str) -> bool:
+    """Whether compute host `host` is up: its service seen within `down_time` seconds and not
+    forced down (no service at all: not up)."""
+    return bool(await pool.fetchval(Q.compute_up, down_time, host))
 
 
 async def hypervisors(pool: Pool, down_time: int) -> list[asyncpg.Record]:
@@ -64,13 +75,20 @@ async def delete(pool: Pool, cells: Cells, placement: PlacementClient, down_time
     """Remove a compute service that runs nothing any more: its record, its compute nodes,
     their resource providers and its host's cell mapping (Nova's DELETE /os-services/{id}).
     Refused while it is up (its heartbeat would keep it half there: stop it or force it down
-    first), hosts instances, or has a move from or to it unfinished."""
+    first), hosts instances, or has a move from or to it unfinished. A conductor's or a
+    scheduler's (a process gone for good) is only its record, once it is down."""
     row = await pool.fetchrow(Q.get_service, service_id, down_time)
     if row is None:
         raise errors.NotFound(f"Service {service_id} not found.")
     if row["up"] and not row["forced_down"]:
         raise errors.Conflict(f"Service {service_id} on host {row['host']} is up: stop it (or force it down) "
                               "before deleting it.")
+    if row["binary_name"] != COMPUTE:
+        # A conductor or scheduler of a process gone for good: only its record (Nova's too).
+        gone = await pool.fetchrow(Q.delete_service, service_id)
+        if gone is None:
+            raise errors.NotFound(f"Service {service_id} not found.")
+        return gone
     use = await cells.gather(Q.host_in_use, row["host"], cell0=False)
     if any(r["instances"] for r in use):
         raise errors.Conflict("Unable to delete compute service that is hosting instances. "

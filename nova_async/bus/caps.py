@@ -15,9 +15,10 @@ message down (bus/messages.py `make_compatible`) or refuses when it cannot.
   a send costs a dict lookup; a service that restarts at another release is followed within
   that time. A receiver that answers a call with `version_mismatch` has its caps dropped at
   once (`forget`), and the typed client sends once more at the cap read afresh.
-- Only compute services keep records, so only messages to compute hosts are capped: control
-  roles (api, conductor, scheduler, placement…) are upgraded first, together, as in Nova,
-  and a newer receiver reads every older minor.
+- Only compute services' records carry caps (the conductor's and scheduler's records say
+  only which release runs), so only messages to compute hosts are capped: control roles
+  (api, conductor, scheduler, placement…) are upgraded first, together, as in Nova, and a
+  newer receiver reads every older minor.
 
 One process speaks one release: on the in-memory bus every receiver is this process, and
 `NO_CAPS` (every message at its own version) is all it needs."""

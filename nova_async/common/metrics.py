@@ -48,6 +48,11 @@ _RPC = Histogram(
     "(ok, error: the receiver raised, timeout: no answer)",
     ["topic", "message", "outcome"], registry=REGISTRY)
 
+_LEASES = Gauge(
+    "nova_async_lease_held",
+    "1 while this process runs the global job (common/lease.py), 0 while another copy does",
+    ["job"], registry=REGISTRY)
+
 BUILD_OUTCOMES = ("active", "error", "rescheduled")
 DECISION_RESULTS = ("placed", "no_valid_host", "failed")
 # Known label values start at zero, so a rate() works from the first scrape.
@@ -78,6 +83,10 @@ def set_queue_depth(topic: str, depth: int) -> None:
 
 def observe_rpc(topic: str, seconds: float, *, message: str = "", outcome: str = "ok") -> None:
     _RPC.labels(topic, message, outcome).observe(seconds)
+
+
+def lease_held(job: str, held: bool) -> None:
+    _LEASES.labels(job).set(1 if held else 0)
 
 
 def render() -> bytes:

@@ -11,7 +11,8 @@ often its request arrives: under its lock, its row read again once held (claims.
 A resize (`resize_instance`) is scheduled here too, see resize.py, and an unshelve, see
 unshelve.py. At start it resumes boot requests, resizes and unshelves a previous run accepted
 but never scheduled,
-and again each time the database (or the message broker) comes back after an outage:
+and again each time the database (or the message broker) comes back after an outage (of
+several copies, the one that holds the lease `conductor:resume` does, see common/lease.py):
 scheduling that a database outage cut off is left as it was (building, no host) for that
 pick-up, not failed."""
 
@@ -21,7 +22,7 @@ import asyncio
 
 import structlog
 
-from nova_async.common import errors, metrics
+from nova_async.common import errors, lease, metrics
 from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState, VmState
 from nova_async.compute.client import ComputeClient
@@ -29,6 +30,7 @@ from nova_async.conductor.claims import Held, SchedulingClaims
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
+from nova_async.conductor import stranded
 from nova_async.conductor.resize import Resizer
 from nova_async.conductor.unshelve import Unshelver
 from nova_async.db import instances
@@ -75,6 +77,8 @@ class ConductorRole(Role):
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute, self.claims,
                                self.settings.compute.allow_resize_to_same_host)
         self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute, self.claims)
+        self.stranded = stranded.Stranded(self.cells, self.bus, self.placement, self.network, self.volumes,
+                                          self.settings.scheduler.service_down_time)
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
                          ResizeInstance: self.resizer.resize,
@@ -83,12 +87,32 @@ class ConductorRole(Role):
     async def run(self) -> None:
         self.ready.set()
         await self.cells.tidy()
-        await self._resume()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._tidy_cells(), name="conductor:tidy-cells")
-            tg.create_task(self.after_each_return(self._resume), name="conductor:resume")
+            # Global jobs, in one conductor at a time (common/lease.py).
+            tg.create_task(lease.periodic(self.deps.locks, "conductor:tidy-cells", self.cells.tidy,
+                                          seconds=TIDY_INTERVAL, stopping=self.stopping, at_once=False),
+                           name="conductor:tidy-cells-lease")
+            down_time = self.settings.scheduler.service_down_time
+            tg.create_task(lease.periodic(self.deps.locks, "conductor:stranded", self.stranded.pick_up,
+                                          seconds=stranded.interval(down_time), stopping=self.stopping,
+                                          at_once=False),
+                           name="conductor:stranded")
+            tg.create_task(lease.Lease(self.deps.locks, "conductor:resume").run(self._lead_resume, self.stopping),
+                           name="conductor:resume")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
+
+    async def _lead_resume(self) -> None:
+        """What the conductor that holds the resume lease does: resume once when it takes it
+        (at start, or when the copy that held it died: what that one had taken RabbitMQ
+        redelivers, and a second copy changes nothing), then after each outage. The other
+        copies leave it to that one: each would otherwise cast every unscheduled request again."""
+        try:
+            await self._resume()
+        except Exception:
+            log.exception("resuming interrupted work failed; trying again at the next return")
+        await self.after_each_return(self._resume)
 
     async def _resume(self) -> None:
         await self._resume_unscheduled()
@@ -99,12 +123,13 @@ class ConductorRole(Role):
     async def _tidy_cells(self) -> None:
         """Again and again, not only at start: a boot whose API transaction failed to commit
         after its rows reached the cell (a database blip, not a crash) leaves rows nobody
-        maps, listed and counted until they are removed."""
+        maps, listed and counted until they are removed. That is done by the conductor that
+        holds the lease (run()); every copy opens the cells another process created since."""
         while not await self.sleep_unless_stopping(TIDY_INTERVAL):
             try:
-                await self.cells.tidy()
+                await self.cells.refresh()
             except Exception:
-                log.exception("tidying the cells failed; trying again next time")
+                log.exception("refreshing the cells failed; trying again next time")
 
     async def schedule_and_build_instances(self, msg: ScheduleAndBuildInstances, ctx: RequestContext) -> None:
         async with self.claims.holding(msg.instance_uuids) as held:

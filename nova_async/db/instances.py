@@ -23,6 +23,8 @@ from nova_async.db.queries import queries
 log = structlog.get_logger("instances")
 Q = queries("instances")
 GQ = queries("server_groups")
+BQ = queries("block_devices")
+MQ = queries("migrations")
 
 _ANY = object()  # set_state without a compare-and-swap on task_state
 # Steps that many instances reach at once (a burst of boots) are recorded together.
@@ -73,6 +75,48 @@ async def finish_unhosted_delete(db, api_db: Pool, placement: Allocations, uuid:
     claim. The API and the conductor both end such a delete here."""
     await placement.delete_allocations(uuid)
     await mark_deleted(db, api_db, uuid)
+
+
+class Ports(Protocol):
+    """The network client, as far as a local delete needs it."""
+
+    async def deallocate(self, instance_uuid: str) -> None: ...
+
+
+class Volumes(Protocol):
+    """The volume client, as far as a local delete needs it."""
+
+    async def delete_attachment(self, attachment_id: str) -> None: ...
+
+    async def delete(self, volume_id: str) -> None: ...
+
+
+async def release_volumes(db, volumes: Volumes, uuid: str) -> None:
+    """The volumes of an instance no host will let go of (offloaded, or its host down), as a
+    terminate lets go of them (compute/volumes.release): each attachment deleted, the volumes
+    that were to go with it deleted, each mapping last."""
+    for bdm in await db.fetch(BQ.of_instance, uuid):
+        if bdm["destination_type"] != "volume" or bdm["volume_id"] is None:
+            continue
+        if bdm["attachment_id"] is not None:
+            await volumes.delete_attachment(str(bdm["attachment_id"]))
+        if bdm["delete_on_termination"]:
+            await volumes.delete(str(bdm["volume_id"]))
+        await db.execute(BQ.delete, bdm["id"])
+
+
+async def delete_locally(db, api_db: Pool, placement: Allocations, ports: Ports, volumes: Volumes,
+                         uuid: str) -> None:
+    """Delete an instance whose compute host is down, as Nova's local delete: what it holds
+    outside that host (ports, volumes, its claim and an unconfirmed resize's) is let go of,
+    and the row is marked deleted. Its guest and disks are the host's to remove when it comes
+    back (its start-up recovery removes those of instances that no longer exist). Each step
+    may run again."""
+    await ports.deallocate(uuid)
+    await release_volumes(db, volumes, uuid)
+    for migration in await db.fetch(MQ.migration_consumers, uuid):
+        await placement.delete_allocations(str(migration["uuid"]))
+    await finish_unhosted_delete(db, api_db, placement, uuid)
 
 
 async def fault(db, uuid: str) -> asyncpg.Record | None:

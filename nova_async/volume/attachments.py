@@ -28,7 +28,7 @@ from typing import Any
 import asyncpg
 import structlog
 
-from nova_async.common import errors
+from nova_async.common import errors, lease
 from nova_async.db.cells import Cells
 from nova_async.db.queries import queries
 from nova_async.volume import messages as m
@@ -341,11 +341,8 @@ def bus_handlers(role: Any) -> dict[type, Any]:
 
 async def keep_reserved_clean(role: Any) -> None:
     """The role's task: clean_up_reserved at start and every CLEAN_UP_EVERY seconds until the
-    role stops. A failure (the database away) is logged and tried again next time."""
-    while True:
-        try:
-            await clean_up_reserved(role.api, role.cells)
-        except Exception:
-            log.exception("cleaning up reserved volume attachments failed; trying again later")
-        if await role.sleep_unless_stopping(CLEAN_UP_EVERY):
-            return
+    role stops, in one copy of the role at a time (common/lease.py). A failure (the database
+    away) is logged and tried again next time."""
+    await lease.periodic(role.deps.locks, "volume:reserved-attachments",
+                         lambda: clean_up_reserved(role.api, role.cells),
+                         seconds=CLEAN_UP_EVERY, stopping=role.stopping)

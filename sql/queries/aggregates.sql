@@ -38,7 +38,8 @@ SELECT DISTINCT a.availability_zone
  WHERE ah.host = $1 AND a.id <> $2 AND a.deleted_at IS NULL AND a.availability_zone IS NOT NULL;
 
 -- name: refresh_zones
--- Give the services of hosts $1 the zone their aggregates say, or the default zone $2.
+-- Give the compute services of hosts $1 the zone their aggregates say, or the default zone
+-- $2 (a conductor or scheduler on the same host stays `internal`, as in Nova).
 UPDATE services s
    SET zone = coalesce((SELECT a.availability_zone
                           FROM aggregates a JOIN aggregate_hosts ah ON ah.aggregate_id = a.id
@@ -46,4 +47,4 @@ UPDATE services s
                            AND a.availability_zone IS NOT NULL
                          ORDER BY a.id LIMIT 1), $2),
        updated_at = now()
- WHERE s.host = ANY($1::text[]);
+ WHERE s.host = ANY($1::text[]) AND s.binary_name = 'nova-compute';

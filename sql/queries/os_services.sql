@@ -86,12 +86,34 @@ SELECT (SELECT count(*) FROM instances WHERE deleted_at IS NULL AND host = $1) A
          AS migrations;
 
 -- name: delete_service
--- The service and (ON DELETE CASCADE) its compute nodes; its host's cell mapping goes with
--- it when no other service is left on that host.
+-- The service and (ON DELETE CASCADE) its compute nodes; a compute service's host's cell
+-- mapping goes with it (a conductor or scheduler on the same host has none of its own).
 WITH gone AS (DELETE FROM services WHERE id = $1 RETURNING *),
      unmapped AS (
        DELETE FROM host_mappings h
         USING gone
-        WHERE h.host = gone.host
-          AND NOT EXISTS (SELECT 1 FROM services s WHERE s.host = gone.host AND s.id <> gone.id))
+        WHERE h.host = gone.host AND gone.binary_name = 'nova-compute'
+          AND NOT EXISTS (SELECT 1 FROM services s
+                           WHERE s.host = gone.host AND s.id <> gone.id AND s.binary_name = 'nova-compute'))
 SELECT * FROM gone;
+
+-- name: compute_up
+-- Whether the compute service of host $2 is up ($1 is service_down_time); NULL: there is none.
+SELECT s.last_seen_up >= now() - make_interval(secs => $1) AND NOT s.forced_down
+  FROM services s
+ WHERE s.host = $2 AND s.binary_name = 'nova-compute';
+
+-- name: upsert_control_service
+-- The record of a control role of one process (common/service_records.py): $2 host, $3
+-- binary, $4 topic, $5 release, $6 highest migration shipped; $1 a fresh id, used only the
+-- first time. Nova shows these services in the zone `internal`.
+INSERT INTO services (id, host, binary_name, topic, zone, last_seen_up, release, schema_level)
+VALUES ($1, $2, $3, $4, 'internal', now(), $5, $6)
+ON CONFLICT (host, binary_name) DO UPDATE
+   SET topic = EXCLUDED.topic, last_seen_up = now(), updated_at = now(), release = EXCLUDED.release,
+       schema_level = EXCLUDED.schema_level
+RETURNING *, (xmax = 0) AS created;
+
+-- name: heartbeat
+-- The records $1 up as of now; those found (an admin may have deleted one).
+UPDATE services SET last_seen_up = now() WHERE id = ANY($1::uuid[]) RETURNING id;

@@ -54,6 +54,6 @@ async def test_readme_more_openstack_commands_work(database, work_dir):
         output = await run_ok("bash", "-euxo", "pipefail", "-c", block("openstack-more"),
                               env=os_env(served, HOME=str(home)), cwd=work_dir, served=served)
         for expected in (r"\| policy +\| anti-affinity", r"\| east +\| available", r"\| instances +\| +20 \|",
-                         r"\| fingerprint ", r"nova-compute \| \S+ +\| east +\| disabled",
+                         r"\| fingerprint ", r"nova-compute +\| \S+ +\| east +\| disabled",
                          r"\| VCPU=1,MEMORY_MB=512 +\| \S+ +\| \S*VCPU=\d+/\d+"):
             assert re.search(expected, output), (expected, output)

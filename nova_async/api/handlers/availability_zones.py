@@ -3,7 +3,8 @@ which hosts and services make them up.
 
 A zone is available while at least one of its compute services is enabled; one whose
 services are all disabled is listed as unavailable, as Nova does. Zones come from the
-services' `zone` (the default zone, `nova`, until host aggregates can set others)."""
+services' `zone` (the default zone, `nova`, until host aggregates can set others); the
+conductors and schedulers are in the zone `internal`, which only `/detail` shows, as Nova."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from nova_async.api.policy import require_admin
 from nova_async.api.state import STATE
 from nova_async.common import web as w
 from nova_async.common.timeutil import iso_micro
+
+INTERNAL = "internal"   # Nova's internal_service_availability_zone: conductors', schedulers'
 
 
 async def _zones(request: web.Request) -> dict[str, list]:
@@ -30,6 +33,7 @@ def _available(rows: list) -> bool:
 async def list_zones(request: web.Request) -> web.Response:
     w.context(request)  # any authenticated user
     zones = await _zones(request)
+    zones.pop(INTERNAL, None)   # the control services' zone: no server is booted into it
     return w.dump({"availabilityZoneInfo": [
         {"zoneName": name, "zoneState": {"available": _available(rows)}, "hosts": None}
         for name, rows in sorted(zones.items(), key=lambda z: (not _available(z[1]), z[0]))]})

@@ -275,6 +275,11 @@ async def update_service(request: web.Request) -> web.Response:
     if "disabled_reason" in body and body.get("status") != "disabled":
         raise errors.InvalidInput("disabled_reason is only accepted with status 'disabled'.")
     disabled = None if "status" not in body else body["status"] == "disabled"
+    state = request.app[STATE]
+    found = await service_store.get(state.pool, state.settings.scheduler.service_down_time, service_id)
+    if found is not None and found["binary_name"] != service_store.COMPUTE:
+        raise errors.InvalidInput(f"Updating a {found['binary_name']} service is not supported. Only "
+                                  "nova-compute services can be updated.")
     row = await _update(request, service_id=service_id, disabled=disabled,
                         reason=body.get("disabled_reason"), forced_down=body.get("forced_down"))
     return w.dump({"service": _service(row, version)})
