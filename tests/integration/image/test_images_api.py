@@ -326,16 +326,17 @@ async def test_another_copy_s_uploads_are_left_alone_until_it_dies(pool, tmp_pat
     admin = RequestContext(user_id="", project_id="", roles=("admin",))
     live = await store.create(pool, admin, {"name": "live", "disk_format": "raw",
                                             "container_format": "bare", "owner": "p"}, {})
-    more = asyncio.Event()
+    fed, more = asyncio.Event(), asyncio.Event()
 
     async def held_open() -> AsyncIterator[bytes]:
-        yield b"x" * (5 << 20)   # more than a batch: the .part file is written
+        yield b"x" * (5 << 20)   # more than a batch: the .part file is written before the next
+        fed.set()
         await more.wait()
         yield b"tail"
 
     uploading = asyncio.create_task(store.upload(pool, admin, str(live["id"]), held_open(), a_files))
-    while not a_files.unfinished():
-        await asyncio.sleep(0.05)
+    await fed.wait()
+    assert len(a_files.unfinished()) == 1
     # And what A leaves when it is killed: a second upload, a task downloading into a third
     # image, a task still pending. A stray .part file no upload names goes at once.
     cut, downloading, waiting, into = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
