@@ -123,6 +123,7 @@ class SessionLocks:
             async with self._io:
                 await self._connection()
         except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+            await self._drop(describe(exc))
             raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
 
     async def dead(self, incarnations: Iterable[uuid.UUID]) -> set[uuid.UUID]:
@@ -133,9 +134,13 @@ class SessionLocks:
             return set()
         # Taken and given back in one statement: no other process can mistake this one for
         # the dead one's holder meanwhile.
-        async with self._io:
-            conn = await self._connection()
-            found = await conn.fetch(_TRY_AND_GIVE_BACK, list(others.values()))
+        try:
+            async with self._io:
+                conn = await self._connection()
+                found = await conn.fetch(_TRY_AND_GIVE_BACK, list(others.values()))
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+            await self._drop(describe(exc))
+            raise errors.DatabaseUnavailable(f"cannot look for dead processes: {describe(exc)}") from None
         free = {r["k"] for r in found}
         return {i for i, k in others.items() if k in free}
 
