@@ -3,9 +3,11 @@ volume messages other roles send on the bus (service.py wires the bus handlers b
 
 At start, before the API serves (aiohttp's on_startup, which runs before the port is
 opened), the backend is opened and set up and every change a stop interrupted is finished
-or undone (lifecycle.recover); while it runs, one copy of the role (when several share the
-database) looks every DEAD_WORK_EVERY seconds for the changes of a copy that died. Background work (the backend's half of a create, delete,
-extend or snapshot) runs in `work`, which the role drains when it stops."""
+or undone (lifecycle.recover): those of this process's previous run, and of any other that
+died; while it runs, one copy of the role (when several share the database) looks every
+DEAD_WORK_EVERY seconds for the changes of a copy that died. Background work (the backend's
+half of a create, delete, extend or snapshot) runs in `work`, which the role drains when it
+stops."""
 
 from __future__ import annotations
 
