@@ -306,8 +306,9 @@ async def test_bad_requests_never_500(h):
 async def test_an_upload_cut_short_by_a_restart_can_be_retried(pool, tmp_path):
     async with running(pool, ["image"], tmp_path) as h:
         image = await create(h, h.alice)
+        previous_run = h.roles["image"].files.worker
     # As if the process died mid-upload: the row says saving and a partial file lies around.
-    await pool.execute("UPDATE images SET status = 'saving' WHERE id = $1", image["id"])
+    await pool.execute("UPDATE images SET status = 'saving', worker = $2 WHERE id = $1", image["id"], previous_run)
     leftover = tmp_path / "images" / f".{image['id']}.0000.part"
     leftover.write_bytes(b"half")
     async with running(pool, ["image"], tmp_path) as h:

@@ -83,8 +83,11 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
         kept = await make_volume(h, h.alice, name="to-extend", size=1)
         path = Path(h.roles["volume"].api.store.connection(gone["id"]).path)
         assert path.exists()
-    # What a stop in the middle leaves: a delete committed, a create and an extend not yet done.
-    await pool.execute("UPDATE volumes SET status = 'deleting' WHERE id = $1", uuid.UUID(gone["id"]))
+        previous_run = h.roles["volume"].api.worker
+    # What a stop in the middle leaves: a delete committed (by the previous run), a create and
+    # an extend not yet done (no process recorded: rows from before workers were).
+    await pool.execute("UPDATE volumes SET status = 'deleting', worker = $2 WHERE id = $1",
+                       uuid.UUID(gone["id"]), previous_run)
     await pool.execute("UPDATE volumes SET status = 'extending', new_size = 2 WHERE id = $1", uuid.UUID(kept["id"]))
     new_id = uuid.uuid4()
     await pool.execute(
