@@ -288,6 +288,9 @@ class Service:
                 bus.caps = VersionCaps(pool)
             locks = SessionLocks(dsn, health=self.health, name=f"nova-async {settings.compute.host or 'locks'}")
             stack.push_async_callback(locks.close)   # after the roles have stopped
+            # This run's own lock, before any work records it as its worker (an upload, a
+            # volume being made): other copies leave that work alone while it is held.
+            await locks.open()
             deps = Deps(settings=settings, pool=pool, bus=bus, tokens=TokenCodec(await _token_key(pool)),
                         cells=cells, hooks=hooks, feed=Feed(bus, file=settings.notifications.file), locks=locks)
             hooks.follow(deps.feed)

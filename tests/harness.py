@@ -86,6 +86,7 @@ async def running(pool: Pool, roles: list[str], state_dir: Path,
                     feed=Feed(bus, file=settings.notifications.file),
                     locks=SessionLocks(_DSN[id(pool)], health=pool.health, name="nova-async harness"))
         deps.hooks.follow(deps.feed)
+        await deps.locks.open()   # this "process"'s own lock, as service.py takes it at start
         try:
             async with _running(deps, roles) as h:
                 yield h

@@ -17,6 +17,12 @@ Within this process the same key is taken once: a session lock is re-entrant in 
 (a second pg_try_advisory_lock on the same connection succeeds), so the keys held are also
 kept here, and a second taker in this process is refused as another process would be.
 
+Every process also holds, for its lifetime, `key("process", <its incarnation>)`: a uuid new
+at each start (`incarnation`), which rows of work in flight record as their worker (an upload,
+a volume being made). Whether that work's process still lives is whether this lock is held:
+`dead()` tries it (and gives it back at once), so recovery touches only what a dead process
+left behind, not the work of a live copy that happens to share the database.
+
 Keys are 64-bit integers made from a namespace and a name (`key("schedule", uuid)`); other
 advisory locks in this database are made with hashtextextended() on prefixed text, in other
 transactions, and a collision only makes two unrelated takers wait for each other."""
@@ -26,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import uuid
 from collections.abc import Iterable
 
 import asyncpg
@@ -43,6 +50,8 @@ CONNECT_TIMEOUT = 10.0
 KEEPALIVE = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
 
 _TAKE = "SELECT k FROM unnest($1::bigint[]) AS k WHERE pg_try_advisory_lock(k)"
+_TRY_AND_GIVE_BACK = ("SELECT k FROM unnest($1::bigint[]) AS k "
+                      "WHERE CASE WHEN pg_try_advisory_lock(k) THEN pg_advisory_unlock(k) ELSE false END")
 _GIVE_BACK = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k"
 
 
@@ -63,6 +72,8 @@ class SessionLocks:
         self.generation = 0             # bumped each time the connection (and every lock) is lost
         self.lost = asyncio.Event()     # set when it is lost, cleared once it is open again
         self._closed = False
+        self.incarnation = uuid.uuid4()  # this run of this process; its lock is held while it runs
+        self._own = key("process", str(self.incarnation))
 
     # --- taking and giving back ----------------------------------------------------------------
 
@@ -104,6 +115,35 @@ class SessionLocks:
             except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
                 await self._drop(describe(exc))
 
+    async def open(self) -> None:
+        """Open the connection now and take this process's own lock (at start, before any work
+        records `incarnation`). Raises errors.DatabaseUnavailable when the database cannot be
+        reached."""
+        try:
+            async with self._io:
+                await self._connection()
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+            await self._drop(describe(exc))
+            raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
+
+    async def dead(self, incarnations: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of `incarnations` (other processes' runs) whose process no longer holds its
+        lock: dead, or cut off from the database. This process's own is never among them."""
+        others = {i: key("process", str(i)) for i in incarnations if i != self.incarnation}
+        if not others:
+            return set()
+        # Taken and given back in one statement: no other process can mistake this one for
+        # the dead one's holder meanwhile.
+        try:
+            async with self._io:
+                conn = await self._connection()
+                found = await conn.fetch(_TRY_AND_GIVE_BACK, list(others.values()))
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+            await self._drop(describe(exc))
+            raise errors.DatabaseUnavailable(f"cannot look for dead processes: {describe(exc)}") from None
+        free = {r["k"] for r in found}
+        return {i for i, k in others.items() if k in free}
+
     def holds(self, lock_key: int) -> bool:
         return lock_key in self._held
 
@@ -126,6 +166,8 @@ class SessionLocks:
             self._conn = await asyncpg.connect(
                 self._dsn, timeout=CONNECT_TIMEOUT, command_timeout=CONNECT_TIMEOUT,
                 server_settings={"application_name": self._application_name, **KEEPALIVE})
+            # This process's own lock first: a uuid nobody else knows, so it is always free.
+            await self._conn.fetchval("SELECT pg_try_advisory_lock($1)", self._own)
             self.lost.clear()
         return self._conn
 

@@ -15,6 +15,7 @@ import secrets
 import shutil
 import struct
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,17 +84,28 @@ class _Sink:
 
 
 class ImageFiles:
-    def __init__(self, root: Path) -> None:
+    """The image files, and this process's uploads into them. The directory may be shared by
+    several processes (several nodes, one file system): `worker` is this process's
+    incarnation (db/session_locks.py), which its uploads record, and another process's
+    unfinished upload is never touched while that process lives."""
+
+    def __init__(self, root: Path, *, worker: uuid.UUID | None = None) -> None:
         self.root = root
+        self.worker = worker
 
     def path(self, image_id: str) -> Path:
         return self.root / image_id
 
-    def prepare(self) -> None:
-        """Create the directory and drop temporary files an interrupted upload left behind."""
+    def unfinished(self) -> dict[Path, str]:
+        """The temporary files of uploads in progress or interrupted, each with its image's id."""
         self.root.mkdir(parents=True, exist_ok=True)
-        for leftover in self.root.glob(f".*{_PART_SUFFIX}"):
-            leftover.unlink(missing_ok=True)
+        return {part: part.name[1:].split(".", 1)[0] for part in self.root.glob(f".*{_PART_SUFFIX}")}
+
+    def drop_unfinished(self, found: dict[Path, str], keep: set[str]) -> None:
+        """Remove the temporary files `found` (unfinished()) but those of the images in `keep`."""
+        for part, image_id in found.items():
+            if image_id not in keep:
+                part.unlink(missing_ok=True)
 
     async def write(self, image_id: str, chunks: AsyncIterator[bytes],
                     disk_format: str | None) -> Written:

@@ -2,7 +2,12 @@
 bus (compute asks where an image's bits are; the API asks whether a project may boot it;
 a server snapshot is made, filled from a file compute wrote, or deleted when it failed).
 Its background work, the import tasks of /v2/tasks, belongs to `self.work`, which `run()`
-holds open for the role's lifetime."""
+holds open for the role's lifetime.
+
+Several copies of the role may share one database and one image directory (several nodes):
+an upload or an import records the process doing it (its incarnation, db/session_locks.py),
+and recovery takes only what a dead process left, at start (this process's previous run
+among them) and every DEAD_WORK_EVERY seconds in one copy (another copy killed)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from nova_async.common import errors
+from nova_async.common import errors, lease
 from nova_async.common.context import RequestContext
 from nova_async.common.work import Work
 from nova_async.image import routes, store, tasks, views
@@ -23,13 +28,18 @@ from nova_async.image.state import ImageApi
 from nova_async.role import Deps, Role
 
 
+DEAD_WORK_EVERY = 15.0   # seconds between looks for the uploads and imports of dead processes
+
+
 class ImageRole(Role):
     name = "image"
     topic = TOPIC
 
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
-        self.files = ImageFiles(self.settings.state_path / "images")
+        locks = deps.locks
+        self.files = ImageFiles(self.settings.state_path / "images",
+                                worker=locks.incarnation if locks is not None else None)
         self.work = Work("image")
         self.handlers = {
             m.GetImage: self._get_image,
@@ -50,17 +60,29 @@ class ImageRole(Role):
 
     async def _recover(self, _app: web.Application) -> None:
         # Before the first request: an upload a restart interrupted can never finish, and
-        # neither can the import task that was doing it (the uploads first, so that only an
-        # image whose data is whole survives its task's failure).
-        await store.reset_interrupted_uploads(self.pool, self.files)
-        await tasks.fail_unfinished(self.pool, self.files)
+        # neither can the import task that was doing it.
+        await self.recover_dead_work(at_start=True)
+
+    async def recover_dead_work(self, *, at_start: bool = False) -> None:
+        """The uploads and imports of dead processes end (the uploads first, so that only an
+        image whose data is whole survives its task's failure); at start, those no process
+        recorded too."""
+        await store.reset_interrupted_uploads(self.pool, self.files, self.deps.locks, at_start=at_start)
+        await tasks.fail_unfinished(self.pool, self.files, self.deps.locks, at_start=at_start)
 
     async def run(self) -> None:
         # Entered before the HTTP app serves (the service starts this task first); leaving
         # it lets running imports finish within the drain's deadline, and a restart fails
-        # those it cut off (_recover).
+        # those it cut off (_recover); another copy, the periodic job, when this one is killed.
         async with self.work:
-            await super().run()
+            if self.deps.locks is None:   # one process alone: its start is enough
+                await super().run()
+                return
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(lease.periodic(self.deps.locks, "image:dead-work", self.recover_dead_work,
+                                              seconds=DEAD_WORK_EVERY, stopping=self.stopping, at_once=False),
+                               name="image:dead-work")
+                await super().run()
 
     async def _get_image(self, msg: m.GetImage, ctx: RequestContext) -> m.ImageInfo:
         caller = RequestContext(user_id="", project_id=msg.project_id,

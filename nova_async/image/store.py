@@ -24,6 +24,7 @@ from nova_async.common.context import RequestContext
 from nova_async.common.web import check, parse_uuid
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
+from nova_async.db.session_locks import SessionLocks
 from nova_async.db.shared_read import SharedRead
 from nova_async.image import patch, schemas
 from nova_async.image.blobs import HASH_ALGO, ImageFiles, Written
@@ -297,7 +298,7 @@ async def adopt(pool: Pool, ctx: RequestContext, image_id: str, source: Path, kn
 async def _take_data(pool: Pool, ctx: RequestContext, image_id: str, files: ImageFiles,
                      write: Callable[[str, str | None], Awaitable[Written]]) -> asyncpg.Record:
     row = await _changeable(pool, ctx, image_id)
-    if await pool.fetchrow(Q.start_upload, row["id"]) is None:
+    if await pool.fetchrow(Q.start_upload, row["id"], files.worker) is None:
         current = await pool.fetchrow(Q.get_image, row["id"])
         if current is None:
             raise _not_found(image_id)
@@ -318,10 +319,27 @@ async def _take_data(pool: Pool, ctx: RequestContext, image_id: str, files: Imag
     return done
 
 
-async def reset_interrupted_uploads(pool: Pool, files: ImageFiles) -> None:
-    """After a restart, uploads that were in progress are gone: their images take data again."""
-    files.prepare()
-    await pool.execute(Q.reset_interrupted_uploads)
+async def reset_interrupted_uploads(pool: Pool, files: ImageFiles, locks: SessionLocks | None, *,
+                                    at_start: bool) -> None:
+    """Uploads whose process died can never finish: their images take data again, and the
+    temporary files they left go. Those of live processes (other copies of the role on this
+    database and image directory, or this process's own) are left alone. At start (`at_start`)
+    the uploads no process recorded (from before workers were recorded, or a process without
+    locks) count as interrupted too, as this process's previous run may have left them."""
+    # The files first: a file exists only once its image is saving, so an upload started
+    # after the rows are read below cannot lose its file.
+    found = files.unfinished()
+    rows = await pool.fetch(Q.uploads_in_progress)
+    dead = await _dead(locks, {r["worker"] for r in rows if r["worker"] is not None})
+    for reset in await pool.fetch(Q.reset_interrupted_uploads, list(dead), at_start):
+        log.warning("interrupted image upload reset: the image takes data again", image_id=str(reset["id"]))
+    going_on = {str(r["id"]) for r in await pool.fetch(Q.uploads_in_progress)}
+    files.drop_unfinished(found, keep=going_on)
+
+
+async def _dead(locks: SessionLocks | None, workers: set[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of `workers` (processes' incarnations) are dead; without locks, none is known."""
+    return await locks.dead(workers) if locks is not None and workers else set()
 
 
 def file_path(row: asyncpg.Record, files: ImageFiles) -> str:

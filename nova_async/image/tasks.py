@@ -12,8 +12,10 @@ What a failure leaves: Glance leaves the image an import made, queued and withou
 and nobody asked for such an image; here an import that fails takes its image away again
 and its result stays null, so a failed task never leaves a half-made image behind.
 
-Crash safety: a task is a row, written before the 201. A task found pending or processing
-when the image role starts was cut off by a restart (the download died with the process):
+Crash safety: a task is a row, written before the 201, with the process that runs it (its
+incarnation, `worker`). A task found pending or processing whose process is dead (found when
+the image role starts, or by another copy's periodic look) was cut off (the download died
+with the process):
 it is failed with a message saying so, and the image it made is deleted unless its data
 had arrived (an upload the restart cut off is queued again by store.reset_interrupted_uploads
 first, so only an image whose data is whole, active, stays)."""
@@ -37,6 +39,7 @@ from nova_async.common.web import check, parse_uuid
 from nova_async.common.work import Work
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
+from nova_async.db.session_locks import SessionLocks
 from nova_async.image import schemas, store
 from nova_async.image.blobs import ImageFiles
 
@@ -119,7 +122,7 @@ async def create(pool: Pool, ctx: RequestContext, work: Work, files: ImageFiles,
                  kind: str, task_input: dict[str, Any]) -> asyncpg.Record:
     """Record the task, then hand its import to the role's work. A role that is stopping
     takes no work (503): the task is failed there and then, not left pending."""
-    row = await pool.fetchrow(Q.insert_task, uuid.uuid4(), kind, ctx.project_id or None, task_input)
+    row = await pool.fetchrow(Q.insert_task, uuid.uuid4(), kind, ctx.project_id or None, task_input, files.worker)
     try:
         work.spawn(f"image-task:{row['id']}", run_import(pool, ctx, files, row["id"], size_cap))
     except errors.Unavailable as exc:
@@ -209,9 +212,14 @@ async def _download(url: str, size_cap: int) -> AsyncIterator[bytes]:
         raise ImportFailed(f"Could not download {url}: {str(exc) or type(exc).__name__}") from None
 
 
-async def fail_unfinished(pool: Pool, files: ImageFiles) -> list[asyncpg.Record]:
-    """At start: the tasks a restart cut off fail, and their unfinished images go."""
-    rows = await pool.fetch(Q.fail_unfinished_tasks, RESTARTED)
+async def fail_unfinished(pool: Pool, files: ImageFiles, locks: SessionLocks | None, *,
+                          at_start: bool) -> list[asyncpg.Record]:
+    """The tasks whose process died (its download died with it) fail, and their unfinished
+    images go; at start (`at_start`) those no process recorded too (store.reset_interrupted_uploads
+    says why). A live process's tasks, this one's or another copy's, are left alone."""
+    workers = {r["worker"] for r in await pool.fetch(Q.unfinished_task_workers)}
+    dead = await locks.dead(workers) if locks is not None and workers else set()
+    rows = await pool.fetch(Q.fail_unfinished_tasks, RESTARTED, list(dead), at_start)
     for row in rows:
         if row["image_id"] is not None and await pool.fetchrow(Q.delete_task_image, row["image_id"]):
             files.remove(str(row["image_id"]))

@@ -1,9 +1,10 @@
 """The second half of every volume and snapshot change: what happens to the bits once the
 new state (creating, deleting, extending) is committed, and how each change ends (a
 conditional UPDATE from that state). The API's requests and the bus handlers start these
-as the role's background work; a restart runs `recover` to finish what was interrupted,
-before the API serves: backends are idempotent, so an interrupted create or delete is
-simply done again."""
+as the role's background work, and record the process doing it (`worker`); `recover` finishes
+what a dead process interrupted, at start before the API serves and periodically in one copy
+when several share the database: backends are idempotent, so an interrupted create or
+delete is simply done again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import structlog
 from nova_async.common import errors
 from nova_async.compute.client import ComputeClient
 from nova_async.db.queries import queries
+from nova_async.db.session_locks import SessionLocks
 from nova_async.volume.notify import notify
 from nova_async.volume.state import VolumeApi
 
@@ -152,11 +154,32 @@ async def quietly(work: Any) -> None:
         pass
 
 
-async def recover(api: VolumeApi) -> None:
-    """Finish or undo what a stop interrupted. Runs at start, before the API serves and before
-    the bus is answered (so it cannot ask the image service: a volume being made from an
-    image is set to error; the user deletes it and asks again)."""
-    for snap in await api.pool.fetch(Q.snapshots_in, ["creating", "deleting"]):
+async def recover(api: VolumeApi, locks: SessionLocks | None, *, at_start: bool) -> None:
+    """Finish or undo what a dead process left in the middle: the changes whose `worker` no
+    longer holds its lock (db/session_locks.py), and at start (`at_start`) those no process
+    recorded (from before workers were recorded, or a process without locks), as this
+    process's previous run may have left them. A live process's changes, this one's or
+    another copy's on the same database, are left alone. Each change is taken over first
+    (its worker becomes this process), so two copies recovering at once do it once.
+
+    At start this runs before the API serves and before the bus is answered (so it cannot
+    ask the image service: a volume being made from an image is set to error; the user
+    deletes it and asks again); in a running copy it is the periodic look for another copy
+    that died (role.py), which does the same."""
+    snaps = await api.pool.fetch(Q.snapshots_in, ["creating", "deleting"])
+    rows = await api.pool.fetch(Q.volumes_in, ["creating", "deleting", "extending"])
+    workers = {r["worker"] for r in [*snaps, *rows] if r["worker"] is not None}
+    dead = await locks.dead(workers) if locks is not None and workers else set()
+
+    def interrupted(row: asyncpg.Record) -> bool:
+        return row["worker"] in dead if row["worker"] is not None else at_start
+
+    for snap in snaps:
+        if not interrupted(snap):
+            continue
+        snap = await api.pool.fetchrow(Q.take_over_snapshot, snap["id"], snap["status"], snap["worker"], api.worker)
+        if snap is None:   # another copy took it over, or it moved on
+            continue
         if snap["status"] == "creating":
             await build_snapshot(api, snap)
         elif snap["status"] == "deleting":
@@ -164,7 +187,12 @@ async def recover(api: VolumeApi) -> None:
                 await remove_snapshot(api, snap)
             except Exception:
                 pass  # error_deleting now, said in the log
-    for row in await api.pool.fetch(Q.volumes_in, ["creating", "deleting", "extending"]):
+    for row in rows:
+        if not interrupted(row):
+            continue
+        row = await api.pool.fetchrow(Q.take_over_volume, row["id"], row["status"], row["worker"], api.worker)
+        if row is None:
+            continue
         log.info("finishing interrupted volume work", volume_id=str(row["id"]), status=row["status"])
         if row["status"] == "creating":
             if row["image_id"]:

@@ -3,8 +3,11 @@ volume messages other roles send on the bus (service.py wires the bus handlers b
 
 At start, before the API serves (aiohttp's on_startup, which runs before the port is
 opened), the backend is opened and set up and every change a stop interrupted is finished
-or undone (lifecycle.recover). Background work (the backend's half of a create, delete,
-extend or snapshot) runs in `work`, which the role drains when it stops."""
+or undone (lifecycle.recover): those of this process's previous run, and of any other that
+died; while it runs, one copy of the role (when several share the database) looks every
+DEAD_WORK_EVERY seconds for the changes of a copy that died. Background work (the backend's
+half of a create, delete, extend or snapshot) runs in `work`, which the role drains when it
+stops."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import asyncio
 import structlog
 from aiohttp import web
 
-from nova_async.common import errors
+from nova_async.common import errors, lease
 from nova_async.common.context import RequestContext
 from nova_async.db.queries import queries
 from nova_async.role import Deps, Role
@@ -27,6 +30,9 @@ Q = queries("volume")
 log = structlog.get_logger("volume")
 
 
+DEAD_WORK_EVERY = 15.0   # seconds between looks for the changes of dead processes
+
+
 class VolumeRole(Role):
     name = "volume"
     topic = TOPIC
@@ -34,7 +40,8 @@ class VolumeRole(Role):
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.work = Work("volume")
-        self.api = VolumeApi(pool=self.pool, settings=self.settings, bus=self.bus, work=self.work)
+        self.api = VolumeApi(pool=self.pool, settings=self.settings, bus=self.bus, work=self.work,
+                             worker=deps.locks.incarnation if deps.locks is not None else None)
         # run() and the app's on_startup both start the role (whichever comes first; the
         # service schedules run() before it sets up HTTP): the lock makes that happen once.
         self._starting = asyncio.Lock()
@@ -60,7 +67,7 @@ class VolumeRole(Role):
             backend = backends.open_backend(self.settings)
             await backend.setup()
             self.api.backend = backend
-            await lifecycle.recover(self.api)
+            await lifecycle.recover(self.api, self.deps.locks, at_start=True)
             self._started = True
 
     async def run(self) -> None:
@@ -70,7 +77,15 @@ class VolumeRole(Role):
             await self._start()  # when no HTTP app was built (a process without the API port)
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(attachments.keep_reserved_clean(self), name="volume:reserved-attachments")
+                if self.deps.locks is not None:   # else one process alone: its start is enough
+                    tg.create_task(lease.periodic(self.deps.locks, "volume:dead-work", self.recover_dead_work,
+                                                  seconds=DEAD_WORK_EVERY, stopping=self.stopping, at_once=False),
+                                   name="volume:dead-work")
                 await super().run()
+
+    async def recover_dead_work(self) -> None:
+        """The volume and snapshot changes of copies that died end (lifecycle.recover)."""
+        await lifecycle.recover(self.api, self.deps.locks, at_start=False)
 
     # --- the bus ----------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any]) -> as
         _check_snapshottable(volume, req.get("force", False))
         row = await conn.fetchrow(Q.insert_snapshot, snapshot_id, volume["id"], volume["project_id"], ctx.user_id,
                                   req.get("name"), req.get("description"), volume["size"],
-                                  req.get("metadata") or {}, volume["backend"])
+                                  req.get("metadata") or {}, volume["backend"], api.worker)
     api.work.spawn(f"snapshot-create:{snapshot_id}", lifecycle.build_snapshot(api, row))
     return row
 
@@ -72,7 +72,7 @@ async def update(api: VolumeApi, ctx: RequestContext, snapshot_id: str, changes:
 
 async def delete(api: VolumeApi, ctx: RequestContext, snapshot_id: str) -> None:
     row = await get(api, ctx, snapshot_id)
-    done = await api.pool.fetchrow(Q.set_snapshot_status, row["id"], DELETABLE, "deleting", None)
+    done = await api.pool.fetchrow(Q.begin_snapshot_work, row["id"], DELETABLE, "deleting", api.worker)
     if done is None:
         raise errors.InvalidInput(f"Invalid snapshot: Snapshot status must be available or error and must not "
                                   f"be part of a group (it is {row['status']}).", code="invalid_snapshot")

@@ -5,6 +5,7 @@ and the settings (quota defaults, the URL clients reach us at)."""
 from __future__ import annotations
 
 import socket
+import uuid
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -23,6 +24,9 @@ class VolumeApi:
     bus: Bus
     work: Work
     backend: Backend | None = None     # opened at start (role._start), before any request
+    # This process's incarnation (db/session_locks.py), recorded as the `worker` of every
+    # volume and snapshot change it starts; None without session locks.
+    worker: uuid.UUID | None = None
 
     @property
     def store(self) -> Backend:

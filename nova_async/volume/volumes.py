@@ -106,7 +106,7 @@ async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any], *,
             size, DEFAULT_TYPE, req.get("availability_zone") or "nova", False,
             snapshot["id"] if snapshot else None, source["id"] if source else None,
             image[0].metadata["image_id"] if image else None, req.get("metadata") or {},
-            api.settings.volume.backend, api.host)
+            api.settings.volume.backend, api.host, api.worker)
     building = lifecycle.build_volume(api, row, image[0] if image else None)
     if background:
         api.work.spawn(f"volume-create:{volume_id}", lifecycle.quietly(building))
@@ -114,7 +114,7 @@ async def create(api: VolumeApi, ctx: RequestContext, req: dict[str, Any], *,
     try:
         return await building
     except Exception:
-        if await api.pool.fetchrow(Q.set_volume_status, row["id"], ["error"], "deleting", None):
+        if await api.pool.fetchrow(Q.begin_volume_work, row["id"], ["error"], "deleting", api.worker):
             await lifecycle.quietly(lifecycle.remove_volume(api, volume_id))
         raise
 
@@ -196,8 +196,8 @@ async def delete(api: VolumeApi, ctx: RequestContext, volume_id: str, *, cascade
                 raise errors.InvalidInput(f"Invalid volume: Volume {volume_id} has a snapshot that is busy.",
                                           code="invalid_volume")
             await conn.execute(Q.set_volume_snapshots_status, row["id"],
-                               ["available", "error", "error_deleting"], "deleting")
-        await conn.execute(Q.set_volume_status, row["id"], DELETABLE, "deleting", None)
+                               ["available", "error", "error_deleting"], "deleting", api.worker)
+        await conn.execute(Q.begin_volume_work, row["id"], DELETABLE, "deleting", api.worker)
     if background:
         api.work.spawn(f"volume-delete:{row['id']}", lifecycle.quietly(lifecycle.remove_volume(api, str(row["id"]))))
     else:
@@ -217,7 +217,7 @@ async def extend(api: VolumeApi, ctx: RequestContext, volume_id: str, new_size: 
     async with api.pool.acquire() as conn, conn.transaction():
         await quotas.check(conn, api.settings.volume, row["project_id"], gigabytes=new_size - row["size"],
                            size=new_size)
-        row = await conn.fetchrow(Q.begin_extend, row["id"], EXTENDABLE, new_size)
+        row = await conn.fetchrow(Q.begin_extend, row["id"], EXTENDABLE, new_size, api.worker)
         if row is None:
             raise errors.InvalidInput(f"Invalid volume: Volume {volume_id} changed state; try again.",
                                       code="invalid_volume")

@@ -42,8 +42,9 @@ SELECT * FROM images
    AND ($14::bigint IS NULL OR size <= $14);
 
 -- name: start_upload
--- Only a queued image takes data; 'saving' keeps a second upload out meanwhile.
-UPDATE images SET status = 'saving', updated_at = now()
+-- Only a queued image takes data; 'saving' keeps a second upload out meanwhile. $2: the
+-- process doing it (its incarnation; NULL without session locks).
+UPDATE images SET status = 'saving', worker = $2, updated_at = now()
  WHERE id = $1 AND status = 'queued'
 RETURNING *;
 
@@ -69,8 +70,15 @@ RETURNING *;
 -- name: delete_image
 DELETE FROM images WHERE id = $1 RETURNING id;
 
+-- name: uploads_in_progress
+SELECT id, worker FROM images WHERE status = 'saving';
+
 -- name: reset_interrupted_uploads
-UPDATE images SET status = 'queued', updated_at = now() WHERE status = 'saving';
+-- Uploads whose process is gone: those of the dead incarnations $1, and with $2 those no
+-- process recorded (a start's recovery: rows from before workers were recorded).
+UPDATE images SET status = 'queued', worker = NULL, updated_at = now()
+ WHERE status = 'saving' AND (worker = ANY($1::uuid[]) OR (worker IS NULL AND $2))
+RETURNING id;
 
 -- name: list_for_compute
 -- The compute API's image list (its proxy, before 2.36): what the caller ($1 admin, $2

@@ -2,8 +2,9 @@
 -- match and image/tasks.py orders and pages it, as image.sql's list does.
 
 -- name: insert_task
-INSERT INTO image_tasks (id, type, owner, input)
-VALUES ($1, $2, $3, $4)
+-- $5: the process that runs it (its incarnation; NULL without session locks).
+INSERT INTO image_tasks (id, type, owner, input, worker)
+VALUES ($1, $2, $3, $4, $5)
 RETURNING *;
 
 -- name: get_task
@@ -35,12 +36,17 @@ UPDATE image_tasks
  WHERE id = $1 AND status IN ('pending', 'processing')
 RETURNING *;
 
+-- name: unfinished_task_workers
+SELECT DISTINCT worker FROM image_tasks
+ WHERE status IN ('pending', 'processing') AND worker IS NOT NULL;
+
 -- name: fail_unfinished_tasks
--- At the image role's start: whatever was pending or processing was cut off.
+-- Tasks whose process is gone, cut off pending or processing: those of the dead incarnations
+-- $2, and with $3 those no process recorded (a start's recovery).
 UPDATE image_tasks
    SET status = 'failure', result = NULL, message = $1 || status || '.', updated_at = now(),
        expires_at = now() + interval '48 hours'
- WHERE status IN ('pending', 'processing')
+ WHERE status IN ('pending', 'processing') AND (worker = ANY($2::uuid[]) OR (worker IS NULL AND $3))
 RETURNING *;
 
 -- name: delete_task_image

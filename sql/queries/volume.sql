@@ -3,9 +3,11 @@
 -- (`status = ANY($n)`); zero rows back means another request got there first.
 
 -- name: insert_volume
+-- $16: the process that makes it (its incarnation; NULL without session locks), `worker`
+-- below wherever a volume or snapshot enters creating, deleting or extending.
 INSERT INTO volumes (id, project_id, user_id, name, description, size, volume_type, availability_zone,
-                     bootable, snapshot_id, source_volid, image_id, metadata, backend, host)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                     bootable, snapshot_id, source_volid, image_id, metadata, backend, host, worker)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 RETURNING *;
 
 -- name: get_volume
@@ -33,6 +35,19 @@ UPDATE volumes SET status = $3, error = $4, updated_at = now()
 WHERE id = $1 AND status = ANY($2::text[])
 RETURNING *;
 
+-- name: begin_volume_work
+-- One volume from one of the states $2 into the change $3 (deleting), done by the process $4.
+UPDATE volumes SET status = $3, error = NULL, worker = $4, updated_at = now()
+WHERE id = $1 AND status = ANY($2::text[])
+RETURNING *;
+
+-- name: take_over_volume
+-- Recovery: the volume whose change ($2) the dead process $3 (NULL: none recorded) left is
+-- this process's ($4) to finish; NULL back when another copy took it first or it moved on.
+UPDATE volumes SET worker = $4, updated_at = now()
+WHERE id = $1 AND status = $2 AND worker IS NOT DISTINCT FROM $3
+RETURNING *;
+
 -- name: finish_create
 -- A volume made: creating → available, bootable (and what the image said) when from an image.
 UPDATE volumes SET status = 'available', error = NULL, bootable = bootable OR $2,
@@ -41,7 +56,7 @@ WHERE id = $1 AND status = 'creating'
 RETURNING *;
 
 -- name: begin_extend
-UPDATE volumes SET status = 'extending', new_size = $3, updated_at = now()
+UPDATE volumes SET status = 'extending', new_size = $3, worker = $4, updated_at = now()
 WHERE id = $1 AND status = ANY($2::text[])
 RETURNING *;
 
@@ -75,7 +90,7 @@ UPDATE volumes SET status = $2, updated_at = now() WHERE id = $1 RETURNING *;
 DELETE FROM volumes WHERE id = $1 AND status = 'deleting';
 
 -- name: volumes_in
--- Volumes a restart found in the middle of a change.
+-- Volumes in the middle of a change (recovery takes those whose process died).
 SELECT * FROM volumes WHERE status = ANY($1::text[]) ORDER BY created_at;
 
 -- name: volume_attachment_count
@@ -89,8 +104,9 @@ WHERE volume_id = $1 AND attached_host IS NOT NULL AND status IN ('attaching', '
 -- snapshots ---------------------------------------------------------------------------
 
 -- name: insert_snapshot
-INSERT INTO volume_snapshots (id, volume_id, project_id, user_id, name, description, size, metadata, backend)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO volume_snapshots (id, volume_id, project_id, user_id, name, description, size, metadata, backend,
+                              worker)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 RETURNING *;
 
 -- name: get_snapshot
@@ -114,10 +130,21 @@ RETURNING *;
 
 -- name: set_volume_snapshots_status
 -- A cascading delete: every snapshot of the volume from $2 to $3 (all or nothing is the
--- caller's check).
-UPDATE volume_snapshots SET status = $3, updated_at = now()
+-- caller's check), by the process $4.
+UPDATE volume_snapshots SET status = $3, worker = $4, updated_at = now()
 WHERE volume_id = $1 AND status = ANY($2::text[])
 RETURNING id;
+
+-- name: begin_snapshot_work
+UPDATE volume_snapshots SET status = $3, error = NULL, worker = $4, updated_at = now()
+WHERE id = $1 AND status = ANY($2::text[])
+RETURNING *;
+
+-- name: take_over_snapshot
+-- As take_over_volume.
+UPDATE volume_snapshots SET worker = $4, updated_at = now()
+WHERE id = $1 AND status = $2 AND worker IS NOT DISTINCT FROM $3
+RETURNING *;
 
 -- name: update_snapshot
 UPDATE volume_snapshots SET name = $2, description = $3, metadata = $4, updated_at = now()

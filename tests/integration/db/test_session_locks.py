@@ -18,7 +18,7 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
         await a.give_back([k1])
         assert await b.take_one(k1)
         # The holder dies (its connection is cut on the server): a third taker gets the keys.
-        c = SessionLocks(database)
+        c = SessionLocks(database, name="nova-async third")   # not among those cut below
         assert await c.take([k1, k2]) == set()
         conn = await asyncpg.connect(database)
         try:
@@ -29,6 +29,24 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
         finally:
             await conn.close()
         assert await c.take([k1, k2]) == {k1, k2}
+        await c.close()
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_process_is_dead_once_its_own_lock_is_free(database):
+    a, b = SessionLocks(database), SessionLocks(database)
+    try:
+        await a.open()
+        await b.open()
+        assert a.incarnation != b.incarnation
+        assert await b.dead([a.incarnation, b.incarnation]) == set()   # a lives; b is b
+        await a.close()
+        assert await b.dead([a.incarnation, b.incarnation]) == {a.incarnation}
+        # Looking gave the dead one's lock back at once: a third looker finds it dead too.
+        c = SessionLocks(database)
+        assert await c.dead([a.incarnation]) == {a.incarnation}
         await c.close()
     finally:
         await a.close()

@@ -3,13 +3,18 @@ update and delete, with the projects kept apart."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.harness import running
+from nova_async.common.context import RequestContext
+from nova_async.image import store
+from nova_async.image.blobs import ImageFiles
+from tests.harness import locks_for, running
 
 DATA = bytes(range(256)) * 4096 + b"tail"  # 1 MiB and a bit, so it crosses a chunk edge
 
@@ -301,8 +306,9 @@ async def test_bad_requests_never_500(h):
 async def test_an_upload_cut_short_by_a_restart_can_be_retried(pool, tmp_path):
     async with running(pool, ["image"], tmp_path) as h:
         image = await create(h, h.alice)
+        previous_run = h.roles["image"].files.worker
     # As if the process died mid-upload: the row says saving and a partial file lies around.
-    await pool.execute("UPDATE images SET status = 'saving' WHERE id = $1", image["id"])
+    await pool.execute("UPDATE images SET status = 'saving', worker = $2 WHERE id = $1", image["id"], previous_run)
     leftover = tmp_path / "images" / f".{image['id']}.0000.part"
     leftover.write_bytes(b"half")
     async with running(pool, ["image"], tmp_path) as h:
@@ -310,3 +316,68 @@ async def test_an_upload_cut_short_by_a_restart_can_be_retried(pool, tmp_path):
         assert shown["status"] == "queued"
         assert not leftover.exists()
         assert (await upload(h, h.alice, image["id"])).status == 204
+
+
+async def test_another_copy_s_uploads_are_left_alone_until_it_dies(pool, tmp_path):
+    # Copy A of the image role shares the database and the image directory, and is uploading
+    # (its stream held open) when copy B starts: B's start-up recovery must leave it alone.
+    a_locks = locks_for(pool, "nova-async copy A")
+    await a_locks.open()
+    a_files = ImageFiles(tmp_path / "images", worker=a_locks.incarnation)
+    admin = RequestContext(user_id="", project_id="", roles=("admin",))
+    live = await store.create(pool, admin, {"name": "live", "disk_format": "raw",
+                                            "container_format": "bare", "owner": "p"}, {})
+    fed, more = asyncio.Event(), asyncio.Event()
+
+    async def held_open() -> AsyncIterator[bytes]:
+        yield b"x" * (5 << 20)   # more than a batch: the .part file is written before the next
+        fed.set()
+        await more.wait()
+        yield b"tail"
+
+    uploading = asyncio.create_task(store.upload(pool, admin, str(live["id"]), held_open(), a_files))
+    await fed.wait()
+    assert len(a_files.unfinished()) == 1
+    # And what A leaves when it is killed: a second upload, a task downloading into a third
+    # image, a task still pending. A stray .part file no upload names goes at once.
+    cut, downloading, waiting, into = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    for image_id in (cut, into):
+        await pool.execute("INSERT INTO images (id, name, disk_format, container_format, status, owner, worker)"
+                           " VALUES ($1, 'half', 'raw', 'bare', 'saving', 'p', $2)", image_id, a_locks.incarnation)
+    task_input = {"import_from": "http://127.0.0.1:9/disk.raw", "import_from_format": "raw",
+                  "image_properties": {"disk_format": "raw", "container_format": "bare"}}
+    await pool.execute("INSERT INTO image_tasks (id, type, status, owner, input, image_id, worker)"
+                       " VALUES ($1, 'import', 'processing', 'p', $2, $3, $4)",
+                       downloading, task_input, into, a_locks.incarnation)
+    await pool.execute("INSERT INTO image_tasks (id, type, owner, input, worker) VALUES ($1, 'import', 'p', $2, $3)",
+                       waiting, task_input, a_locks.incarnation)
+    cut_part = tmp_path / "images" / f".{cut}.0000.part"
+    cut_part.write_bytes(b"half")
+    stray = tmp_path / "images" / f".{uuid.uuid4()}.0000.part"
+    stray.write_bytes(b"nobody's")
+    try:
+        async with running(pool, ["image"], tmp_path) as h:
+            status = {r["id"]: r["status"] for r in await pool.fetch(
+                "SELECT id, status FROM images WHERE id = ANY($1::uuid[])", [live["id"], cut, into])}
+            assert status == {live["id"]: "saving", cut: "saving", into: "saving"}
+            tasks_now = {r["id"]: r["status"] for r in await pool.fetch(
+                "SELECT id, status FROM image_tasks WHERE id = ANY($1::uuid[])", [downloading, waiting])}
+            assert tasks_now == {downloading: "processing", waiting: "pending"}
+            assert cut_part.exists() and len(a_files.unfinished()) == 2 and not stray.exists()
+
+            # A's live upload ends well, whatever B did at its start.
+            more.set()
+            assert (await uploading)["status"] == "active"
+
+            # A dies (its locks go with its connection): B's periodic look ends what it left.
+            await a_locks.close()
+            await h.roles["image"].recover_dead_work()
+            assert await pool.fetchval("SELECT status FROM images WHERE id = $1", cut) == "queued"
+            assert not cut_part.exists()
+            assert await pool.fetchval("SELECT count(*) FROM images WHERE id = $1", into) == 0
+            for task_id in (downloading, waiting):
+                assert await pool.fetchval("SELECT status FROM image_tasks WHERE id = $1", task_id) == "failure"
+            assert (await upload(h, h.admin, str(cut))).status == 204
+    finally:
+        more.set()
+        await a_locks.close()

@@ -15,7 +15,7 @@ from nova_async.common import errors
 from nova_async.db.queries import queries
 from nova_async.volume import messages as m
 from nova_async.volume.client import VolumeClient
-from tests.harness import running
+from tests.harness import locks_for, running
 from tests.integration.volume.helpers import call, make_volume, settled
 
 Q = queries("volume")
@@ -83,8 +83,11 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
         kept = await make_volume(h, h.alice, name="to-extend", size=1)
         path = Path(h.roles["volume"].api.store.connection(gone["id"]).path)
         assert path.exists()
-    # What a stop in the middle leaves: a delete committed, a create and an extend not yet done.
-    await pool.execute("UPDATE volumes SET status = 'deleting' WHERE id = $1", uuid.UUID(gone["id"]))
+        previous_run = h.roles["volume"].api.worker
+    # What a stop in the middle leaves: a delete committed (by the previous run), a create and
+    # an extend not yet done (no process recorded: rows from before workers were).
+    await pool.execute("UPDATE volumes SET status = 'deleting', worker = $2 WHERE id = $1",
+                       uuid.UUID(gone["id"]), previous_run)
     await pool.execute("UPDATE volumes SET status = 'extending', new_size = 2 WHERE id = $1", uuid.UUID(kept["id"]))
     new_id = uuid.uuid4()
     await pool.execute(
@@ -105,6 +108,52 @@ async def test_restart_finishes_interrupted_creates_and_deletes(pool, tmp_path):
         status, body = await call(h, "GET", f"/snapshots/{snap_id}", h.alice)
         assert body["snapshot"]["status"] == "available"
         await settled(h)
+
+
+async def test_another_copy_s_changes_are_left_alone_until_it_dies(pool, tmp_path):
+    async with running(pool, ["volume"], tmp_path) as h:
+        gone = await make_volume(h, h.alice, name="to-delete")
+        kept = await make_volume(h, h.alice, name="to-extend", size=1)
+        path = Path(h.roles["volume"].api.store.connection(gone["id"]).path)
+    # Copy A of the volume role, on the same database, is in the middle of a delete, an
+    # extend, a create and a snapshot when copy B starts.
+    a_locks = locks_for(pool, "nova-async copy A")
+    await a_locks.open()
+    a = a_locks.incarnation
+    await pool.execute("UPDATE volumes SET status = 'deleting', worker = $2 WHERE id = $1", uuid.UUID(gone["id"]), a)
+    await pool.execute("UPDATE volumes SET status = 'extending', new_size = 2, worker = $2 WHERE id = $1",
+                       uuid.UUID(kept["id"]), a)
+    new_id, snap_id = uuid.uuid4(), uuid.uuid4()
+    await pool.execute("INSERT INTO volumes (id, project_id, user_id, name, size, backend, worker)"
+                       " VALUES ($1, 'proj-a', 'alice', 'new', 1, 'file', $2)", new_id, a)
+    await pool.execute("INSERT INTO volume_snapshots (id, volume_id, project_id, user_id, size, backend, worker) "
+                       "VALUES ($1, $2, 'proj-a', 'alice', 1, 'file', $3)", snap_id, uuid.UUID(kept["id"]), a)
+    try:
+        async with running(pool, ["volume"], tmp_path) as h:
+            assert path.exists()
+            for volume_id, status in ((gone["id"], "deleting"), (kept["id"], "extending"), (new_id, "creating")):
+                assert (await call(h, "GET", f"/volumes/{volume_id}", h.alice))[1]["volume"]["status"] == status
+            assert (await call(h, "GET", f"/snapshots/{snap_id}", h.alice))[1]["snapshot"]["status"] == "creating"
+            # Nor does B's periodic look touch them while A lives.
+            await h.roles["volume"].recover_dead_work()
+            assert (await call(h, "GET", f"/volumes/{new_id}", h.alice))[1]["volume"]["status"] == "creating"
+
+            # A dies: B's periodic look finishes what A left, as a restart of A would have.
+            await a_locks.close()
+            await h.roles["volume"].recover_dead_work()
+            assert (await call(h, "GET", f"/volumes/{gone['id']}", h.alice))[0] == 404
+            assert not path.exists()
+            status, body = await call(h, "GET", f"/volumes/{new_id}", h.alice)
+            assert body["volume"]["status"] == "available"
+            status, body = await call(h, "GET", f"/volumes/{kept['id']}", h.alice)
+            assert body["volume"]["status"] == "available" and body["volume"]["size"] == 2
+            status, body = await call(h, "GET", f"/snapshots/{snap_id}", h.alice)
+            assert body["snapshot"]["status"] == "available"
+            me = h.roles["volume"].api.worker
+            assert await pool.fetchval("SELECT worker FROM volumes WHERE id = $1", new_id) == me
+            await settled(h)
+    finally:
+        await a_locks.close()
 
 
 async def test_extend_in_use_tells_the_compute_host_and_notifications_say_so(pool, tmp_path):

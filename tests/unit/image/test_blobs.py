@@ -39,13 +39,16 @@ async def test_a_broken_stream_leaves_nothing_behind(tmp_path):
     assert list(files.root.iterdir()) == []
 
 
-def test_prepare_drops_leftover_parts(tmp_path):
+def test_unfinished_parts_go_but_those_kept(tmp_path):
     files = ImageFiles(tmp_path / "images")
     files.root.mkdir()
     (files.root / ".abc.1234.part").write_bytes(b"half")
+    (files.root / ".ghi.5678.part").write_bytes(b"going on")
     (files.root / "def").write_bytes(b"whole")
-    files.prepare()
-    assert [p.name for p in files.root.iterdir()] == ["def"]
+    found = files.unfinished()
+    assert sorted(found.values()) == ["abc", "ghi"]
+    files.drop_unfinished(found, keep={"ghi"})
+    assert sorted(p.name for p in files.root.iterdir()) == [".ghi.5678.part", "def"]
 
 
 @pytest.mark.parametrize("head, size, fmt, expected", [
