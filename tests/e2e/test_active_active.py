@@ -24,8 +24,9 @@ Every broken invariant is collected and reported together, with the kill's timin
 node logs' last lines, so one run says all that went wrong.
 
 The short variant (two nodes, 40 boots, a kill mid-burst) runs in `make test`. The long one
-(three nodes, 200 boots, a kill early, mid and late) runs from `make conformance`, or with
-NOVA_ASYNC_ACTIVE_ACTIVE=long."""
+(three nodes, 200 boots, a kill early, mid and late; and, where tests/rabbitmq.py has the
+3-node cluster helper, a RabbitMQ node killed instead, with quorum queues) runs from
+`make conformance`, or with NOVA_ASYNC_ACTIVE_ACTIVE=long."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import dataclasses
 import os
 import random
 import re
+import shutil
 import signal
 import uuid
 from collections import Counter
@@ -45,11 +47,14 @@ import pytest
 
 from tests.e2e.conftest import PASSWORD, Served, free_port, serve
 from tests.e2e.driver import MICROVERSION, V, Api
+from tests import rabbitmq as brokers
 from tests.rabbitmq import available, started
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("active-active"),
-              pytest.mark.skipif(available() is not None, reason=str(available()))]
+              pytest.mark.skipif(available() is not None, reason=str(available())),
+              pytest.mark.skipif(shutil.which("haproxy") is None,
+                                 reason="haproxy is not installed (apt-get install haproxy; `make test` does)")]
 
 HAPROXY_CFG = Path(__file__).resolve().parents[2] / "examples" / "haproxy.cfg"
 CONTROL_ROLES = "identity,image,network,placement,api,conductor,scheduler"
@@ -60,6 +65,8 @@ CONFIRM_WINDOW = 2
 # how long everything may take to settle after the burst.
 FOLLOW_UP_WAIT = 120
 SETTLE_WAIT = 180
+# The 3-node RabbitMQ cluster helper, where tests/rabbitmq.py has it.
+cluster_started = getattr(brokers, "cluster_started", None)
 LONG = os.environ.get("NOVA_ASYNC_ACTIVE_ACTIVE") == "long"
 # Where in the burst the kill falls: a random point within this share of its requests.
 MOMENTS = {"early": (0.05, 0.2), "mid": (0.4, 0.6), "late": (0.8, 0.95)}
@@ -73,6 +80,7 @@ class Variant:
     nodes: int
     boots: int
     moment: str
+    victim: str = "node"   # or "broker": the first node of a RabbitMQ cluster, not a nova-async node
 
 
 def haproxy_config(template: str, listen: int, backends: list[int]) -> str:
@@ -307,7 +315,10 @@ def settled_view(servers: dict[str, dict], dead: str, deletes: set[str]) -> bool
     return True
 
 
-async def active_active(variant: Variant, rabbitmq, database: str, work_dir: Path) -> None:
+async def active_active(variant: Variant, transport: str, database: str, work_dir: Path, *,
+                        cluster=None, options: tuple[str, ...] = ()) -> None:
+    """One run: `variant.nodes` nodes on `transport`, the burst, the kill, every invariant.
+    With victim "broker", `cluster`'s first RabbitMQ node is killed instead of a nova node."""
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     run_dir = work_dir / f"aa-{variant.nodes}-{variant.boots}-{variant.moment}-{uuid.uuid4().hex[:6]}"
@@ -332,8 +343,8 @@ async def active_active(variant: Variant, rabbitmq, database: str, work_dir: Pat
         # together, as a site's would be after a power cut: their first starts race on one database.
         nodes = dict(zip(names, await asyncio.gather(*(stack.enter_async_context(serve(
             run_dir / name, "--roles", CONTROL_ROLES + ",compute", "--host", name,
-            "--libvirt-uri", "test:///default", "--transport", rabbitmq.url, "--database", database,
-            "--config", str(config))) for name in names))))
+            "--libvirt-uri", "test:///default", "--transport", transport, "--database", database,
+            "--config", str(config), *options)) for name in names))))
         stack.push(lambda *exc: print_logs(nodes) if exc[0] else None)
         lb = await stack.enter_async_context(
             haproxy(run_dir, lb_port, [int(n.url.rsplit(":", 1)[1]) for n in nodes.values()]))
@@ -363,16 +374,21 @@ async def active_active(variant: Variant, rabbitmq, database: str, work_dir: Pat
         burst = Burst(api, base, "aa", variant.boots)
         low, high = MOMENTS[variant.moment]
         kill_after = max(1, int(burst.planned * rng.uniform(low, high)))
-        dead = rng.choice(names)
-        print(f"seed {seed}: {variant}; {burst.planned} requests planned; SIGKILL {dead} after {kill_after}")
+        # The nova-async node that dies; none when a RabbitMQ node does.
+        dead = rng.choice(names) if variant.victim == "node" else ""
+        victim = dead or cluster.nodes[0].nodename
+        print(f"seed {seed}: {variant}; {burst.planned} requests planned; SIGKILL {victim} after {kill_after}")
 
         async def killer() -> None:
             while burst.answered < kill_after:
                 burst.progress.clear()
                 await burst.progress.wait()
-            nodes[dead].proc.send_signal(signal.SIGKILL)
-            await nodes[dead].proc.wait()
-            print(f"killed {dead} after {burst.answered} requests answered, "
+            if dead:
+                nodes[dead].proc.send_signal(signal.SIGKILL)
+                await nodes[dead].proc.wait()
+            else:
+                await cluster.nodes[0].stop(kill=True)
+            print(f"killed {victim} after {burst.answered} requests answered, "
                   f"{len(burst.accepted)} boots accepted")
 
         killing = asyncio.create_task(killer(), name="e2e:killer")
@@ -395,8 +411,9 @@ async def active_active(variant: Variant, rabbitmq, database: str, work_dir: Pat
         report.check(set(everything) <= known, f"servers nobody asked for: {sorted(set(everything) - known)}")
 
         # The dead node is shown down and gets nothing new.
-        await until(api.services, lambda s: s.get(dead) == "down", what=f"{dead} shown down",
-                    timeout=120, interval=0.5)
+        if dead:
+            await until(api.services, lambda s: s.get(dead) == "down", what=f"{dead} shown down",
+                        timeout=120, interval=0.5)
         after = await asyncio.gather(*(api.boot(base, f"after-{i}") for i in range(2 * len(survivors))))
         try:
             placed = await api.settled(after, timeout=120)
@@ -479,7 +496,7 @@ async def active_active(variant: Variant, rabbitmq, database: str, work_dir: Pat
             assert nodes[name].proc.returncode is None, "\n".join(nodes[name].log[-40:])
         if report.broken:
             print_logs(nodes)
-        assert not report.broken, f"seed {seed}, {variant}, {dead} killed after {kill_after} requests:\n" + \
+        assert not report.broken, f"seed {seed}, {variant}, {victim} killed after {kill_after} requests:\n" + \
             "\n".join(report.broken[:60]) + (f"\n… {len(report.broken) - 60} more" if len(report.broken) > 60 else "")
 
 
@@ -491,10 +508,20 @@ async def rabbitmq(work_dir):
 
 @pytest.mark.skipif(LONG, reason="NOVA_ASYNC_ACTIVE_ACTIVE=long: the long variant runs instead")
 async def test_two_nodes_one_killed_mid_burst(rabbitmq, database, work_dir):
-    await active_active(Variant(nodes=2, boots=40, moment="mid"), rabbitmq, database, work_dir)
+    await active_active(Variant(nodes=2, boots=40, moment="mid"), rabbitmq.url, database, work_dir)
 
 
 @pytest.mark.skipif(not LONG, reason="the long variant: make conformance (NOVA_ASYNC_ACTIVE_ACTIVE=long)")
 @pytest.mark.parametrize("moment", list(MOMENTS))
 async def test_three_nodes_one_killed(moment, rabbitmq, database, work_dir):
-    await active_active(Variant(nodes=3, boots=200, moment=moment), rabbitmq, database, work_dir)
+    await active_active(Variant(nodes=3, boots=200, moment=moment), rabbitmq.url, database, work_dir)
+
+
+@pytest.mark.skipif(not LONG, reason="the long variant: make conformance (NOVA_ASYNC_ACTIVE_ACTIVE=long)")
+@pytest.mark.skipif(cluster_started is None, reason="tests/rabbitmq.py has no cluster_started (3-node RabbitMQ)")
+async def test_three_nodes_rabbitmq_node_killed(database, work_dir):
+    """The same burst on a 3-node RabbitMQ cluster with quorum queues; its first node (the one
+    every nova-async node connects to first) is SIGKILLed mid-burst instead of a nova node."""
+    async with cluster_started(work_dir / f"rabbitmq-cluster-{uuid.uuid4().hex[:6]}") as cluster:
+        await active_active(Variant(nodes=3, boots=200, moment="mid", victim="broker"), cluster.transport,
+                            database, work_dir, cluster=cluster, options=("--rabbit-quorum-queue",))
