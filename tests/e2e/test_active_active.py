@@ -392,8 +392,12 @@ async def active_active(variant: Variant, transport: str, database: str, work_di
         burst = Burst(api, base, "aa", variant.boots)
         low, high = MOMENTS[variant.moment]
         kill_after = max(1, int(burst.planned * rng.uniform(low, high)))
-        # The nova-async node that dies; none when a RabbitMQ node does.
-        dead = rng.choice(names) if variant.victim == "node" else ""
+        # The nova-async node that dies (one that leads leased jobs, where there are leases:
+        # so they must move); none when a RabbitMQ node does.
+        before = await leases(session, nodes, names)
+        print("leases before the kill:", before)
+        leaders = sorted({name for holders in before.values() for name in holders})
+        dead = rng.choice(leaders or names) if variant.victim == "node" else ""
         victim = dead or cluster.nodes[0].nodename
         print(f"seed {seed}: {variant}; {burst.planned} requests planned; SIGKILL {victim} after {kill_after}")
 
@@ -409,8 +413,6 @@ async def active_active(variant: Variant, transport: str, database: str, work_di
             print(f"killed {victim} after {burst.answered} requests answered, "
                   f"{len(burst.accepted)} boots accepted")
 
-        before = await leases(session, nodes, names)
-        print("leases before the kill:", before)
         killing = asyncio.create_task(killer(), name="e2e:killer")
         await burst.run()
         if not killing.done():  # fewer requests than planned (boots refused): kill now
