@@ -305,13 +305,14 @@ async def repeated_events(api: Api, server_id: str) -> list[str]:
     found = [f"create ×{n}" for a, n in Counter(a["action"] for a in actions).items() if a == "create" and n > 1]
     for action in actions:
         detail = await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions/{action['request_id']}", 200)
-        events: dict[tuple[str, str], list[str | None]] = {}
+        events: dict[tuple[str, str], list[tuple[str | None, str]]] = {}
         for e in detail["instanceAction"].get("events", []):
-            events.setdefault((e["event"], e.get("host") or "no host"), []).append(e["result"])
+            events.setdefault((e["event"], e.get("host") or "no host"), []).append(
+                (e["result"], f"{e['start_time']}..{e['finish_time']}"))
         cut_off = sum(r is None for (event, _), results in events.items() if event.startswith("conductor_")
-                      for r in results)
+                      for r, _ in results)
         for (event, host), results in events.items():
-            ended = [r for r in results if r is not None]
+            ended = [f"{r} {when}" for r, when in results if r is not None]
             allowed = 1 if event.startswith("conductor_") else 1 + cut_off
             if len(ended) > allowed:
                 found.append(f"{action['action']}: {event} on {host} ended ×{len(ended)} ({', '.join(ended)}), "
