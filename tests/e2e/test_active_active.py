@@ -14,7 +14,8 @@ SIGKILLed in the middle of it (early, mid or late). Then, on what the survivors 
   may have none: a failed build lets its claim go), and none for a deleted or never-built one;
 - no port whose device is a server that does not exist; one port per ACTIVE server; no
   instance directory on a survivor for a server it does not host;
-- no request handled twice: each action of a server has each of its events once;
+- no request handled twice: each step of a server's actions succeeded once (a conductor
+  attempt that failed or was cut off by the kill may be retried, and the steps after it with it);
 - the dead node's compute is shown down and gets none of the boots after it;
 - periodic jobs go on: a resize on a survivor is confirmed by `resize_confirm_window`;
 - each node answers /metrics for itself (`nova_async_node_info{host=…}`), and a token
@@ -295,12 +296,12 @@ async def allocations(api: Api) -> dict[str, set[str]]:
 
 
 async def repeated_events(api: Api, server_id: str) -> list[str]:
-    """The steps of the server's actions that were carried out more than once: a second
-    create, or an event that ended more than once on one host. An attempt the kill cut off
-    (its node's conductor never finished it) is taken up again by a survivor, and the steps
-    after it run again: each cut-off conductor attempt allows one more finished run of each
-    later step (a build rescheduled onto an alternate records its compute steps once per
-    host, so hosts are told apart)."""
+    """The steps of the server's actions that were done more than once: a second create, a
+    conductor step that succeeded twice, or a later step that succeeded more often than the
+    conductor tried. A conductor attempt that failed, or that the kill cut off (no result),
+    is taken up again (a retry, a redelivery to a survivor), and the steps after it run again
+    for it; a build rescheduled onto an alternate records its compute steps once per host, so
+    hosts are told apart. Each run is shown with its start and finish."""
     actions = (await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions", 200))["instanceActions"]
     found = [f"create ×{n}" for a, n in Counter(a["action"] for a in actions).items() if a == "create" and n > 1]
     for action in actions:
@@ -309,14 +310,13 @@ async def repeated_events(api: Api, server_id: str) -> list[str]:
         for e in detail["instanceAction"].get("events", []):
             events.setdefault((e["event"], e.get("host") or "no host"), []).append(
                 (e["result"], f"{e['start_time']}..{e['finish_time']}"))
-        cut_off = sum(r is None for (event, _), results in events.items() if event.startswith("conductor_")
-                      for r, _ in results)
-        for (event, host), results in events.items():
-            ended = [f"{r} {when}" for r, when in results if r is not None]
-            allowed = 1 if event.startswith("conductor_") else 1 + cut_off
-            if len(ended) > allowed:
-                found.append(f"{action['action']}: {event} on {host} ended ×{len(ended)} ({', '.join(ended)}), "
-                             f"{cut_off} attempt(s) cut off")
+        attempts = max(1, sum(len(runs) for (event, _), runs in events.items() if event.startswith("conductor_")))
+        for (event, host), runs in events.items():
+            succeeded = [when for result, when in runs if result == "Success"]
+            allowed = 1 if event.startswith("conductor_") else attempts
+            if len(succeeded) > allowed:
+                found.append(f"{action['action']}: {event} on {host} succeeded ×{len(succeeded)} "
+                             f"({', '.join(f'{r} {w}' for r, w in runs)}), {attempts} conductor attempt(s)")
     return found
 
 
