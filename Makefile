@@ -24,8 +24,9 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 # under a real systemd in namespaces of its own (it need not be PID 1). ssh: the README's
 # guests block logs into a guest. lvm2 and thin-provisioning-tools: the lvm-thin volume
 # backend's tests (the default file backend needs neither). chromium: the dashboard's browser
-# tests (Playwright drives it through executable_path).
-TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools chromium
+# tests (Playwright drives it through executable_path). haproxy: the load balancer in front of
+# the active-active nodes (examples/haproxy.cfg, tests/e2e/test_active_active.py).
+TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools chromium haproxy
 
 .PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench conformance clean help
 
@@ -120,10 +121,14 @@ bench: test-deps venv host-setup guest-image
 # behaviour a failing test revealed has a focused test of its own there. Each script installs
 # its suite into a virtualenv of its own (once, under /var/cache/nova-async/conformance),
 # starts nova-async on a fresh state dir and prints passed/failed/skipped last.
-# A suite with failures still lets the next one run ('-').
+# A suite with failures still lets the next one run ('-'). Then the long active-active run:
+# three nodes behind HAProxy, 200 boots with actions and deletes, one node SIGKILLed early, mid
+# and late (the short variant is in `make test`); -rA prints each run's kill and end states.
 conformance: test-deps venv host-setup guest-image
 	-$(BIN)/python conformance/placement_gabbi.py
 	-$(BIN)/python conformance/tempest_suites.py
+	-NOVA_ASYNC_ACTIVE_ACTIVE=long $(BIN)/python -m pytest -q -p no:cacheprovider -rA \
+		tests/e2e/test_active_active.py
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
 # $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all

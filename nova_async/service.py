@@ -28,6 +28,7 @@ import gc
 import importlib
 import secrets
 import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,10 +36,11 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
+from nova_async import __version__
 from nova_async.bus import Bus
 from nova_async.bus.caps import VersionCaps
 from nova_async.bus.memory import MemoryBus
-from nova_async.common import errors, service_records, systemd
+from nova_async.common import errors, metrics, service_records, systemd
 from nova_async.common import web as common_web
 from nova_async.common.service_records import ServiceRecords
 from nova_async.common.tokens import TokenCodec
@@ -178,6 +180,8 @@ def build_http(settings: Settings, roles: list[Role], tokens: TokenCodec, health
     root[common_web.AUTHENTICATOR] = common_web.Authenticator(settings.identity.auth, tokens)
     root[HEALTH] = health
     root.router.add_get("/metrics", common_web.show_metrics)
+    metrics.node_is(settings.compute.host or socket.gethostname(), settings.service.listen,
+                    [r.name for r in roles], __version__)
     root.router.add_get("/healthz", show_health)
     for role in roles:
         root.router.add_routes(role.root_routes())

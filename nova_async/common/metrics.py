@@ -52,6 +52,11 @@ _LEASES = Gauge(
     "nova_async_lease_held",
     "1 while this process runs the global job (common/lease.py), 0 while another copy does",
     ["job"], registry=REGISTRY)
+_NODE = Gauge(
+    "nova_async_node_info",
+    "Always 1: which node serves this /metrics (several copies behind one load balancer each "
+    "answer for themselves): its host name, the URL it listens on, its roles and release",
+    ["host", "listen", "roles", "version"], registry=REGISTRY)
 
 BUILD_OUTCOMES = ("active", "error", "rescheduled")
 DECISION_RESULTS = ("placed", "no_valid_host", "failed")
@@ -60,6 +65,11 @@ for _outcome in BUILD_OUTCOMES:
     _BUILDS.labels(_outcome)
 for _result in DECISION_RESULTS:
     _DECISIONS.labels(_result)
+
+
+def node_is(host: str, listen: str, roles: list[str], version: str) -> None:
+    """Name the node this process is, once at start."""
+    _NODE.labels(host, listen, ",".join(roles), version).set(1)
 
 
 def observe_request(api: str, method: str, status: int, seconds: float) -> None:
