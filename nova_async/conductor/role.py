@@ -19,6 +19,7 @@ pick-up, not failed."""
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import structlog
 
@@ -181,7 +182,10 @@ class ConductorRole(Role):
             await db.execute(CQ.take_over_steps, uuids, EVENT, SELECT_EVENT)
         try:
             async with instances.events(db, uuids, request_id, EVENT):
-                selections = await self.scheduler.select_destinations(uuids, spec, ctx, cell_uuid=cell.uuid)
+                selections = await self.scheduler.select_destinations(
+                    uuids, spec, ctx, cell_uuid=cell.uuid,
+                    before_asking_again=functools.partial(db.execute, CQ.forget_decisions, uuids, SELECT_EVENT,
+                                                          request_id))
         except errors.DatabaseUnavailable:
             # Not the request's fault: it stays unscheduled, and is scheduled again once the
             # database is back (perhaps this process never saw it go: the error may come

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import structlog
 
 from nova_async.bus import Bus
@@ -22,14 +24,18 @@ class SchedulerClient:
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec,
                                   context: RequestContext | None = None, *,
-                                  cell_uuid: str | None = None) -> list[m.Selection]:
+                                  cell_uuid: str | None = None,
+                                  before_asking_again: Callable[[], Awaitable[object]] | None = None,
+                                  ) -> list[m.Selection]:
         """Claimed hosts for every instance, or NoValidHost saying why not (all or nothing);
         `cell_uuid` as SelectDestinations has it.
 
         An answer that never comes (the copy of the scheduler that took the question died
         with it: a call is acknowledged when received, so nobody else gets it) is asked for
         again, of whichever copy takes it now. Asking twice places nothing twice: a claim
-        replaces whatever the instance held, so what the lost attempt claimed is replaced."""
+        replaces whatever the instance held, so what the lost attempt claimed is replaced.
+        `before_asking_again` is awaited first: the caller forgets what it recorded of the lost
+        decision (its step in the server's actions), so that the decision shows once."""
         question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid)
         for ask in range(1, ASKS + 1):
             try:
@@ -40,5 +46,7 @@ class SchedulerClient:
                     raise
                 log.warning("the scheduler's answer was lost; asking again", error=exc.message,
                             instances=len(instance_uuids))
+                if before_asking_again is not None:
+                    await before_asking_again()
         assert isinstance(reply, m.Selections)
         return reply.selections

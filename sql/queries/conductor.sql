@@ -59,3 +59,12 @@ DELETE FROM instance_action_events e
  USING instance_actions a
  WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[])
    AND ((e.event = $2 AND e.finish_time IS NULL) OR e.event = $3);
+
+-- name: forget_decisions
+-- The scheduler's decision $2 for instances $1 in the request $3 whose answer was lost (the
+-- scheduler copy that made it died with it): the conductor asks again, and only the decision
+-- that counts is shown.
+DELETE FROM instance_action_events e
+ USING instance_actions a
+ WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[]) AND a.request_id = $3
+   AND e.event = $2;
