@@ -17,11 +17,12 @@ SELECT uuid FROM instances
 
 -- name: rows_to_schedule
 -- The rows of a boot request ($1) in this cell, in launch order; `open_step`: the instance's
--- scheduling step ($2) is recorded as begun and never ended (its conductor died).
+-- scheduling step ($2) is recorded as begun and not failed, and yet the instance has no host:
+-- the conductor doing it died, before it ended or between its end and the host's write.
 SELECT i.*, EXISTS (SELECT 1 FROM instance_actions a
                       JOIN instance_action_events e ON e.action_id = a.id
                      WHERE a.instance_uuid = i.uuid AND e.event = $2
-                       AND e.finish_time IS NULL) AS open_step
+                       AND (e.finish_time IS NULL OR e.result = 'Success')) AS open_step
   FROM instances i WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL ORDER BY i.launch_index;
 
 -- name: set_hosts
@@ -51,14 +52,15 @@ SELECT i.uuid, i.host, i.node FROM instances i
                     WHERE a.instance_uuid = i.uuid AND e.event = 'compute_build_and_run_instance');
 
 -- name: take_over_steps
--- The scheduling step $2 of instances $1 is still open: a conductor that held them died (or
--- lost its lock) mid-way, and the one now holding them schedules them again. That attempt's
--- records go (the open step, and the scheduler's decision $3 it never used, whether or not the
--- scheduler finished it), so each step shows once in the server's actions: the one that counted.
+-- The scheduling step $2 of instances $1 was begun and never got as far as the host: a
+-- conductor that held them died (or lost its lock) mid-way, and the one now holding them
+-- schedules them again. That attempt's records go (its step, open or ended, and the
+-- scheduler's decision $3 it never used), so each step shows once in the server's actions:
+-- the one that counted. A failed attempt (Error) stays: it was tried, and is tried again.
 DELETE FROM instance_action_events e
  USING instance_actions a
  WHERE a.id = e.action_id AND a.instance_uuid = ANY ($1::uuid[])
-   AND ((e.event = $2 AND e.finish_time IS NULL) OR e.event = $3);
+   AND ((e.event = $2 AND (e.finish_time IS NULL OR e.result = 'Success')) OR e.event = $3);
 
 -- name: forget_decisions
 -- The scheduler's decision $2 for instances $1 in the request $3 whose answer was lost (the

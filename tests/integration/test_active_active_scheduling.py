@@ -312,3 +312,40 @@ async def test_a_conductor_that_dies_before_casting_the_build_has_it_cast_by_ano
     assert once_each(await events_of(h, uuid)) == {
         "conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
         "compute_build_and_run_instance": ["Success"]}
+
+
+class DiesBeforeTheHost:
+    """A conductor's cells, in a process that dies once the scheduling step has ended and
+    before the instance's host is written."""
+
+    def __init__(self, cells) -> None:
+        self._cells, self.reached = cells, asyncio.Event()
+
+    def __getattr__(self, name):
+        return getattr(self._cells, name)
+
+    async def of_host(self, host):
+        self.reached.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_conductor_that_dies_between_deciding_and_writing_the_host_is_taken_over_once(cloud):
+    h = cloud
+    uuid, msg, ctx = await accepted(h)
+    async with conductor(h, "a") as a, conductor(h, "b") as b:
+        a.cells = dying_cells = DiesBeforeTheHost(a.cells)
+        dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
+        await dying_cells.reached.wait()
+        assert await host_of(h, uuid) is None
+        await a.deps.locks.close()
+        await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered
+        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+        dying.cancel()
+        await asyncio.gather(dying, return_exceptions=True)
+    host = await host_of(h, uuid)
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    # the dead copy's step had ended (Success) but counted for nothing: shown once, the survivor's
+    assert once_each(await events_of(h, uuid)) == {
+        "conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
+        "compute_build_and_run_instance": ["Success"]}
