@@ -371,8 +371,14 @@ class AmqpBus(Bus):
             if remaining <= 0 or self._closing.is_set():
                 raise errors.Unavailable(f"RabbitMQ at {redacted(self.url)} did not take a message: "
                                          f"{failure!r}") from None
-            log.warning("publish failed; retrying when the broker is back", error=repr(failure),
-                        retry_in=round(pause, 2))
+            if isinstance(failure, _LOST):
+                log.warning("publish failed; retrying when the broker is back", error=repr(failure),
+                            retry_in=round(pause, 2))
+            else:
+                # The broker is there and the queue is not (yet): a reply queue whose caller is
+                # reconnecting, or died; quietly, since a dead node's callers make many of these.
+                log.debug("message unroutable; retrying while its queue may still come", error=repr(failure),
+                          retry_in=round(pause, 2))
             # There is nothing to wait on that says a lost connection has been noticed, so pause
             # first (the connection may still look up), then wait for the channel to be restored.
             await asyncio.sleep(min(pause, remaining))
