@@ -291,27 +291,35 @@ class NeverCasts(ComputeClient):
         await asyncio.Event().wait()
 
 
+ONCE_EACH = {"conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
+             "compute_build_and_run_instance": ["Success"]}
+
+
+async def dies_and_is_taken_over(h, uuid, msg, ctx, a, b, dies_at: asyncio.Event) -> str | None:
+    """Copy `a` handles the request until `dies_at`, then its process dies (its locks go with
+    it); `b` gets the request again and builds the server. The host `a` had written, if any."""
+    dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
+    await dies_at.wait()
+    written = await host_of(h, uuid)
+    await a.deps.locks.close()
+    await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered
+    server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+    assert server["status"] == "ACTIVE", server.get("fault")
+    dying.cancel()
+    await asyncio.gather(dying, return_exceptions=True)
+    host = await host_of(h, uuid)
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    return written
+
+
 async def test_a_conductor_that_dies_before_casting_the_build_has_it_cast_by_another(cloud):
     h = cloud
     uuid, msg, ctx = await accepted(h)
     async with conductor(h, "a") as a, conductor(h, "b") as b:
         a.compute = never = NeverCasts(h.bus)
-        dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
-        await never.about_to.wait()
-        placed = await host_of(h, uuid)
-        assert placed is not None
-        await a.deps.locks.close()
-        await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered
-        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
-        assert server["status"] == "ACTIVE", server.get("fault")
-        dying.cancel()
-        await asyncio.gather(dying, return_exceptions=True)
-    assert await host_of(h, uuid) == placed
-    assert await allocations_of(h, uuid) == {(placed, "VCPU", 1), (placed, "MEMORY_MB", 1024),
-                                             (placed, "DISK_GB", 1)}
-    assert once_each(await events_of(h, uuid)) == {
-        "conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
-        "compute_build_and_run_instance": ["Success"]}
+        placed = await dies_and_is_taken_over(h, uuid, msg, ctx, a, b, never.about_to)
+    assert placed is not None and await host_of(h, uuid) == placed
+    assert once_each(await events_of(h, uuid)) == ONCE_EACH
 
 
 class DiesBeforeTheHost:
@@ -334,18 +342,6 @@ async def test_a_conductor_that_dies_between_deciding_and_writing_the_host_is_ta
     uuid, msg, ctx = await accepted(h)
     async with conductor(h, "a") as a, conductor(h, "b") as b:
         a.cells = dying_cells = DiesBeforeTheHost(a.cells)
-        dying = asyncio.create_task(a.schedule_and_build_instances(msg, ctx), name="test:conductor-a")
-        await dying_cells.reached.wait()
-        assert await host_of(h, uuid) is None
-        await a.deps.locks.close()
-        await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered
-        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
-        assert server["status"] == "ACTIVE", server.get("fault")
-        dying.cancel()
-        await asyncio.gather(dying, return_exceptions=True)
-    host = await host_of(h, uuid)
-    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+        assert await dies_and_is_taken_over(h, uuid, msg, ctx, a, b, dying_cells.reached) is None
     # the dead copy's step had ended (Success) but counted for nothing: shown once, the survivor's
-    assert once_each(await events_of(h, uuid)) == {
-        "conductor_schedule_and_build_instances": ["Success"], SELECT_EVENT: ["Success"],
-        "compute_build_and_run_instance": ["Success"]}
+    assert once_each(await events_of(h, uuid)) == ONCE_EACH
