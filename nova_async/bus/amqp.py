@@ -38,7 +38,10 @@ connection, every publish and its confirm, every call, and the close at shutdown
 acknowledged only after its handler returns, so a consumer that dies mid-way has it
 redelivered to another (handlers are idempotent). A call is acknowledged when it is received:
 its caller is waiting and decides what a lost answer means, and running a claim twice behind
-its back would be worse. Retries can duplicate a message; each carries a message id, and a
+its back would be worse. Only a call whose handler is idempotent (Message.REDELIVERABLE:
+deleting allocations, deallocating ports) is acknowledged once answered, so that a node dying
+with it leaves it to another copy instead of to the caller's timeout. Retries can duplicate a
+message; each carries a message id, and a
 consumer does not handle again an id it is handling or has just handled.
 """
 
@@ -78,6 +81,7 @@ NOTIFY_TOPIC = "versioned_notifications"
 NOTIFY_PRIORITIES = ("info", "error")
 NOTIFY_DURABLE = False      # amqp_durable_queues false; rabbit_quorum_queue makes it true
 QUORUM = {"x-queue-type": "quorum"}
+REDELIVER_HEADER = "x-nova-async-redeliverable"   # a call acknowledged once answered (Message.REDELIVERABLE)
 DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
 CONNECT_TIMEOUT = 30.0      # the first connection, at start
@@ -248,7 +252,8 @@ class AmqpBus(Bus):
             correlation_id=correlation_id, reply_to=self._reply_queue,
             # Persistent so that a broker restart does not lose it, yet it expires with the
             # caller's patience: nobody should act on a question nobody waits for any more.
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT, expiration=timeout)
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT, expiration=timeout,
+            headers={REDELIVER_HEADER: True} if type(msg).REDELIVERABLE else None)
         async def sent_and_answered() -> bytes:
             await self._send(topic, message, deadline=asyncio.get_running_loop().time() + timeout)
             return await reply
@@ -450,14 +455,23 @@ class AmqpBus(Bus):
                           seen: _Seen) -> None:
         message_id = message.message_id or ""
         if message.reply_to:
-            await _settle(message.ack())
-            if not seen.begin(message_id):
-                return
+            # A call is acknowledged on arrival, unless its sender marked it redeliverable
+            # (Message.REDELIVERABLE): then once answered, and a copy that dies with it leaves
+            # it to another.
+            redeliverable = bool((message.headers or {}).get(REDELIVER_HEADER))
+            if not redeliverable:
+                await _settle(message.ack())
             try:
-                answer = await dispatch(message.body, handler, topic)
+                if not seen.begin(message_id):
+                    return
+                try:
+                    answer = await dispatch(message.body, handler, topic)
+                finally:
+                    seen.end(message_id)
+                await self._answer(message.reply_to, message.correlation_id or "", answer, topic)
             finally:
-                seen.end(message_id)
-            await self._answer(message.reply_to, message.correlation_id or "", answer, topic)
+                if redeliverable:
+                    await _settle(message.ack())
             return
         earlier = seen.running(message_id)
         if earlier is not None:

@@ -52,6 +52,10 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     VERSION: ClassVar[str] = "1.0"
     # field name -> the minor version ("1.1") that added it; fields not named were in x.0.
     ADDED_IN: ClassVar[dict[str, str]] = {}
+    # A call that may be handled twice (its handler is idempotent): the receiver acknowledges
+    # it once answered, not on arrival, so a receiver that dies with it (a node lost) leaves it
+    # to another copy, which answers instead of the caller waiting out its timeout.
+    REDELIVERABLE: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -65,6 +65,8 @@ class PortList(Message, frozen=True, kw_only=True):
 class DeallocatePorts(Message, frozen=True, kw_only=True):
     """Delete the ports made for an instance. Idempotent."""
 
+    REDELIVERABLE = True
+
     instance_uuid: str
 
 

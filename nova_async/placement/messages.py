@@ -60,6 +60,7 @@ class ClaimResult(Message, frozen=True, kw_only=True):
 
 
 class DeleteAllocations(Message, frozen=True, kw_only=True):
+    REDELIVERABLE = True   # deleting what is gone changes nothing
     consumer_uuid: str
 
 

@@ -566,4 +566,4 @@ async def test_three_nodes_rabbitmq_node_killed(database, work_dir):
     every nova-async node connects to first) is SIGKILLed mid-burst instead of a nova node."""
     async with cluster_started(work_dir / f"rabbitmq-cluster-{uuid.uuid4().hex[:6]}") as cluster:
         await active_active(Variant(nodes=3, boots=200, moment="mid", victim="broker"), cluster.transport,
-                            database, work_dir, cluster=cluster, options=("--rabbit-quorum-queue",))
+                            database, work_dir, cluster=cluster, options=("--rabbit-quorum-queue", "true"))

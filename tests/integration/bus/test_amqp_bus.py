@@ -480,3 +480,35 @@ async def test_switching_to_quorum_queues_as_the_readme_says(broker):
         types = await queue_types(broker, url)
     assert got == [1, 3]
     assert types[queue_name(topic)] == types["versioned_notifications.info"] == "quorum"
+
+
+class Forget(Message, frozen=True, kw_only=True):
+    REDELIVERABLE = True
+    n: int
+
+
+CALL_CONSUMER_THAT_DIES = CONSUMER_THAT_DIES.replace("class Knock(", "class Forget(").replace(
+    "    n: int\n", "    REDELIVERABLE = True\n    n: int\n", 1)
+
+
+async def test_a_redeliverable_call_held_by_a_consumer_that_dies_is_answered_by_another(broker, bus, other_bus):
+    topic = fresh_topic("redeliver-call")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CALL_CONSUMER_THAT_DIES, broker.url, topic,
+                                                stdout=asyncio.subprocess.PIPE)
+    try:
+        await _consumer_attached(bus, topic)
+        asking = asyncio.create_task(bus.call(topic, Forget(n=7), timeout=WAIT))
+        async with asyncio.timeout(WAIT):
+            async for line in proc.stdout:  # its log lines come first
+                if line.startswith(b"handling"):
+                    break
+        assert line.decode().strip() == "handling 7"
+    finally:
+        proc.kill()
+        await proc.wait()
+
+    async def handler(msg, ctx):
+        return Answer(n=msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        assert await asyncio.wait_for(asking, WAIT) == Answer(n=7)
