@@ -8,6 +8,7 @@ from nova_async.bus.messages import Message
 class GetImage(Message, frozen=True, kw_only=True):
     """Raise NotFound unless the image exists and the caller's project may use it."""
 
+    REDELIVERABLE = True
     image_id: str
     project_id: str
     is_admin: bool = False

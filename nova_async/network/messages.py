@@ -16,6 +16,7 @@ class RequestedNetwork(Message, frozen=True, kw_only=True):
 class ValidateNetworks(Message, frozen=True, kw_only=True):
     """Raise NotFound/InvalidInput unless every requested network/port is usable by project_id."""
 
+    REDELIVERABLE = True
     project_id: str
     requested: list[RequestedNetwork]
 
@@ -45,7 +46,9 @@ class Vif(Message, frozen=True, kw_only=True):
 
 
 class AllocatePorts(Message, frozen=True, kw_only=True):
-    """Create (or adopt) ports for an instance. Idempotent: calling again returns the same ports."""
+    """Create (or adopt) ports for an instance. Idempotent: calling again returns the same ports.
+    Not redeliverable all the same: a copy handled after its caller gave up (and let the ports
+    go) would make ports nobody holds."""
 
     VERSION: ClassVar[str] = "1.1"  # 1.1: security_groups
 
@@ -75,6 +78,7 @@ class EnsureDhcpPort(Message, frozen=True, kw_only=True):
     the subnets that have DHCP on now. Idempotent. Answer: PortList with that port, or empty
     when the network needs none (or is gone)."""
 
+    REDELIVERABLE = True
     network_id: str
     host: str
 
@@ -83,6 +87,7 @@ class ResolveSecurityGroups(Message, frozen=True, kw_only=True):
     """The ids of the project's groups `names` names (each a name or an id), in order;
     `default` is made if the project has none yet. NotFound names an unknown one."""
 
+    REDELIVERABLE = True
     project_id: str
     names: list[str]
 
@@ -94,6 +99,7 @@ class SecurityGroupIds(Message, frozen=True, kw_only=True):
 class InstanceSecurityGroups(Message, frozen=True, kw_only=True):
     """The groups on the ports of each instance (Nova's server `security_groups`)."""
 
+    REDELIVERABLE = True
     instance_uuids: list[str]
 
 

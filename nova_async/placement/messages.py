@@ -17,12 +17,14 @@ class InventoryRecord(Message, frozen=True, kw_only=True):
 class EnsureProvider(Message, frozen=True, kw_only=True):
     """Create the provider if missing and set its inventories (a compute node reporting in)."""
 
+    REDELIVERABLE = True
     uuid: str
     name: str
     inventories: dict[str, InventoryRecord]
 
 
 class GetCandidates(Message, frozen=True, kw_only=True):
+    REDELIVERABLE = True
     resources: dict[str, int]
     limit: int | None = None
 
@@ -71,6 +73,7 @@ class DeleteProvider(Message, frozen=True, kw_only=True):
 
 
 class GetAllocations(Message, frozen=True, kw_only=True):
+    REDELIVERABLE = True
     consumer_uuid: str
 
 
