@@ -376,7 +376,7 @@ class AmqpBus(Bus):
             if remaining <= 0 or self._closing.is_set():
                 raise errors.Unavailable(f"RabbitMQ at {redacted(self.url)} did not take a message: "
                                          f"{failure!r}") from None
-            if isinstance(failure, _LOST):
+            if not isinstance(failure, aio_pika.exceptions.PublishError):   # not unroutable
                 log.warning("publish failed; retrying when the broker is back", error=repr(failure),
                             retry_in=round(pause, 2))
             else:
