@@ -306,21 +306,32 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
-async def test_a_cast_held_by_a_consumer_that_dies_is_redelivered_to_another(broker, bus, other_bus):
-    topic, got = fresh_topic("redeliver"), []
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CONSUMER_THAT_DIES, broker.url, topic,
+@contextlib.asynccontextmanager
+async def consumer_that_dies(broker, bus, topic: str, script: str = CONSUMER_THAT_DIES):
+    """A consumer in a process of its own that takes one message, says "handling <n>" and
+    never finishes it; the block's body sends that message, and the process is SIGKILLed
+    once it has said so."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script, broker.url, topic,
                                                 stdout=asyncio.subprocess.PIPE)
+    handling: list[str] = []
     try:
         await _consumer_attached(bus, topic)
-        await bus.cast(topic, Knock(n=42))
+        yield handling
         async with asyncio.timeout(WAIT):
             async for line in proc.stdout:  # its log lines come first
                 if line.startswith(b"handling"):
+                    handling.append(line.decode().strip())
                     break
-        assert line.decode().strip() == "handling 42"
     finally:
         proc.kill()
         await proc.wait()
+
+
+async def test_a_cast_held_by_a_consumer_that_dies_is_redelivered_to_another(broker, bus, other_bus):
+    topic, got = fresh_topic("redeliver"), []
+    async with consumer_that_dies(broker, bus, topic) as handling:
+        await bus.cast(topic, Knock(n=42))
+    assert handling == ["handling 42"]
 
     async def handler(msg, ctx):
         got.append(msg.n)
@@ -493,19 +504,9 @@ CALL_CONSUMER_THAT_DIES = CONSUMER_THAT_DIES.replace("class Knock(", "class Forg
 
 async def test_a_redeliverable_call_held_by_a_consumer_that_dies_is_answered_by_another(broker, bus, other_bus):
     topic = fresh_topic("redeliver-call")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CALL_CONSUMER_THAT_DIES, broker.url, topic,
-                                                stdout=asyncio.subprocess.PIPE)
-    try:
-        await _consumer_attached(bus, topic)
+    async with consumer_that_dies(broker, bus, topic, CALL_CONSUMER_THAT_DIES) as handling:
         asking = asyncio.create_task(bus.call(topic, Forget(n=7), timeout=WAIT))
-        async with asyncio.timeout(WAIT):
-            async for line in proc.stdout:  # its log lines come first
-                if line.startswith(b"handling"):
-                    break
-        assert line.decode().strip() == "handling 7"
-    finally:
-        proc.kill()
-        await proc.wait()
+    assert handling == ["handling 7"]
 
     async def handler(msg, ctx):
         return Answer(n=msg.n)
