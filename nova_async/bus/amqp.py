@@ -501,7 +501,11 @@ class AmqpBus(Bus):
         answer from cache)."""
         while True:
             with contextlib.suppress(*_LOST):
-                queue = await self._declare(channel, queue_name(topic))
+                # As consume() declared it (its type checked there), with no timeout of its
+                # own: a declare cut off by a timeout on the consumer's channel has been seen to
+                # leave the channel's close waiting at the end of a busy run.
+                queue = await channel.declare_queue(queue_name(topic), durable=True, robust=False,
+                                                    arguments=self._queue_arguments)
                 waiting = queue.declaration_result.message_count or 0
                 metrics.set_queue_depth(topic, waiting + arrived.qsize())
             await asyncio.sleep(DEPTH_INTERVAL)

@@ -302,7 +302,11 @@ async def repeated_events(api: Api, server_id: str) -> list[str]:
     is taken up again (a retry, a redelivery to a survivor), and the steps after it run again
     for it; a build rescheduled onto an alternate records its compute steps once per host, so
     hosts are told apart. Each run is shown with its start and finish."""
-    actions = (await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions", 200))["instanceActions"]
+    got, body = await api.once("GET", f"{V}/servers/{server_id}/os-instance-actions")
+    if got == 404:   # deleted since it was listed (a delete the burst sent, finished late)
+        return []
+    assert got == 200, body
+    actions = body["instanceActions"]
     found = [f"create ×{n}" for a, n in Counter(a["action"] for a in actions).items() if a == "create" and n > 1]
     for action in actions:
         detail = await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions/{action['request_id']}", 200)
