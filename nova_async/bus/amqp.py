@@ -23,7 +23,8 @@ Layout on the broker, all names prefixed `nova-async.`:
 
 A RabbitMQ cluster is given as the list of its nodes (bus/brokers.py): the bus connects to the
 first that answers, and when it loses that node it reconnects to the next one that answers,
-where aio-pika restores its channels, queues and consumers as after a broker restart. A
+where aio-pika restores the publishing and reply channels as after a broker restart, and each
+role queue's consumer attaches itself again (bus/amqp_consumer.py). A
 queue's type cannot change once declared: a declaration that disagrees with the broker's
 queue ends with one line naming the queue and what to do (`_mismatch`), not a retry loop.
 
@@ -65,10 +66,11 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractQueue, AbstractRobustC
 from yarl import URL
 
 from nova_async.bus import messages
+from nova_async.bus.amqp_consumer import KeptConsumer
 from nova_async.bus.base import Bus, Handler, dispatch, first_set, next_unless
 from nova_async.bus.brokers import broker_urls, redacted, shown
 from nova_async.bus.messages import Message, Notification
-from nova_async.common import errors, metrics
+from nova_async.common import errors
 from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
@@ -82,7 +84,6 @@ NOTIFY_PRIORITIES = ("info", "error")
 NOTIFY_DURABLE = False      # amqp_durable_queues false; rabbit_quorum_queue makes it true
 QUORUM = {"x-queue-type": "quorum"}
 REDELIVER_HEADER = "x-nova-async-redeliverable"   # a call acknowledged once answered (Message.REDELIVERABLE)
-DEPTH_INTERVAL = 5.0  # seconds between samples of a consumed queue's depth
 RECONNECT_INTERVAL = 1.0    # seconds between attempts to reach a broker that went away
 CONNECT_TIMEOUT = 30.0      # the first connection, at start
 NODE_TIMEOUT = 10.0         # of a cluster's nodes, one that does not finish connecting in this long is passed over
@@ -139,6 +140,8 @@ class AmqpBus(Bus):
     exit. The transport may name several nodes of a cluster (bus/brokers.py); `quorum` declares
     the role and notification queues as quorum queues."""
 
+    delivers_calls_twice = True
+
     def __init__(self, transport: str, *, quorum: bool = False, publish_timeout: float = 60.0,
                  reconnect_interval: float = RECONNECT_INTERVAL) -> None:
         super().__init__()
@@ -155,6 +158,9 @@ class AmqpBus(Bus):
         self._reply_queue = f"{PREFIX}reply.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._declared: set[str] = set()
+        self._intake: list[KeptConsumer] = []        # of the reply and notification queues
+        self._renewing = asyncio.Lock()
+        self._keepers: list[asyncio.Task[None]] = []
         self._up = True
         self._away_since: float | None = None   # time.monotonic() when the connection was lost
 
@@ -195,21 +201,54 @@ class AmqpBus(Bus):
         log.info("connected to RabbitMQ", url=redacted(self.url), quorum_queues=self.quorum)
 
     async def _open_channels(self, connection: AbstractRobustConnection) -> None:
+        self._publisher, self._notifications = await self._publishing_channel(connection)
+        # The reply and notification queues: exclusive (they go with the connection, and are
+        # declared again wherever it reconnects), each kept attached by a consumer of its own.
+        self._intake = [
+            KeptConsumer(connection, self._reply_queue, declare=self._declare_replies, deliver=self._on_reply,
+                         no_ack=True, reconnect_interval=self._reconnect_interval),
+            KeptConsumer(connection, f"{self._reply_queue}.notifications", declare=self._declare_notes,
+                         deliver=self._on_notification, no_ack=True, reconnect_interval=self._reconnect_interval)]
+        for consumer in self._intake:
+            await consumer.start()
+            self._keepers.append(asyncio.create_task(consumer.keep(), name=f"bus:{consumer.name}:consumer"))
+
+    async def _publishing_channel(self, connection: AbstractRobustConnection,
+                                  ) -> tuple[AbstractRobustChannel, aio_pika.abc.AbstractExchange]:
         # Unroutable publishes raise (PublishError) instead of vanishing: see _send.
-        self._publisher = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         try:
-            self._notifications = await self._publisher.declare_exchange(
+            exchange = await channel.declare_exchange(
                 NOTIFY_EXCHANGE, aio_pika.ExchangeType.TOPIC, durable=self._notify_durable, auto_delete=False)
         except aio_pika.exceptions.ChannelPreconditionFailed as exc:
             raise errors.Unavailable(self._exchange_mismatch(exc)) from None
-        intake = await connection.channel(publisher_confirms=False)
-        replies = await intake.declare_queue(self._reply_queue, exclusive=True, auto_delete=True)
-        await replies.consume(self._on_reply, no_ack=True)
-        notes = await intake.declare_queue(f"{self._reply_queue}.notifications", exclusive=True,
-                                           auto_delete=True)
+        return channel, exchange
+
+    async def _renew_publisher(self, refused: AbstractRobustChannel | None) -> None:
+        """Publish on a new channel from now on, in place of `refused`, whose publishes the
+        broker nacks or never confirms while the connection is up: after a RabbitMQ node with
+        quorum queue leaders on it was killed, a channel that published to them has been seen
+        to be refused for over a minute, while a new channel's publishes were confirmed."""
+        assert self._connection is not None
+        async with self._renewing:
+            if self._publisher is not refused or self._closing.is_set():
+                return   # another publish renewed it already
+            async with asyncio.timeout(CONFIRM_TIMEOUT):
+                self._publisher, self._notifications = await self._publishing_channel(self._connection)
+            log.info("publishing on a new channel: the broker kept refusing the old one")
+        with contextlib.suppress(*_LOST):
+            async with asyncio.timeout(CONFIRM_TIMEOUT):
+                await refused.close()
+
+    async def _declare_replies(self, channel: aio_pika.abc.AbstractChannel) -> AbstractQueue:
+        return await channel.declare_queue(self._reply_queue, exclusive=True, timeout=CONFIRM_TIMEOUT)
+
+    async def _declare_notes(self, channel: aio_pika.abc.AbstractChannel) -> AbstractQueue:
+        notes = await channel.declare_queue(f"{self._reply_queue}.notifications", exclusive=True,
+                                            timeout=CONFIRM_TIMEOUT)
         for priority in NOTIFY_PRIORITIES:
-            await notes.bind(NOTIFY_EXCHANGE, routing_key=f"{NOTIFY_TOPIC}.{priority}")
-        await notes.consume(self._on_notification, no_ack=True)
+            await notes.bind(NOTIFY_EXCHANGE, routing_key=f"{NOTIFY_TOPIC}.{priority}", timeout=CONFIRM_TIMEOUT)
+        return notes
 
     def _on_connection_lost(self, _connection: object, exc: BaseException | None = None) -> None:
         # Called again for each failed attempt to reconnect: said once per outage.
@@ -230,6 +269,11 @@ class AmqpBus(Bus):
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(errors.Unavailable("the bus closed before an answer came"))
+        for keeper in self._keepers:
+            keeper.cancel()
+        await asyncio.gather(*self._keepers, return_exceptions=True)
+        for consumer in self._intake:
+            await consumer.close()
         if self._connection is not None:
             # A broker that is away does not answer a close: do not wait for it past a bound.
             with contextlib.suppress(TimeoutError, *_LOST):
@@ -269,8 +313,6 @@ class AmqpBus(Bus):
         await self._send(topic, message, deadline=asyncio.get_running_loop().time() + self.publish_timeout)
 
     async def publish(self, note: Notification) -> None:
-        exchange = self._notifications
-        assert exchange is not None
         routing_key = f"{NOTIFY_TOPIC}.{note.priority.lower()}"
         # As kombu sends it for oslo.messaging: JSON, utf-8, persistent, priority 0.
         message = aio_pika.Message(oslo_body(note), content_type="application/json", content_encoding="utf-8",
@@ -286,7 +328,8 @@ class AmqpBus(Bus):
                     queue = await self._declare(channel, routing_key, durable=self._notify_durable)
                     await queue.bind(NOTIFY_EXCHANGE, routing_key=routing_key, timeout=CONFIRM_TIMEOUT)
                 self._notify_queues.add(routing_key)
-            await exchange.publish(message, routing_key, mandatory=False, timeout=CONFIRM_TIMEOUT)
+            assert self._notifications is not None
+            await self._notifications.publish(message, routing_key, mandatory=False, timeout=CONFIRM_TIMEOUT)
 
         try:
             await self._retrying(attempt, deadline=asyncio.get_running_loop().time() + NOTIFY_WINDOW)
@@ -295,8 +338,6 @@ class AmqpBus(Bus):
 
     async def _send(self, topic: str, message: aio_pika.Message, *, deadline: float) -> None:
         """Publish to `topic`'s queue (declaring it first) and wait for the broker's confirm."""
-        assert self._publisher is not None
-        publisher = self._publisher
         name = queue_name(topic)
 
         async def attempt() -> None:
@@ -307,8 +348,9 @@ class AmqpBus(Bus):
                 async with self._declaring() as channel:
                     await self._declare(channel, name)
                 self._declared.add(name)
+            assert self._publisher is not None
             try:
-                await publisher.default_exchange.publish(message, name, timeout=CONFIRM_TIMEOUT)
+                await self._publisher.default_exchange.publish(message, name, timeout=CONFIRM_TIMEOUT)
             except aio_pika.exceptions.PublishError:
                 self._declared.discard(name)
                 raise
@@ -328,13 +370,15 @@ class AmqpBus(Bus):
             with contextlib.suppress(*_LOST):
                 await channel.close()
 
-    async def _declare(self, channel: aio_pika.abc.AbstractChannel, name: str, *, durable: bool = True,
-                       robust: bool = False) -> AbstractQueue:
+    async def _declare(self, channel: aio_pika.abc.AbstractChannel, name: str, *,
+                       durable: bool = True) -> AbstractQueue:
         """Declare a role queue (or, with durable given, a notification queue) of the type the
         option asks for. A queue of the other type is not retried: an error that names it."""
         try:
+            # Not remembered for restoring by a robust channel: those used here are closed after.
+            robust = {"robust": False} if isinstance(channel, aio_pika.RobustChannel) else {}
             return await channel.declare_queue(name, durable=durable, arguments=self._queue_arguments,
-                                               robust=robust, timeout=CONFIRM_TIMEOUT)
+                                               timeout=CONFIRM_TIMEOUT, **robust)
         except aio_pika.exceptions.ChannelPreconditionFailed as exc:
             raise errors.Unavailable(self._mismatch(name, exc), code="bus.queue_type") from None
 
@@ -361,6 +405,7 @@ class AmqpBus(Bus):
         loop = asyncio.get_running_loop()
         pause = 0.05
         while True:
+            publisher = self._publisher
             try:
                 await attempt()
                 return
@@ -388,6 +433,11 @@ class AmqpBus(Bus):
             # first (the connection may still look up), then wait for the channel to be restored.
             await asyncio.sleep(min(pause, remaining))
             pause = min(pause * 2, 1.0)
+            nacked = (isinstance(failure, aio_pika.exceptions.DeliveryError)
+                      and not isinstance(failure, aio_pika.exceptions.PublishError))
+            if (nacked or isinstance(failure, TimeoutError)) and self._up:
+                with contextlib.suppress(*_LOST):   # TimeoutError among them
+                    await self._renew_publisher(publisher)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._publisher.ready(), max(0.0, deadline - loop.time()))
 
@@ -414,32 +464,39 @@ class AmqpBus(Bus):
         stops = self._stops(until)
         if any(e.is_set() for e in stops):
             return
-        channel = await self._connection.channel(publisher_confirms=False)
-        try:
-            # The broker hands this consumer at most `concurrency` unacknowledged messages.
-            await channel.set_qos(prefetch_count=concurrency)
-            queue = await self._declare(channel, queue_name(topic), robust=True)
-            arrived: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
-            tag = await queue.consume(arrived.put)
-            seen = _Seen()
-            stopped = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
+        arrived: asyncio.Queue[AbstractIncomingMessage] = asyncio.Queue()
+
+        async def arrive(message: AbstractIncomingMessage) -> None:
+            arrived.put_nowait(message)
+
+        consumer = KeptConsumer(self._connection, queue_name(topic), topic=topic, prefetch=concurrency,
+                                declare=lambda channel: self._declare(channel, queue_name(topic)),
+                                deliver=arrive, waiting=arrived.qsize,
+                                reconnect_interval=self._reconnect_interval)
+        await consumer.start()
+        seen = _Seen()
+
+        async def handle(message: AbstractIncomingMessage) -> None:
             try:
-                async with asyncio.TaskGroup() as tg:
-                    depth = tg.create_task(self._watch_depth(channel, topic, arrived), name=f"bus:{topic}:depth")
-                    while (message := await next_unless(arrived, stopped)) is not None:
-                        tg.create_task(self._handle(topic, message, handler, seen), name=f"bus:{topic}:handler")
-                    depth.cancel()
-                    with contextlib.suppress(*_LOST):
-                        await queue.cancel(tag)
-                    # Delivered but not started: back to the queue for another consumer.
-                    while not arrived.empty():
-                        await _settle(arrived.get_nowait().nack(requeue=True))
+                await self._handle(topic, message, handler, seen)
             finally:
-                stopped.cancel()
-                await asyncio.gather(stopped, return_exceptions=True)
+                consumer.settled(message)
+
+        stopped = asyncio.create_task(first_set(stops), name=f"bus:{topic}:closing")
+        try:
+            async with asyncio.TaskGroup() as tg:
+                keeper = tg.create_task(consumer.keep(), name=f"bus:{topic}:consumer")
+                while (message := await next_unless(arrived, stopped)) is not None:
+                    tg.create_task(handle(message), name=f"bus:{topic}:handler")
+                keeper.cancel()
+                await consumer.detach()
+                # Delivered but not started: back to the queue for another consumer.
+                while not arrived.empty():
+                    await _settle(arrived.get_nowait().nack(requeue=True))
         finally:
-            with contextlib.suppress(*_LOST):
-                await channel.close()
+            stopped.cancel()
+            await asyncio.gather(stopped, return_exceptions=True)
+            await consumer.close()
 
     async def _handle(self, topic: str, message: AbstractIncomingMessage, handler: Handler,
                       seen: _Seen) -> None:
@@ -493,32 +550,17 @@ class AmqpBus(Bus):
             # A cast has nobody to tell; its failure is logged where it happened.
             log.warning("cast failed", topic=topic, error=error.message, code=error.code)
 
-    async def _watch_depth(self, channel: AbstractRobustChannel, topic: str,
-                           arrived: asyncio.Queue[AbstractIncomingMessage]) -> None:
-        """The queue-depth gauge: what waits at the broker plus what this consumer holds
-        unstarted. The broker tells only in answer to a declare, so it is sampled (robust=False:
-        the channel already restores this queue after a reconnect; a passive declare would
-        answer from cache)."""
-        while True:
-            with contextlib.suppress(*_LOST):
-                # As consume() declared it (its type checked there), with no timeout of its
-                # own: a declare cut off by a timeout on the consumer's channel has been seen to
-                # leave the channel's close waiting at the end of a busy run.
-                queue = await channel.declare_queue(queue_name(topic), durable=True, robust=False,
-                                                    arguments=self._queue_arguments)
-                waiting = queue.declaration_result.message_count or 0
-                metrics.set_queue_depth(topic, waiting + arrived.qsize())
-            await asyncio.sleep(DEPTH_INTERVAL)
-
     async def _answer(self, reply_to: str, correlation_id: str, answer: bytes, topic: str) -> None:
-        assert self._publisher is not None
-        publisher = self._publisher
         message = aio_pika.Message(answer, content_type="application/json", correlation_id=correlation_id)
+
+        async def attempt() -> None:
+            assert self._publisher is not None
+            await self._publisher.default_exchange.publish(message, reply_to, timeout=CONFIRM_TIMEOUT)
+
         try:
             # Returned as unroutable while the caller is still re-declaring its reply queue
             # after a broker restart: retried for a while.
-            await self._retrying(lambda: publisher.default_exchange.publish(message, reply_to,
-                                                                            timeout=CONFIRM_TIMEOUT),
+            await self._retrying(attempt,
                                  deadline=asyncio.get_running_loop().time() + REPLY_WINDOW,
                                  unroutable_retries=True)
         except errors.Unavailable as exc:

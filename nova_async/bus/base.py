@@ -28,6 +28,10 @@ class Bus(abc.ABC):
     """A transport. What every transport shares lives here: the notification listeners of
     this process and the event that stops intake."""
 
+    # Whether one call can reach two consumers: a publish retried after its confirm was lost
+    # may have been taken the first time too (a broker); a queue in memory hands it over once.
+    delivers_calls_twice = False
+
     def __init__(self) -> None:
         # The versions other services receive (bus/caps.py), which the typed clients send
         # at; the supervisor sets it when roles are split over processes.

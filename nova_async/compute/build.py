@@ -139,8 +139,11 @@ async def build_and_run(host: Host, instance_uuid: str, request_id: str,
     if row["task_state"] == TaskState.DELETING or row["vm_state"] != VmState.BUILDING:
         log.info("build skipped", vm_state=row["vm_state"], task_state=row["task_state"])
         return
-    if row["host"] not in (None, host.name):
-        log.warning("build skipped: the instance was placed on another host", instance_host=row["host"])
+    if row["host"] != host.name:
+        # Every build is cast once its host is written. No host: a reschedule took it back
+        # from here (a second copy of this cast, sent again by a conductor that saw no build
+        # begun, came late): building it here too would leave a guest and disks nobody owns.
+        log.warning("build skipped: the instance is not placed on this host", instance_host=row["host"])
         return
     await host.notify("instance.create.start", instance_uuid, request_id=request_id)
     try:

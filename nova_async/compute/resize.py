@@ -155,6 +155,12 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     if row["host"] != host.name or migration["source_compute"] != host.name:
         log.warning("resize step skipped: not the source host", instance_host=row["host"])
         return
+    if row["task_state"] == TaskState.RESIZE_MIGRATED and migration["status"] == "post-migrating":
+        # This host's part is done (a second copy of the step, or a restart right after it):
+        # only the destination's step is sent again, which it runs once (begin_finish).
+        log.info("resize step already done here; handing the destination its step again")
+        await _next(host, migration["dest_compute"], uuid, mig, ResizeStepName.FINISH, request_id)
+        return
     if await host.pool.fetchrow(MQ.resize_task, uuid, TaskState.RESIZE_MIGRATING, _RESIZING[:3]) is None:
         log.info("resize skipped", task_state=row["task_state"])
         return

@@ -16,9 +16,10 @@ A member of a server group is placed under its group's policy again (scheduler/s
 Every step can run again: a restart that interrupts it finds the instance still in
 `resize_prep` with its migration `pre-migrating`, and `resume` sends it through again. One
 copy of the conductor at a time schedules it, under the instance's lock (claims.py); a
-migration that has its destination already is not scheduled again (the resize went to its
-source host; a copy of the request that comes later, a redelivery or another copy's pick-up,
-is skipped)."""
+migration that has its destination already is not scheduled again. If its source host has
+not begun it either (the task still `resize_prep`), the copy that chose the destination may
+have died before telling that host: the resize step is sent to the source host again, which
+runs it once (its first step moves the task on, and a later copy finds nothing to do)."""
 
 from __future__ import annotations
 
@@ -81,8 +82,19 @@ async def _read(db, uuid: str, mig_uuid: str):
 
 def _unscheduled(row, migration) -> bool:
     """Whether the resize still waits for a destination."""
+    return _before_source(row, migration) and migration["dest_compute"] is None
+
+
+def _unsent(row, migration) -> bool:
+    """Whether the resize has its destination and its source host has not begun: the copy that
+    chose it died before it told the source host, or the source host has not had its turn."""
+    return _before_source(row, migration) and migration["dest_compute"] is not None
+
+
+def _before_source(row, migration) -> bool:
+    # The source host's first step moves the task on (compute/resize.py).
     return (row is not None and migration is not None and row["task_state"] == TaskState.RESIZE_PREP
-            and migration["status"] == "pre-migrating" and migration["dest_compute"] is None)
+            and migration["status"] == "pre-migrating")
 
 
 class Resizer:
@@ -104,11 +116,18 @@ class Resizer:
             return
         db = cell.pool
 
-        async def unscheduled() -> bool:
-            return _unscheduled(*await _read(db, uuid, mig_uuid))
+        async def pending() -> bool:
+            return _before_source(*await _read(db, uuid, mig_uuid))
 
-        async with self.claims.waiting_for(uuid, unscheduled) as held:
+        async with self.claims.waiting_for(uuid, pending) as held:
             row, migration = await _read(db, uuid, mig_uuid)
+            if held and _unsent(row, migration):
+                # The lock was free, so whoever chose the destination is gone (or handed it on
+                # and the source host has not started yet: its steps run once per state).
+                log.info("resize placed but not begun on its source host; handing it on again",
+                         instance_uuid=uuid, source=row["host"], dest=migration["dest_compute"])
+                await self.compute.resize_step(row["host"], uuid, mig_uuid, ResizeStepName.RESIZE, ctx)
+                return
             if not held or not _unscheduled(row, migration):
                 log.info("resize skipped", instance_uuid=uuid, task_state=row and row["task_state"],
                          migration_status=migration and migration["status"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -33,11 +34,14 @@ class SchedulerClient:
         An answer that never comes (the copy of the scheduler that took the question died
         with it: a call is acknowledged when received, so nobody else gets it) is asked for
         again, of whichever copy takes it now. Asking twice places nothing twice: a claim
-        replaces whatever the instance held, so what the lost attempt claimed is replaced.
+        replaces whatever the instance held, so what the lost attempt claimed is replaced. One
+        ask that reaches two copies (a publish retried) is decided once (scheduler/answers.py).
         `before_asking_again` is awaited first: the caller forgets what it recorded of the lost
         decision (its step in the server's actions), so that the decision shows once."""
-        question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid)
         for ask in range(1, ASKS + 1):
+            # A new id each time: asked again, the question is decided again (see above).
+            question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid,
+                                            question_id=str(uuid.uuid4()))
             try:
                 reply = await self.bus.call(TOPIC, question, context=context, timeout=CALL_TIMEOUT)
                 break

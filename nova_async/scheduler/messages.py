@@ -120,6 +120,8 @@ class SelectDestinations(Message, frozen=True, kw_only=True):
     # Where the conductor found the instances (None: a resize; the scheduler looks the cell
     # up). The scheduler records its own step there, as every role records its own.
     cell_uuid: str | None = None
+    # New at each ask: copies of one ask (a publish retried) are decided once (scheduler/answers.py).
+    question_id: str = ""
 
 
 class Destination(Message, frozen=True, kw_only=True):

@@ -13,6 +13,7 @@ from nova_async.db import instances
 from nova_async.placement.client import PlacementClient
 from nova_async.role import Deps, Role
 from nova_async.scheduler import messages as m
+from nova_async.scheduler.answers import Answers
 from nova_async.scheduler.client import TOPIC
 from nova_async.scheduler.manager import Scheduler
 
@@ -25,6 +26,8 @@ class SchedulerRole(Role):
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.scheduler = Scheduler(self.cells, PlacementClient(self.bus), self.settings.scheduler)
+        # Only a broker delivers one call twice (an in-memory bus hands each call over once).
+        self.answers = Answers(self.pool, deps.locks if self.bus.delivers_calls_twice else None)
         self.handlers = {
             m.SelectDestinations: self._select_destinations,
         }
@@ -44,12 +47,17 @@ class SchedulerRole(Role):
             else:
                 cell = await self.cells.of_instance(msg.instance_uuids[0]) if msg.instance_uuids else None
             db = cell.pool if cell else self.cells.default.pool
-            async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
-                selections = await self.scheduler.select_destinations(msg.instance_uuids, msg.spec)
+
+            async def decide() -> m.Selections:
+                async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
+                    return m.Selections(selections=await self.scheduler.select_destinations(msg.instance_uuids,
+                                                                                              msg.spec))
+
+            answer = await self.answers.once(msg.question_id, decide)
             result = "placed"
         except errors.NoValidHost:
             result = "no_valid_host"
             raise
         finally:
             metrics.scheduling_decided(result, time.perf_counter() - started)
-        return m.Selections(selections=selections)
+        return answer

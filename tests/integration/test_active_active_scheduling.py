@@ -7,17 +7,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import uuid as uuidlib
 
 import pytest
 
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.compute.build import build_and_run
 from nova_async.compute.client import ComputeClient
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
 from nova_async.conductor.role import ConductorRole
+from nova_async.scheduler.answers import Answers
 from nova_async.scheduler.client import SchedulerClient
-from nova_async.scheduler.messages import SELECT_EVENT, Destination
+from nova_async.scheduler.messages import SELECT_EVENT, Destination, RequestSpec, SelectDestinations
+from nova_async.scheduler.role import SchedulerRole
 from tests.harness import locks_for
 from tests.integration.test_reschedule import events_of, usage
 from tests.integration.test_server_lifecycle import MV, ROLES, V, boot_body, ok, sim_cloud, wait_status
@@ -345,3 +349,87 @@ async def test_a_conductor_that_dies_between_deciding_and_writing_the_host_is_ta
         assert await dies_and_is_taken_over(h, uuid, msg, ctx, a, b, dying_cells.reached) is None
     # the dead copy's step had ended (Success) but counted for nothing: shown once, the survivor's
     assert once_each(await events_of(h, uuid)) == ONCE_EACH
+
+
+@contextlib.asynccontextmanager
+async def scheduler_copy(h, name: str):
+    """A copy of the scheduler in a process of its own (its locks), sharing the running one's
+    deciders, with answers kept as they are over a broker (which may hand one call to two)."""
+    locks = locks_for(h.pool, name)
+    await locks.open()   # its process's own lock, which others look at to tell it is alive
+    try:
+        copy = SchedulerRole(dataclasses.replace(h.deps, locks=locks))
+        copy.scheduler = h.roles["scheduler"].scheduler
+        copy.answers = Answers(h.pool, locks)
+        yield copy, locks
+    finally:
+        await locks.close()
+
+
+class Slow:
+    """A scheduler whose decisions wait for `go` once they are under way."""
+
+    def __init__(self, scheduler) -> None:
+        self.scheduler, self.deciding, self.go = scheduler, asyncio.Event(), asyncio.Event()
+
+    async def select_destinations(self, *args):
+        self.deciding.set()
+        await self.go.wait()
+        return await self.scheduler.select_destinations(*args)
+
+
+async def question(h, uuid: str, ctx: RequestContext) -> SelectDestinations:
+    row = await h.cell1.fetchrow("SELECT request_spec, flavor FROM instances WHERE uuid = $1", uuid)
+    return SelectDestinations(instance_uuids=[uuid], spec=RequestSpec.from_stored(row["request_spec"], row["flavor"]),
+                              cell_uuid=h.cells.default.uuid, question_id=str(uuidlib.uuid4()))
+
+
+async def test_one_question_at_two_schedulers_is_decided_once(cloud):
+    """A publish retried after a lost confirm reaches two copies: one decides and claims, the
+    other gives its answer (not a second claim, perhaps on another host)."""
+    h = cloud
+    uuid, _, ctx = await accepted(h)
+    ask = await question(h, uuid, ctx)
+    async with scheduler_copy(h, "a") as (a, _), scheduler_copy(h, "b") as (b, _):
+        a.scheduler = slow = Slow(a.scheduler)
+        first = asyncio.create_task(a._select_destinations(ask, ctx), name="test:scheduler-a")
+        await slow.deciding.wait()
+        second = asyncio.create_task(b._select_destinations(ask, ctx), name="test:scheduler-b")
+        await asyncio.sleep(0.5)
+        assert not second.done()   # waiting for a's answer
+        slow.go.set()
+        answers = await asyncio.gather(first, second)
+    assert answers[0] == answers[1]
+    [chosen] = answers[0].selections
+    host = chosen.chosen.host
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    assert await steps(h, uuid, ctx, SELECT_EVENT) == ["Success"]
+
+
+async def test_a_question_whose_scheduler_died_is_decided_by_another(cloud):
+    h = cloud
+    uuid, _, ctx = await accepted(h)
+    ask = await question(h, uuid, ctx)
+    async with scheduler_copy(h, "a") as (a, a_locks), scheduler_copy(h, "b") as (b, _):
+        a.scheduler = slow = Slow(a.scheduler)
+        dying = asyncio.create_task(a._select_destinations(ask, ctx), name="test:scheduler-a")
+        await slow.deciding.wait()
+        dying.cancel()   # its process dies mid-decision: its answer never comes, its locks go
+        await asyncio.gather(dying, return_exceptions=True)
+        await a_locks.close()
+        answer = await asyncio.wait_for(b._select_destinations(ask, ctx), 30)
+    [chosen] = answer.selections
+    host = chosen.chosen.host
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+
+
+async def test_a_build_cast_to_a_host_the_instance_is_not_placed_on_is_skipped(cloud):
+    """A late copy of a build cast (sent again by a conductor that saw no build begun) reaching
+    the host a reschedule took the instance back from: nothing is built there."""
+    h = cloud
+    uuid, _, ctx = await accepted(h)   # building, no host yet: as after release_for_reschedule
+    host = h.roles["compute"].hosts["sim-1"]
+    await build_and_run(host, uuid, ctx.request_id)
+    assert await host_of(h, uuid) is None
+    assert not (host.instances_root / uuid).exists()
+    assert once_each(await events_of(h, uuid))["compute_build_and_run_instance"] == []

@@ -222,10 +222,11 @@ async def _setup(h) -> None:
 SIM1 = {"simulate_hosts": 1, "sim_vcpus": 4, "sim_memory_mb": 4096, "sim_disk_gb": 50}
 
 
-@pytest.mark.parametrize("interrupted", ["conductor", "compute"])
+@pytest.mark.parametrize("interrupted", ["conductor", "compute", "source-never-told"])
 async def test_a_restart_in_the_middle_of_a_resize(pool, tmp_path, interrupted):
-    """The conductor's part lost (its cast went down with the process), or the source host's
-    part cut short after it began: the next start finishes the resize, and a revert then
+    """The conductor's part lost (its cast went down with the process), the source host never
+    told of the destination the conductor chose (its cast lost with the process), or the source
+    host's part cut short after it began: the next start finishes the resize, and a revert then
     leaves exactly the old claim."""
     async with running(pool, ROLES, tmp_path, compute=SIM1) as h:
         await _setup(h)
@@ -234,9 +235,10 @@ async def test_a_restart_in_the_middle_of_a_resize(pool, tmp_path, interrupted):
     without = "conductor" if interrupted == "conductor" else "compute"
     async with running(pool, [r for r in ROLES if r != without], tmp_path, compute=SIM1) as h:
         await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
-        if interrupted == "compute":
+        if interrupted != "conductor":
             await until(lambda: migration_of(h, sid), lambda m: m["dest_compute"] is not None,
                         what="the resize's destination chosen")
+        if interrupted == "compute":
             # Where the source host would be had it begun its step and then gone down.
             await h.cell1.execute("UPDATE instances SET task_state = 'resize_migrating' WHERE uuid = $1", sid)
             await h.pool.execute("UPDATE migrations SET status = 'migrating' WHERE instance_uuid = $1", sid)

@@ -11,6 +11,7 @@ import sys
 import uuid
 
 import aio_pika
+import aiormq
 import pytest
 import structlog
 
@@ -271,6 +272,72 @@ async def test_a_broker_restart_in_the_middle_of_casts_loses_none(broker, kill):
     assert set(got) == set(range(300))
 
 
+async def test_a_consumer_the_broker_forgot_attaches_again(bus, other_bus, monkeypatch):
+    """A consumer registered nowhere any more while its channel stays open (what aio-pika's own
+    restoring was seen to leave behind) notices that messages wait for it and none come."""
+    from nova_async.bus import amqp_consumer
+
+    monkeypatch.setattr(amqp_consumer, "DEPTH_INTERVAL", 0.1)
+    monkeypatch.setattr(amqp_consumer, "STALL_AFTER", 0.5)
+    kept = []
+    attach = amqp_consumer.KeptConsumer.attach
+
+    async def recorded(self):
+        await attach(self)
+        kept.append(self)
+
+    monkeypatch.setattr(amqp_consumer.KeptConsumer, "attach", recorded)
+    topic, got = fresh_topic("forgotten"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        consumer = kept[0]
+        underlay = await consumer._channel.get_underlay_channel()
+        await underlay.basic_cancel(consumer._tag)   # the broker forgets it; nothing tells the bus
+        await waiting.until(lambda: _consumers(other_bus, topic), lambda n: n == 0, what="no consumer",
+                            timeout=WAIT)
+        for i in range(3):
+            await bus.cast(topic, Knock(n=i))
+        await wait_for_count(got, 3)
+    assert sorted(got) == [0, 1, 2] and consumer.attachments == 2
+
+
+async def test_a_queue_deleted_under_its_consumer_is_declared_and_consumed_again(broker, bus, other_bus):
+    topic, got = fresh_topic("deleted"), []
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        await broker.rabbitmqctl("delete_queue", queue_name(topic))   # the broker cancels the consumer
+        await _consumer_attached(other_bus, topic)
+        await bus.cast(topic, Knock(n=7))
+        await wait_for_count(got, 1)
+    assert got == [7]
+
+
+async def test_a_channel_the_broker_keeps_refusing_is_replaced(bus, other_bus):
+    """Nacks on and on while the connection is up (seen on a channel that published to quorum
+    queues whose leader's node was killed): the cast goes out on a new channel."""
+    topic, got = fresh_topic("nacked"), []
+    refused = bus._publisher
+
+    async def nacked(*args, **kw):
+        raise aio_pika.exceptions.DeliveryError(None, aiormq.spec.Basic.Nack(delivery_tag=1))
+
+    refused.default_exchange.publish = nacked
+
+    async def handler(msg, ctx):
+        got.append(msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        await bus.cast(topic, Knock(n=1))
+        await wait_for_count(got, 1)
+    assert got == [1] and bus._publisher is not refused and refused.is_closed
+
+
 async def test_a_call_made_while_the_broker_is_down_is_answered_once_it_is_back(broker):
     topic = fresh_topic("call-restart")
 
@@ -363,10 +430,10 @@ async def test_a_cast_sent_twice_under_one_message_id_is_handled_once(broker, bu
 
 
 async def test_queue_depth_gauge_counts_what_waits_at_the_broker(bus, other_bus, monkeypatch):
-    from nova_async.bus import amqp
+    from nova_async.bus import amqp_consumer
     from nova_async.common import metrics
 
-    monkeypatch.setattr(amqp, "DEPTH_INTERVAL", 0.05)
+    monkeypatch.setattr(amqp_consumer, "DEPTH_INTERVAL", 0.05)
     topic, release = fresh_topic("depth"), asyncio.Event()
     for i in range(5):
         await bus.cast(topic, Knock(n=i))
