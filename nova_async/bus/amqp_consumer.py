@@ -6,10 +6,9 @@ It consumes on a channel of its own that aio-pika does not restore: when that ch
 consumer because the queue went away), or when the broker has held messages ready for a
 while that this consumer has room for and none arrived, the channel is dropped and a new one
 opened and attached, on whichever node the connection reaches, until that succeeds. aio-pika's
-own restoring of consumers was seen, under load, to leave a consumer registered at the broker
-that received nothing more, and with a RabbitMQ node killed, a process without its reply queue
-(an auto-delete queue goes with its last consumer, which that restoring cancels and makes
-again); this one is checked against what the broker says.
+own restoring was seen to leave, under load, a consumer registered at the broker that received
+nothing more, and with a RabbitMQ node killed, a process without its reply queue (then
+auto-delete, which it no longer is); this one is checked against what the broker says.
 
 Messages that arrived on a dropped channel are still handled: their acknowledgement fails and
 the broker delivers them again, and the consumer's handled-ids set (`_Seen` in amqp.py) settles

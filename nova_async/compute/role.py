@@ -70,10 +70,11 @@ from nova_async.compute.messages import (
     UnshelveInstance,
 )
 from nova_async.compute.power import change_power
-from nova_async.compute.simhosts import host_specs
+from nova_async.compute.simhosts import HostSpec, host_specs
 from nova_async.compute.terminate import terminate
 from nova_async.compute.workers import InstanceWorkers
 from nova_async.dataplane import client as dataplane_client
+from nova_async.db.session_locks import key
 from nova_async.role import Deps, Role
 
 log = structlog.get_logger("compute")
@@ -141,6 +142,22 @@ class ComputeRole(Role):
             GetDiagnostics: lambda host, m, _: diagnostics(host, m),
         }
 
+    async def _run_hosts_alone(self, specs: list[HostSpec], stack: contextlib.AsyncExitStack) -> None:
+        """Refuse to start a compute host that another process on this database runs already:
+        two would take each other's casts and build one server twice. Its lock (of this
+        process's session: db/session_locks.py) goes with the process, or when the role ends."""
+        locks = self.deps.locks
+        if locks is None:
+            return
+        for spec in specs:
+            lock = key("compute-host", spec.name)
+            if not await locks.take_one(lock):
+                raise errors.Unavailable(
+                    f"compute host {spec.name} is run by another nova-async process on this database: "
+                    f"each host name runs in one process at a time (give this one another --host, "
+                    f"or stop the other)")
+            stack.push_async_callback(locks.give_back, [lock])
+
     async def run(self) -> None:
         specs = host_specs(self.settings)
         instances_root = (self.settings.state_path / "instances").resolve()
@@ -158,6 +175,7 @@ class ComputeRole(Role):
             log.warning("libvirt events go to another event loop in this process; power states are "
                         "reconciled periodically only", interval=c.sync_power_state_interval)
         async with contextlib.AsyncExitStack() as stack:
+            await self._run_hosts_alone(specs, stack)
             executor = None
             if not all(runs_in_process(s.uri) for s in specs):
                 executor = ThreadPoolExecutor(LIBVIRT_THREADS, thread_name_prefix="libvirt")

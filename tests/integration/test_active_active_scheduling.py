@@ -15,6 +15,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.compute.build import build_and_run
 from nova_async.compute.client import ComputeClient
+from nova_async.compute.role import ComputeRole
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
 from nova_async.conductor.role import ConductorRole
@@ -384,6 +385,20 @@ async def question(h, uuid: str, ctx: RequestContext) -> SelectDestinations:
                               cell_uuid=h.cells.default.uuid, question_id=str(uuidlib.uuid4()))
 
 
+async def deciding(copy, ask: SelectDestinations, ctx: RequestContext) -> tuple[asyncio.Task, Slow]:
+    """`copy` on its way to answering `ask`, held until the returned Slow's `go`."""
+    copy.scheduler = slow = Slow(copy.scheduler)
+    task = asyncio.create_task(copy._select_destinations(ask, ctx), name="test:scheduler-a")
+    await slow.deciding.wait()
+    return task, slow
+
+
+async def placed_once(h, uuid: str, answer) -> None:
+    [selection] = answer.selections
+    host = selection.chosen.host
+    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+
+
 async def test_one_question_at_two_schedulers_is_decided_once(cloud):
     """A publish retried after a lost confirm reaches two copies: one decides and claims, the
     other gives its answer (not a second claim, perhaps on another host)."""
@@ -391,18 +406,14 @@ async def test_one_question_at_two_schedulers_is_decided_once(cloud):
     uuid, _, ctx = await accepted(h)
     ask = await question(h, uuid, ctx)
     async with scheduler_copy(h, "a") as (a, _), scheduler_copy(h, "b") as (b, _):
-        a.scheduler = slow = Slow(a.scheduler)
-        first = asyncio.create_task(a._select_destinations(ask, ctx), name="test:scheduler-a")
-        await slow.deciding.wait()
+        first, slow = await deciding(a, ask, ctx)
         second = asyncio.create_task(b._select_destinations(ask, ctx), name="test:scheduler-b")
         await asyncio.sleep(0.5)
         assert not second.done()   # waiting for a's answer
         slow.go.set()
         answers = await asyncio.gather(first, second)
     assert answers[0] == answers[1]
-    [chosen] = answers[0].selections
-    host = chosen.chosen.host
-    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    await placed_once(h, uuid, answers[0])
     assert await steps(h, uuid, ctx, SELECT_EVENT) == ["Success"]
 
 
@@ -411,16 +422,12 @@ async def test_a_question_whose_scheduler_died_is_decided_by_another(cloud):
     uuid, _, ctx = await accepted(h)
     ask = await question(h, uuid, ctx)
     async with scheduler_copy(h, "a") as (a, a_locks), scheduler_copy(h, "b") as (b, _):
-        a.scheduler = slow = Slow(a.scheduler)
-        dying = asyncio.create_task(a._select_destinations(ask, ctx), name="test:scheduler-a")
-        await slow.deciding.wait()
+        dying, _ = await deciding(a, ask, ctx)
         dying.cancel()   # its process dies mid-decision: its answer never comes, its locks go
         await asyncio.gather(dying, return_exceptions=True)
         await a_locks.close()
         answer = await asyncio.wait_for(b._select_destinations(ask, ctx), 30)
-    [chosen] = answer.selections
-    host = chosen.chosen.host
-    assert await allocations_of(h, uuid) == {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+    await placed_once(h, uuid, answer)
 
 
 async def test_a_build_cast_to_a_host_the_instance_is_not_placed_on_is_skipped(cloud):
@@ -433,3 +440,15 @@ async def test_a_build_cast_to_a_host_the_instance_is_not_placed_on_is_skipped(c
     assert await host_of(h, uuid) is None
     assert not (host.instances_root / uuid).exists()
     assert once_each(await events_of(h, uuid))["compute_build_and_run_instance"] == []
+
+
+async def test_a_compute_host_another_process_runs_is_not_started_twice(cloud):
+    h = cloud
+    locks = locks_for(h.pool, "second process")
+    try:
+        second = ComputeRole(dataclasses.replace(h.deps, locks=locks))
+        with pytest.raises(errors.Unavailable, match="compute host sim-1 is run by another nova-async process"):
+            await asyncio.wait_for(second.run(), 30)
+        assert second.hosts == {}
+    finally:
+        await locks.close()
