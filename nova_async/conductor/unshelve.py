@@ -6,7 +6,8 @@ like a boot — the scheduler picks a host for its flavor in its own cell, honou
 availability zone and the host the request named (its request spec says them), and claims
 the resources in placement — then the host is recorded and the unshelve goes there, which
 spawns it. When no host takes it, it stays SHELVED_OFFLOADED with no task, and its action
-says why, as in Nova. Server group policies are not checked again (as for a resize).
+says why, as in Nova. A member of a server group is placed under its group's policy, as Nova's
+scheduler places it: the other members count, its own last host does not (it has none).
 
 Every step can run again: a restart that interrupts it finds the server still unshelving
 with no host, and `resume` sends it through again (any claim an interrupted attempt made is
@@ -36,6 +37,7 @@ from nova_async.scheduler.messages import RequestSpec
 
 log = structlog.get_logger("conductor.unshelve")
 IQ = queries("instances")
+GQ = queries("server_groups")
 SQ = queries("shelve")
 
 
@@ -74,11 +76,13 @@ class Unshelver:
     async def _schedule(self, cell: Cell, row, held: Held, ctx: RequestContext) -> None:
         db, uuid = cell.pool, str(row["uuid"])
         spec = msgspec.structs.replace(RequestSpec.from_stored(row["request_spec"], row["flavor"]),
-                                       group=None, cell=cell.uuid)
+                                       cell=cell.uuid)
         try:
             async with instances.event(db, uuid, ctx.request_id, "conductor_unshelve_instance"):
-                # An offloaded server holds nothing; a claim is an interrupted attempt's.
+                # An offloaded server holds nothing; a claim is an interrupted attempt's, and
+                # the host its group recorded is the one it left (the scheduler records the new one).
                 await self.placement.delete_allocations(uuid)
+                await self.cells.api.execute(GQ.set_member_host, uuid, None)
                 [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
         except Exception as exc:
             await self._refuse(db, uuid, ctx.request_id, exc)

@@ -10,7 +10,7 @@ from collections import Counter
 from tests.integration import test_server_lifecycle
 from tests.integration.api.test_server_groups import boot, group, host_of
 from tests.integration.test_resize import action, flavor, migration_of
-from tests.integration.test_server_lifecycle import V, ok, settled
+from tests.integration.test_server_lifecycle import V, ok, settled, wait_status
 
 cloud = test_server_lifecycle.cloud   # two simulated hosts, sim-1 and sim-2, four m1.small each
 
@@ -96,3 +96,18 @@ async def test_a_member_of_a_deleted_group_moves_freely(cloud):
     await action(h, first, {"migrate": None}, 202, headers=h.admin)
     server = await settled(h, first, h.admin)
     assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", other), server.get("fault")
+
+
+async def test_an_offloaded_affinity_member_is_unshelved_onto_its_group_s_host(cloud):
+    """Nova's scheduler places an unshelve with the member's group: the other members count."""
+    h = cloud
+    g = await group(h, "affinity")
+    first, second = (await boot(h, g))["id"], (await boot(h, g))["id"]
+    together = await host_of(h, first)
+    assert await host_of(h, second) == together
+    await action(h, first, {"shelve": None}, 202)
+    await wait_status(h, first, "SHELVED_OFFLOADED", "ERROR", headers=h.admin)
+    # the group's host is the fuller one now: without the policy the emptier one would weigh best
+    await action(h, first, {"unshelve": None}, 202)
+    server = await wait_status(h, first, "ACTIVE", "ERROR", headers=h.admin)
+    assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", together), server.get("fault")
