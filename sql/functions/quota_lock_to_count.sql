@@ -14,10 +14,7 @@ CREATE OR REPLACE FUNCTION quota_lock_to_count(project text, resource text, fall
                                                OUT limits jsonb, OUT counting bool)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(hashtextextended('quota:' || project, 0));
-    -- a statement of its own: its snapshot is taken after the lock was granted
-    SELECT coalesce(jsonb_object_agg(l.resource, l.hard_limit), '{}'::jsonb) INTO limits
-      FROM project_limits(project) l;
+    limits := quota_limits_shared(project);   -- lock 1, then the limits it guards
     counting := coalesce((limits ->> resource)::int, fallback) >= 0;
     IF counting THEN
         PERFORM pg_advisory_xact_lock(hashtextextended('quota-count:' || resource || ':' || project, 0));
