@@ -57,6 +57,10 @@ class ServiceSettings:
                                      "replicated over the cluster's nodes (oslo.messaging's option of the same "
                                      "name); the queues' type cannot change: see the README to switch a site",
                                      False, flag="--rabbit-quorum-queue")
+    rpc_response_timeout: float = _doc("seconds a call between roles waits for its answer (oslo.messaging's "
+                                       "option of the same name; at least 40); a scheduling decision, which "
+                                       "waits behind the decisions queued before it, waits twice as long",
+                                       60.0)
     shutdown_timeout: float = _doc("seconds to drain in-flight work on SIGTERM before cancelling", 30.0)
     database_outage_limit: float = _doc("seconds the database may stay unreachable before the systemd "
                                         "watchdog (WatchdogSec=) is no longer fed, so that systemd restarts "
@@ -374,6 +378,10 @@ def validate(settings: Settings) -> None:
         raise ConfigError("--auth must be keystone or noauth")
     if settings.identity.allow_expired_window < 0:
         raise ConfigError("identity.allow_expired_window must be >= 0")
+    if settings.service.rpc_response_timeout < 40:
+        # a claim sent again after a lost answer (placement.client.settled_claim) must still
+        # fit in the scheduling decision's wait, twice this
+        raise ConfigError("service.rpc_response_timeout must be >= 40")
     if settings.compute.virt_type not in ("auto", "kvm", "qemu"):
         raise ConfigError("compute.virt_type must be auto, kvm or qemu")
     transport = settings.service.transport

@@ -290,6 +290,7 @@ class Service:
                 # Split over processes, maybe of different releases: sends honour the
                 # receivers' caps (bus/caps.py).
                 bus.caps = VersionCaps(pool)
+            bus.call_timeout = settings.service.rpc_response_timeout
             locks = SessionLocks(dsn, health=self.health, name=f"nova-async {settings.compute.host or 'locks'}")
             stack.push_async_callback(locks.close)   # after the roles have stopped
             # This run's own lock, before any work records it as its worker (an upload, a

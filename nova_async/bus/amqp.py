@@ -286,7 +286,8 @@ class AmqpBus(Bus):
     # -- sending
 
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0, version: str | None = None) -> Message | None:
+                   timeout: float | None = None, version: str | None = None) -> Message | None:
+        timeout = self.call_timeout if timeout is None else timeout
         body = messages.encode(msg, context, version)   # before anything waits: it may refuse
         correlation_id = uuid.uuid4().hex
         reply = asyncio.get_running_loop().create_future()

@@ -103,8 +103,10 @@ class KeptConsumer:
                     await channel.set_qos(prefetch_count=self._prefetch)
                 queue = await self._declare(channel)
                 underlay = await channel.get_underlay_channel()
-                underlay.on_consumer_cancel_callbacks.add(lambda _frame: self._note_lost(lost, "cancelled by the broker"))
-                channel.close_callbacks.add(lambda _channel, exc=None: self._note_lost(lost, f"channel closed: {exc!r}"))
+                underlay.on_consumer_cancel_callbacks.add(
+                    lambda _frame: self._note_lost(lost, "cancelled by the broker"))
+                channel.close_callbacks.add(
+                    lambda _channel, exc=None: self._note_lost(lost, f"channel closed: {exc!r}"))
                 tag = await queue.consume(self._arrived, no_ack=self._no_ack)
         except BaseException:
             await _close(channel)

@@ -36,6 +36,9 @@ class Bus(abc.ABC):
         # The versions other services receive (bus/caps.py), which the typed clients send
         # at; the supervisor sets it when roles are split over processes.
         self.caps: VersionCaps = NO_CAPS
+        # How long a call waits for its answer unless it says otherwise ([service]
+        # rpc_response_timeout; the supervisor sets it).
+        self.call_timeout = 60.0
         self._listeners: list[asyncio.Queue[Notification]] = []
         self._closing = asyncio.Event()
         self._returned = asyncio.Event()   # set, then replaced, at each reconnection
@@ -99,9 +102,10 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0, version: str | None = None) -> Message | None:
-        """Send `msg` to one consumer of `topic` and wait for its answer; its errors re-raise here.
-        `version`: the receiver's cap, to convert `msg` down to (messages.encode)."""
+                   timeout: float | None = None, version: str | None = None) -> Message | None:
+        """Send `msg` to one consumer of `topic` and wait for its answer (`timeout`, else
+        `call_timeout`); its errors re-raise here. `version`: the receiver's cap, to convert
+        `msg` down to (messages.encode)."""
 
     @abc.abstractmethod
     async def cast(self, topic: str, msg: Message, *, context: RequestContext | None = None,

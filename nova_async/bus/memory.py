@@ -39,7 +39,8 @@ class MemoryBus(Bus):
         metrics.set_queue_depth(topic, queue.qsize())
 
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
-                   timeout: float = 60.0, version: str | None = None) -> Message | None:
+                   timeout: float | None = None, version: str | None = None) -> Message | None:
+        timeout = self.call_timeout if timeout is None else timeout
         reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._put(topic, (messages.encode(msg, context, version), reply))
 

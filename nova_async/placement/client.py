@@ -11,15 +11,16 @@ from nova_async.common import errors
 from nova_async.placement import messages as m
 
 TOPIC = "placement"
-CALL_TIMEOUT = 60.0  # seconds: the bus's default for a call
-# A claim sent again after a lost answer waits less each time, so that whoever waits for the
-# claimer (the conductor's call to the scheduler: 120 s) still gets an answer.
-RESEND_TIMEOUTS = (CALL_TIMEOUT, 20.0, 20.0)
+# A claim sent again after a lost answer waits less each time (the first, the bus's wait: None),
+# so that whoever waits for the claimer (the conductor's call to the scheduler, twice the bus's
+# wait, which is at least 40 s) still gets an answer.
+RESEND_TIMEOUTS = (None, 20.0, 20.0)
 
 log = structlog.get_logger("placement.client")
 
 
-async def settled_claim(send: Callable[[float], Awaitable[m.ClaimResult]], **about: object) -> m.ClaimResult:
+async def settled_claim(send: Callable[[float | None], Awaitable[m.ClaimResult]],
+                        **about: object) -> m.ClaimResult:
     """`send(timeout)`'s answer (a Claim or a ClaimMany), sent again, unchanged, while the
     answer is lost; the last loss is raised. `about` names the claim in the log.
 
@@ -64,14 +65,14 @@ class PlacementClient:
         return reply
 
     async def claim(self, consumer_uuid: str, provider_uuid: str, resources: dict[str, int],
-                    project_id: str, user_id: str, *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
+                    project_id: str, user_id: str, *, timeout: float | None = None) -> m.ClaimResult:
         reply = await self.bus.call(TOPIC, m.Claim(consumer_uuid=consumer_uuid, provider_uuid=provider_uuid,
                                                    resources=resources, project_id=project_id,
                                                    user_id=user_id), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 
-    async def claim_many(self, claims: list[m.ConsumerClaim], *, timeout: float = CALL_TIMEOUT) -> m.ClaimResult:
+    async def claim_many(self, claims: list[m.ConsumerClaim], *, timeout: float | None = None) -> m.ClaimResult:
         """Replace several consumers' allocations in one transaction, or none of them."""
         reply = await self.bus.call(TOPIC, m.ClaimMany(claims=claims), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)

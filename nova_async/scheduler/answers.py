@@ -22,16 +22,17 @@ from collections.abc import Awaitable, Callable
 import msgspec
 import structlog
 
+from nova_async.bus import Bus
 from nova_async.common import errors
 from nova_async.db.queries import queries
 from nova_async.db.session_locks import SessionLocks
 from nova_async.scheduler import messages as m
+from nova_async.scheduler.client import DECISION_WAIT
 
 log = structlog.get_logger("scheduler.answers")
 Q = queries("scheduler_answers")
 
 POLL = 0.2            # seconds between looks at a question another copy is answering
-WAIT = 180.0          # longest wait for that copy's answer (its caller gives up after 120 s)
 KEEP = 3600.0         # seconds an answer is kept; older ones are removed every FORGET_EVERY questions
 FORGET_EVERY = 500
 
@@ -42,9 +43,10 @@ class _Answer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Answers:
-    def __init__(self, pool, locks: SessionLocks | None) -> None:
+    def __init__(self, pool, locks: SessionLocks | None, bus: Bus) -> None:
         self.pool = pool
         self.locks = locks
+        self.bus = bus
         self._asked = 0
 
     async def once(self, question_id: str, decide: Callable[[], Awaitable[m.Selections]]) -> m.Selections:
@@ -70,7 +72,9 @@ class Answers:
     async def _take(self, qid: uuid.UUID, locks: SessionLocks) -> _Answer | None:
         """None once the question is this process's to decide; else the answer another gave."""
         loop = asyncio.get_running_loop()
-        give_up = loop.time() + WAIT
+        # As long as the question's asker waits, and a little more: that copy is alive and
+        # deciding it (a claim sent again, say), and a second decision would claim twice.
+        give_up = loop.time() + DECISION_WAIT * self.bus.call_timeout + 30.0
         said = False
         while True:
             row = await self.pool.fetchrow(Q.take_question, qid, locks.incarnation)

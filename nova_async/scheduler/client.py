@@ -13,7 +13,8 @@ from nova_async.common.context import RequestContext
 from nova_async.scheduler import messages as m
 
 TOPIC = "scheduler"
-CALL_TIMEOUT = 120.0  # seconds: a decision waits behind the batches queued before it
+# A decision waits behind the batches queued before it: twice the bus's wait for an answer.
+DECISION_WAIT = 2
 ASKS = 2
 
 log = structlog.get_logger("scheduler.client")
@@ -43,7 +44,8 @@ class SchedulerClient:
             question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid,
                                             question_id=str(uuid.uuid4()))
             try:
-                reply = await self.bus.call(TOPIC, question, context=context, timeout=CALL_TIMEOUT)
+                reply = await self.bus.call(TOPIC, question, context=context,
+                                            timeout=DECISION_WAIT * self.bus.call_timeout)
                 break
             except errors.BusTimeout as exc:
                 if ask == ASKS:

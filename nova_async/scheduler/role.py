@@ -27,7 +27,7 @@ class SchedulerRole(Role):
         super().__init__(deps)
         self.scheduler = Scheduler(self.cells, PlacementClient(self.bus), self.settings.scheduler)
         # Only a broker delivers one call twice (an in-memory bus hands each call over once).
-        self.answers = Answers(self.pool, deps.locks if self.bus.delivers_calls_twice else None)
+        self.answers = Answers(self.pool, deps.locks if self.bus.delivers_calls_twice else None, self.bus)
         self.handlers = {
             m.SelectDestinations: self._select_destinations,
         }

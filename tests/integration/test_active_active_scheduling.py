@@ -258,6 +258,7 @@ class AnswerLost:
 
     def __init__(self, bus) -> None:
         self.bus, self.lost = bus, 0
+        self.call_timeout = bus.call_timeout
 
     async def call(self, topic, msg, **kw):
         answer = await self.bus.call(topic, msg, **kw)
@@ -361,7 +362,7 @@ async def scheduler_copy(h, name: str):
     try:
         copy = SchedulerRole(dataclasses.replace(h.deps, locks=locks))
         copy.scheduler = h.roles["scheduler"].scheduler
-        copy.answers = Answers(h.pool, locks)
+        copy.answers = Answers(h.pool, locks, h.bus)
         yield copy, locks
     finally:
         await locks.close()

@@ -29,6 +29,7 @@ def test_toml_then_flags(tmp_path):
     ({("service", "listen"): "nowhere"}, "HOST:PORT"),
     ({("identity", "auth"): "magic"}, "keystone or noauth"),
     ({("compute", "simulate_hosts"): "many"}, "expected int"),
+    ({("service", "rpc_response_timeout"): "10"}, "rpc_response_timeout must be >= 40"),
 ])
 def test_bad_settings_name_the_problem(overrides, message):
     with pytest.raises(config.ConfigError, match=message):
