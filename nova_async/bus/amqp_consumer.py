@@ -131,12 +131,18 @@ class KeptConsumer:
         self._unsettled.pop(id(message), None)
 
     async def keep(self) -> None:
-        """Watch the attachment and make a new one whenever it is lost or stalls; until cancelled."""
+        """Watch the attachment and make a new one whenever it is lost or stalls; until cancelled.
+        It never ends otherwise: whatever goes wrong on the way is logged and the consumer
+        attaches again (were this to end, the consumer would stay registered at the broker and
+        take its share of the messages while nobody handled them)."""
         while True:
-            why = await self._trouble()
+            try:
+                why = await self._trouble()
+            except Exception as exc:   # not expected: said in full, and the channel made again
+                log.exception("watching the consumer failed; attaching again", queue=self.name)
+                why = repr(exc)
             log.warning("consumer detached from its queue; attaching again", queue=self.name, reason=why)
-            await _close(self._channel)
-            self._channel = None
+            await self._drop()
             while True:
                 await asyncio.sleep(self._interval)
                 try:
@@ -145,8 +151,18 @@ class KeptConsumer:
                     _unless_cancelled(exc)
                     log.debug("consumer not attached yet; retrying", queue=self.name, error=repr(exc))
                     continue
+                except Exception:
+                    log.exception("attaching the consumer failed; retrying", queue=self.name)
+                    continue
                 log.info("consumer attached again", queue=self.name)
                 break
+
+    async def _drop(self) -> None:
+        channel, self._channel = self._channel, None
+        try:
+            await _close(channel)
+        except Exception:
+            log.exception("closing the consumer's old channel failed", queue=self.name)
 
     async def _trouble(self) -> str:
         """Return why this attachment is no good, once it is not; meanwhile sample the queue."""
@@ -196,8 +212,7 @@ class KeptConsumer:
                     await self._queue.cancel(self._tag)
 
     async def close(self) -> None:
-        await _close(self._channel)
-        self._channel = None
+        await self._drop()
 
 
 def _unless_cancelled(exc: BaseException) -> None:
