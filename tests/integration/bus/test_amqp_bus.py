@@ -268,7 +268,11 @@ async def test_a_broker_restart_in_the_middle_of_casts_loses_none(broker, kill):
             await broker.restart(kill=kill)  # casts go on being sent meanwhile, and fail, and retry
             await asyncio.wait_for(sending, WAIT)
             await _consumer_attached(receiver, topic)  # the consumer came back by itself
-            await wait_for_count(set(got), 300)
+            # On a loaded machine (the whole suite on two workers) the rest has been seen to
+            # arrive only 60-100 s after the consumer was back, not understood yet; here the
+            # test asks that nothing is lost, and the wait is long enough for that.
+            await waiting.until(lambda: set(got), lambda seen: len(seen) >= 300, what="300 items",
+                                timeout=3 * WAIT)
     assert set(got) == set(range(300))
 
 
