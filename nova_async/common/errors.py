@@ -96,6 +96,13 @@ class NoValidHost(NovaAsyncError):
     code = "no_valid_host"
 
 
+class SchedulingAbandoned(Conflict):
+    """A scheduling decision stopped: the conductor that asked no longer holds the instance
+    (it died, or gave up); whoever took it over decides it."""
+
+    code = "scheduling_abandoned"
+
+
 class BusTimeout(Unavailable):
     code = "bus_timeout"
 
@@ -104,7 +111,8 @@ BY_NAME: dict[str, type[NovaAsyncError]] = {
     cls.__name__: cls
     for cls in (NovaAsyncError, InvalidInput, Unauthorized, Forbidden, OverQuota, NotFound,
                 MethodNotAllowed, NotAcceptable, Conflict, TooLarge, UnsupportedMediaType,
-                NotImplementedHere, Unavailable, DatabaseUnavailable, NoValidHost, BusTimeout)
+                NotImplementedHere, Unavailable, DatabaseUnavailable, NoValidHost, SchedulingAbandoned,
+                BusTimeout)
 }
 
 

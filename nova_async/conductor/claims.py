@@ -24,7 +24,15 @@ The lock is held on one connection; if that connection is lost, so is every lock
 `generation` moves on), and another copy may take the instance. Whoever writes the host
 checks first that the lock is still this process's (`Held.still_ours`): one whose lock went
 leaves the instance as it is (no host, its claim standing, which the next scheduling
-replaces) for the pick-up that follows a database return."""
+replaces) for the pick-up that follows a database return.
+
+A decision can outlive the copy that asked for it: a scheduler in another process goes on
+claiming for a conductor that has died (a claim whose answer was lost is sent again a minute
+later), after the copy that took the instance over has claimed, or after the server was
+deleted. So, where copies live in several processes (`fenced`), the question names its
+holders (`Held.holders`: this process's lock connection and the instance's key), and
+placement writes those claims, and their release, only while that lock is still held
+(placement.messages.Holder)."""
 
 from __future__ import annotations
 
@@ -36,6 +44,7 @@ from dataclasses import dataclass
 import structlog
 
 from nova_async.db.session_locks import SessionLocks, key
+from nova_async.placement.messages import Holder
 
 log = structlog.get_logger("conductor")
 
@@ -48,11 +57,13 @@ WAIT_FIRST, WAIT_MAX = 0.05, 1.0
 
 @dataclass(frozen=True)
 class Held:
-    """The instances this process holds for scheduling, as of lock generation `generation`."""
+    """The instances this process holds for scheduling, as of lock generation `generation`,
+    on the database backend `pid` (None: its claims are not fenced)."""
 
     uuids: frozenset[str]
     generation: int
     _locks: SessionLocks
+    pid: int | None = None
 
     def __contains__(self, uuid: object) -> bool:
         return uuid in self.uuids
@@ -65,12 +76,20 @@ class Held:
         hold them now."""
         return self._locks.generation == self.generation
 
+    def holders(self, uuids: Iterable[str]) -> dict[str, Holder]:
+        """Who holds each of `uuids` (those held), for the scheduler's claims: they are made
+        only while this process still holds the instance (placement.messages.Holder)."""
+        if self.pid is None:
+            return {}
+        return {u: Holder(pid=self.pid, key=key(NAMESPACE, u)) for u in uuids if u in self.uuids}
+
 
 class SchedulingClaims:
-    def __init__(self, locks: SessionLocks | None) -> None:
+    def __init__(self, locks: SessionLocks | None, *, fenced: bool = False) -> None:
         if locks is None:
             raise ValueError("the conductor needs the process's session locks (Deps.locks)")
         self._locks = locks
+        self._fenced = fenced
 
     async def take(self, uuids: Iterable[str]) -> Held:
         """Those of `uuids` nobody else is scheduling, now held by this process; never waits.
@@ -78,7 +97,8 @@ class SchedulingClaims:
         generation = self._locks.generation
         by_key = {key(NAMESPACE, u): u for u in uuids}
         taken = await self._locks.take(by_key)
-        return Held(frozenset(by_key[k] for k in taken), generation, self._locks)
+        pid = self._locks.server_pid if self._fenced else None
+        return Held(frozenset(by_key[k] for k in taken), generation, self._locks, pid)
 
     async def give_back(self, held: Held) -> None:
         # A lost connection let go of them already, and this process may hold them again

@@ -147,7 +147,8 @@ class Resizer:
                                    same_host=self.same_host and not cold, cell=cell.uuid,
                                    requested_host=migration["requested_dest"])
                 try:
-                    [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
+                    [selection] = await self.scheduler.select_destinations([uuid], spec, ctx,
+                                                                           holders=held.holders([uuid]))
                 except BaseException:
                     await give_back_allocation(self.placement, uuid, mig_uuid, project_id, user_id)
                     raise
@@ -166,6 +167,11 @@ class Resizer:
         await self.compute.resize_step(row["host"], uuid, mig_uuid, ResizeStepName.RESIZE, ctx)
 
     async def _refuse(self, db, uuid: str, mig_uuid: str, request_id: str, exc: Exception) -> None:
+        if isinstance(exc, errors.SchedulingAbandoned):
+            # this process's lock went (database connection): the copy that has it now goes on
+            log.warning("lost the scheduling lock of the resize; leaving it to the copy that holds it",
+                        instance_uuid=uuid)
+            return
         reason = exc.message if isinstance(exc, errors.NovaAsyncError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, errors.NovaAsyncError):
             log.error("resize failed unexpectedly", instance_uuid=uuid, exc_info=exc)

@@ -73,8 +73,9 @@ class ConductorRole(Role):
         self.volumes = VolumeClient(self.bus)
         self.network = NetworkClient(self.bus)
         # Which instances this process is scheduling: over RabbitMQ a request can arrive
-        # twice, and at two copies of this role (redelivered after a crash, recast by a pick-up).
-        self.claims = SchedulingClaims(deps.locks)
+        # twice, and at two copies of this role (redelivered after a crash, recast by a pick-up);
+        # there, copies in other processes take over what a dead one held (claims.py).
+        self.claims = SchedulingClaims(deps.locks, fenced=self.bus.delivers_calls_twice)
         self.resizer = Resizer(self.cells, self.placement, self.scheduler, self.compute, self.claims,
                                self.settings.compute.allow_resize_to_same_host)
         self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute, self.claims)
@@ -183,7 +184,7 @@ class ConductorRole(Role):
         try:
             async with instances.events(db, uuids, request_id, EVENT):
                 selections = await self.scheduler.select_destinations(
-                    uuids, spec, ctx, cell_uuid=cell.uuid,
+                    uuids, spec, ctx, cell_uuid=cell.uuid, holders=held.holders(uuids),
                     before_asking_again=functools.partial(db.execute, CQ.forget_decisions, uuids, SELECT_EVENT,
                                                           request_id))
         except errors.DatabaseUnavailable:
@@ -192,6 +193,10 @@ class ConductorRole(Role):
             # from the scheduler's, so the probe is told to look).
             self.pool.health.suspect()
             raise
+        except errors.SchedulingAbandoned:
+            for uuid in uuids:  # this process's lock went: the copy that has it now decides
+                self._lost_lock(uuid)
+            return None
         except Exception as exc:
             if isinstance(exc, errors.NoValidHost):
                 message = exc.message

@@ -18,7 +18,11 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   the conductors again: the process that accepted it died before it handed it on (RabbitMQ
   redelivers what a dead conductor had taken; it cannot redeliver what was never sent).
   Scheduling is claimed once per instance, so a copy that was in fact still on its way
-  changes nothing."""
+  changes nothing.
+- A claim that outlived its server is let go of: a server deleted (or never given a host)
+  over `service_down_time` ago holds nothing, yet a claim can land just after its delete
+  let go of what it held, made for a conductor that then died before giving it back.
+  Servers deleted in the last OUTLIVED_WINDOW are looked at, and cell0's."""
 
 from __future__ import annotations
 
@@ -52,6 +56,11 @@ POWER_TASKS = sorted({TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.R
 REBUILD_TASKS = sorted({TaskState.REBUILDING, TaskState.REBUILD_BLOCK_DEVICE_MAPPING, TaskState.REBUILD_SPAWNING})
 
 
+# How far back deleted servers are looked at for a claim that outlived them: a late claim
+# lands within a scheduling decision's wait (a few minutes) of the delete.
+OUTLIVED_WINDOW = 3600.0
+
+
 def interval(service_down_time: float) -> float:
     """How often the job looks: a stranded build is told within 1.5 × service_down_time."""
     return max(1.0, min(service_down_time / 2, 30.0))
@@ -74,6 +83,7 @@ class Stranded:
             await self.finish_deletes_on(down)
             await self.end_tasks_on(down)
         await self.resend_forgotten_boots()
+        await self.release_outlived_claims()
 
     async def down_hosts(self) -> list[str]:
         return [r["host"] for r in await self.cells.api.fetch(Q.down_compute_hosts, self.down_time)]
@@ -156,3 +166,17 @@ class Stranded:
                     instance_uuids=[str(u) for u in batch["uuids"]], cell_uuid=str(cell.uuid)), context=ctx)
                 sent += 1
         return sent
+
+    async def release_outlived_claims(self) -> list[str]:
+        """Claims of servers deleted, or left in cell0, over `service_down_time` ago, let go
+        of; their uuids."""
+        gone = [str(r["uuid"]) for r in await self.cells.gather(Q.deleted_servers, self.down_time, OUTLIVED_WINDOW)]
+        gone += [str(r["uuid"]) for r in await self.cells.cell0.pool.fetch(Q.never_hosted, self.down_time,
+                                                                            OUTLIVED_WINDOW)]
+        if not gone:
+            return []
+        outlived = await self.placement.holding(gone)
+        for uuid in outlived:
+            log.warning("letting go of a claim that outlived its server", instance_uuid=uuid)
+            await self.placement.delete_allocations(uuid)
+        return outlived

@@ -83,7 +83,8 @@ class Unshelver:
                 # the host its group recorded is the one it left (the scheduler records the new one).
                 await self.placement.delete_allocations(uuid)
                 await self.cells.api.execute(GQ.set_member_host, uuid, None)
-                [selection] = await self.scheduler.select_destinations([uuid], spec, ctx)
+                [selection] = await self.scheduler.select_destinations([uuid], spec, ctx,
+                                                                       holders=held.holders([uuid]))
         except Exception as exc:
             await self._refuse(db, uuid, ctx.request_id, exc)
             return
@@ -102,6 +103,11 @@ class Unshelver:
         await self.compute.unshelve(chosen.host, uuid, chosen.node, ctx)
 
     async def _refuse(self, db, uuid: str, request_id: str, exc: Exception) -> None:
+        if isinstance(exc, errors.SchedulingAbandoned):
+            # this process's lock went (database connection): the copy that has it now goes on
+            log.warning("lost the scheduling lock of the unshelve; leaving it to the copy that holds it",
+                        instance_uuid=uuid)
+            return
         reason = exc.message if isinstance(exc, errors.NovaAsyncError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, errors.NovaAsyncError):
             log.error("unshelve failed unexpectedly", instance_uuid=uuid, exc_info=exc)

@@ -147,6 +147,14 @@ class SessionLocks:
     def holds(self, lock_key: int) -> bool:
         return lock_key in self._held
 
+    @property
+    def server_pid(self) -> int | None:
+        """The database backend holding this process's locks now (None: no connection): with
+        a key, what another process checks to know the lock is still this one's
+        (placement.messages.Holder)."""
+        conn = self._conn
+        return conn.get_server_pid() if conn is not None and not conn.is_closed() else None
+
     @contextlib.asynccontextmanager
     async def holding(self, keys: Iterable[int]):
         """Take what can be taken of `keys`, yield that set, give it back at the end."""

@@ -15,6 +15,7 @@ Also here: the reading side — a provider's allocations by consumer, a project'
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -35,6 +36,18 @@ class ClaimRefused(errors.Conflict):
 
 class UnknownProvider(errors.InvalidInput):
     code = "placement.resource_provider.not_found"
+
+
+class HolderGone(errors.Conflict):
+    """The write was for someone who no longer holds the instance (placement_holders_present);
+    nothing was written."""
+
+    code = "placement.holder_gone"
+
+
+# (PostgreSQL backend pid, session advisory lock key): a write made for whoever holds an
+# instance stands only while that backend holds that lock (sql/functions/placement_holders_present.sql).
+Holder = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,8 @@ async def replace_allocations(pool: Pool, consumer_uuid: str,
     return (await replace_many(pool, [write]))[consumer_uuid]
 
 
-async def replace_many(pool: Pool, writes: list[ConsumerWrite]) -> dict[str, int | None]:
+async def replace_many(pool: Pool, writes: list[ConsumerWrite], *,
+                       holders: Sequence[Holder] = ()) -> dict[str, int | None]:
     """Several consumers' allocations replaced in one transaction (`POST /allocations`): either
     every consumer gets what it asked for or nothing changes. Capacity is checked consumer by
     consumer after the earlier ones were written, so the batch as a whole must fit.
@@ -96,19 +110,25 @@ async def replace_many(pool: Pool, writes: list[ConsumerWrite]) -> dict[str, int
     The whole write is one statement, the function placement_write_allocations (sql/functions/): it
     locks consumers by uuid, then every provider involved by id — one global order, so batches
     and single claims never wait on each other in a cycle — checks, writes and bumps, all in
-    one round trip. A refusal is an exception raised in the database, which undoes the lot."""
+    one round trip. A refusal is an exception raised in the database, which undoes the lot.
+    With `holders`, it is undone too (HolderGone) unless every one still holds its lock once
+    the consumers are locked."""
     writes = [_normalised(w) for w in writes]
     rows: list[tuple[int, str, str, int]] = [
         (k, provider, rc, amount)
         for k, w in enumerate(writes, 1) for provider, res in w.allocations.items()
         for rc, amount in res.items()]
-    try:
-        written = await pool.fetch(
-            Q.write_allocations, [w.consumer_uuid for w in writes], [w.project_id for w in writes],
+    args = [[w.consumer_uuid for w in writes], [w.project_id for w in writes],
             [w.user_id for w in writes], [w.consumer_type for w in writes],
             [w.consumer_generation is not ANY_GENERATION for w in writes],
             [None if w.consumer_generation is ANY_GENERATION else w.consumer_generation for w in writes],
-            [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
+            [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]]
+    try:
+        if holders:
+            written = await pool.fetch(Q.write_allocations_held, *args,
+                                       [pid for pid, _ in holders], [k for _, k in holders])
+        else:
+            written = await pool.fetch(Q.write_allocations, *args)
     except asyncpg.RaiseError as exc:
         raise _refusal(exc) from None
     return {str(r["written_consumer"]): r["new_generation"] for r in written}
@@ -121,6 +141,8 @@ def _refusal(exc: asyncpg.RaiseError) -> errors.NovaAsyncError:
         return ClaimRefused(exc.message)
     if kind == UnknownProvider.code:
         return UnknownProvider(exc.message)
+    if kind == HolderGone.code:
+        return HolderGone(exc.message)
     if kind == "placement.concurrent_update":
         return errors.Conflict(exc.message, code=kind)
     return errors.NovaAsyncError(f"placement_write_allocations: {exc.message}")
@@ -140,8 +162,10 @@ def _normalised(w: ConsumerWrite) -> ConsumerWrite:
                          w.consumer_type, w.consumer_generation)
 
 
-async def delete_allocations(pool: Pool, consumer_uuid: str) -> bool:
-    """Remove every allocation of the consumer, and the consumer; False if it had none.
+async def delete_allocations(pool: Pool, consumer_uuid: str, *, holder: Holder | None = None) -> bool:
+    """Remove every allocation of the consumer, and the consumer; False if it had none. With
+    `holder`, only while it holds its lock (else HolderGone, nothing removed): what it
+    claimed may have been replaced by whoever took the instance over.
 
     The providers are locked (a claim on them waits, then counts the freed room) but their
     generations stay, as upstream's DELETE leaves them: giving room back cannot make a
@@ -154,7 +178,15 @@ async def delete_allocations(pool: Pool, consumer_uuid: str) -> bool:
         await conn.fetch(Q.lock_providers, sorted(old_ids))
         await conn.execute(Q.delete_allocations_of, consumer["id"])
         await conn.execute(Q.delete_consumer, consumer["id"])
+        if holder is not None and not await conn.fetchval(Q.holders_present, [holder[0]], [holder[1]]):
+            raise HolderGone(f"{consumer_uuid}'s allocations were kept: whoever they were released for "
+                             "no longer holds the instance")
         return bool(old_ids)
+
+
+async def holding(pool: Pool, consumer_uuids: list[str]) -> list[str]:
+    """Those of `consumer_uuids` that hold allocations (a consumer goes with its last one)."""
+    return [str(r["uuid"]) for r in await pool.fetch(Q.consumers_among, consumer_uuids)]
 
 
 # --- reading allocations from the other side ----------------------------------------------

@@ -65,10 +65,12 @@ class PlacementClient:
         return reply
 
     async def claim(self, consumer_uuid: str, provider_uuid: str, resources: dict[str, int],
-                    project_id: str, user_id: str, *, timeout: float | None = None) -> m.ClaimResult:
+                    project_id: str, user_id: str, *, timeout: float | None = None,
+                    holder: m.Holder | None = None) -> m.ClaimResult:
+        """With `holder`, made only while it holds the instance (see m.Holder)."""
         reply = await self.bus.call(TOPIC, m.Claim(consumer_uuid=consumer_uuid, provider_uuid=provider_uuid,
                                                    resources=resources, project_id=project_id,
-                                                   user_id=user_id), timeout=timeout)
+                                                   user_id=user_id, holder=holder), timeout=timeout)
         assert isinstance(reply, m.ClaimResult)
         return reply
 
@@ -97,8 +99,15 @@ class PlacementClient:
                                   f"{moved.reason}")
         return True
 
-    async def delete_allocations(self, consumer_uuid: str) -> None:
-        await self.bus.call(TOPIC, m.DeleteAllocations(consumer_uuid=consumer_uuid))
+    async def delete_allocations(self, consumer_uuid: str, *, holder: m.Holder | None = None) -> None:
+        """With `holder`, only while it holds the instance (else nothing is deleted)."""
+        await self.bus.call(TOPIC, m.DeleteAllocations(consumer_uuid=consumer_uuid, holder=holder))
+
+    async def holding(self, consumer_uuids: list[str]) -> list[str]:
+        """Those of `consumer_uuids` that hold allocations."""
+        reply = await self.bus.call(TOPIC, m.GetHolding(consumer_uuids=consumer_uuids))
+        assert isinstance(reply, m.Holding)
+        return reply.consumer_uuids
 
     async def allocations(self, consumer_uuid: str) -> dict[str, dict[str, int]]:
         reply = await self.bus.call(TOPIC, m.GetAllocations(consumer_uuid=consumer_uuid))

@@ -46,6 +46,16 @@ class Candidates(Message, frozen=True, kw_only=True):
     providers_with_room: dict[str, int] = {}
 
 
+class Holder(Message, frozen=True, kw_only=True):
+    """Who holds the instance a claim is made for: PostgreSQL backend `pid` holding the session
+    advisory lock `key` (a conductor scheduling it, conductor/claims.py). The claim, or its
+    release, is written only while that lock is still held: once its holder has died, a
+    write still on its way for it is refused, whoever took the instance over since."""
+
+    pid: int
+    key: int
+
+
 class Claim(Message, frozen=True, kw_only=True):
     """Allocate `resources` on `provider_uuid` for `consumer_uuid`, atomically, or refuse."""
 
@@ -54,16 +64,30 @@ class Claim(Message, frozen=True, kw_only=True):
     resources: dict[str, int]
     project_id: str
     user_id: str
+    holder: Holder | None = None
 
 
 class ClaimResult(Message, frozen=True, kw_only=True):
     ok: bool
     reason: str = ""
+    holder_gone: bool = False   # refused because a holder no longer holds its instance
 
 
 class DeleteAllocations(Message, frozen=True, kw_only=True):
     REDELIVERABLE = True   # deleting what is gone changes nothing
     consumer_uuid: str
+    holder: Holder | None = None
+
+
+class GetHolding(Message, frozen=True, kw_only=True):
+    """Which of `consumer_uuids` hold allocations; answered with Holding."""
+
+    REDELIVERABLE = True
+    consumer_uuids: list[str]
+
+
+class Holding(Message, frozen=True, kw_only=True):
+    consumer_uuids: list[str]
 
 
 class DeleteProvider(Message, frozen=True, kw_only=True):
@@ -90,6 +114,7 @@ class ConsumerClaim(Message, frozen=True, kw_only=True):
     project_id: str
     user_id: str
     consumer_type: str | None = None   # INSTANCE, MIGRATION (placement 1.38)
+    holder: Holder | None = None
 
 
 class ClaimMany(Message, frozen=True, kw_only=True):

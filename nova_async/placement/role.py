@@ -6,6 +6,7 @@ message maps to one domain call here. A claim that does not fit is an answer
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 
 import asyncpg
 import structlog
@@ -40,6 +41,7 @@ class PlacementRole(Role):
             m.Claim: self._claim,
             m.DeleteAllocations: self._delete_allocations,
             m.GetAllocations: self._get_allocations,
+            m.GetHolding: self._get_holding,
             m.ClaimMany: self._claim_many,
             m.DeleteProvider: self._delete_provider,
         }
@@ -72,28 +74,31 @@ class PlacementRole(Role):
         return m.Candidates(providers=summaries, providers_with_room=room)
 
     async def _claim(self, msg: m.Claim, ctx: RequestContext) -> m.ClaimResult:
-        try:
-            await allocations.replace_allocations(
-                self.pool, msg.consumer_uuid, {msg.provider_uuid: msg.resources},
-                project_id=msg.project_id, user_id=msg.user_id)
-        except (allocations.ClaimRefused, allocations.UnknownProvider) as exc:
-            log.info("claim refused", consumer=msg.consumer_uuid, provider=msg.provider_uuid,
-                     reason=exc.message)
-            return m.ClaimResult(ok=False, reason=exc.message)
-        return m.ClaimResult(ok=True)
+        write = allocations.ConsumerWrite(msg.consumer_uuid, {msg.provider_uuid: msg.resources},
+                                          msg.project_id, msg.user_id)
+        return await self._write([write], _holders([msg.holder]), provider=msg.provider_uuid)
 
     async def _claim_many(self, msg: m.ClaimMany, ctx: RequestContext) -> m.ClaimResult:
         writes = [allocations.ConsumerWrite(c.consumer_uuid, c.allocations, c.project_id, c.user_id,
                                             c.consumer_type) for c in msg.claims]
+        return await self._write(writes, _holders(c.holder for c in msg.claims))
+
+    async def _write(self, writes: list[allocations.ConsumerWrite], holders: list[allocations.Holder],
+                     **about: object) -> m.ClaimResult:
         try:
-            await allocations.replace_many(self.pool, writes)
-        except (allocations.ClaimRefused, allocations.UnknownProvider) as exc:
-            log.info("claim refused", consumers=[c.consumer_uuid for c in msg.claims], reason=exc.message)
-            return m.ClaimResult(ok=False, reason=exc.message)
+            await allocations.replace_many(self.pool, writes, holders=holders)
+        except (allocations.ClaimRefused, allocations.UnknownProvider, allocations.HolderGone) as exc:
+            log.info("claim refused", consumers=[w.consumer_uuid for w in writes], reason=exc.message, **about)
+            return m.ClaimResult(ok=False, reason=exc.message,
+                                 holder_gone=isinstance(exc, allocations.HolderGone))
         return m.ClaimResult(ok=True)
 
     async def _delete_allocations(self, msg: m.DeleteAllocations, ctx: RequestContext) -> None:
-        await allocations.delete_allocations(self.pool, msg.consumer_uuid)
+        holder = (msg.holder.pid, msg.holder.key) if msg.holder else None
+        try:
+            await allocations.delete_allocations(self.pool, msg.consumer_uuid, holder=holder)
+        except allocations.HolderGone as exc:
+            log.info("release refused", consumer=msg.consumer_uuid, reason=exc.message)
 
     async def _delete_provider(self, msg: m.DeleteProvider, ctx: RequestContext) -> None:
         await providers.delete_provider(self.pool, msg.uuid)
@@ -101,3 +106,10 @@ class PlacementRole(Role):
     async def _get_allocations(self, msg: m.GetAllocations, ctx: RequestContext) -> m.Allocations:
         found = await allocations.get_allocations(self.pool, msg.consumer_uuid)
         return m.Allocations(allocations={rp: res for rp, (_, res) in found.providers.items()})
+
+    async def _get_holding(self, msg: m.GetHolding, ctx: RequestContext) -> m.Holding:
+        return m.Holding(consumer_uuids=await allocations.holding(self.pool, msg.consumer_uuids))
+
+
+def _holders(holders: Iterable[m.Holder | None]) -> list[allocations.Holder]:
+    return [(h.pid, h.key) for h in holders if h is not None]

@@ -32,7 +32,7 @@ it is; placement's claim is the judge either way."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -59,6 +59,7 @@ def batchable(spec: m.RequestSpec) -> bool:
 class _Request:
     instance_uuids: list[str]
     spec: m.RequestSpec
+    holders: Mapping[str, pm.Holder]
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -81,7 +82,7 @@ class Batches:
 
     def __init__(self, *, cells, placement: PlacementClient, settings: SchedulerSettings,
                  host_filters: list[filters.Filter], choose: Choose,
-                 release: Callable[[list[str]], Awaitable[None]]) -> None:
+                 release: Callable[[list[str], Mapping[str, pm.Holder]], Awaitable[None]]) -> None:
         self.cells = cells
         self.placement = placement
         self.settings = settings
@@ -92,9 +93,10 @@ class Batches:
         self._sending = Sending(send=self._look, then=self._settle, senders=DECIDERS, name="batches")
         self._claiming: list[_Claiming] = []     # recent claims, which the next look may miss
 
-    async def decide(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection] | None:
+    async def decide(self, instance_uuids: list[str], spec: m.RequestSpec,
+                     holders: Mapping[str, pm.Holder]) -> list[m.Selection] | None:
         """The request's selections, or None when it is to be decided on its own."""
-        return await self.lines.submit(self, self._how, _Request(instance_uuids, spec))
+        return await self.lines.submit(self, self._how, _Request(instance_uuids, spec, holders))
 
     def _how(self) -> Sending:
         return self._sending
@@ -133,7 +135,9 @@ class Batches:
                     claims += [pm.ConsumerClaim(consumer_uuid=s.instance_uuid,
                                                 allocations={s.chosen.provider_uuid: resources},
                                                 project_id=request.spec.project_id,
-                                                user_id=request.spec.user_id) for s in selections]
+                                                user_id=request.spec.user_id,
+                                                holder=request.holders.get(s.instance_uuid))
+                               for s in selections]
         claiming = None
         if claims:
             claiming = _Claiming(claims)
@@ -161,6 +165,7 @@ class Batches:
         chosen, alone, claiming = looked
         if claiming is not None:
             consumers = [c.consumer_uuid for c in claiming.claims]
+            holders = {c.consumer_uuid: c.holder for c in claiming.claims if c.holder is not None}
             try:
                 # a lost answer is settled by sending the same claim again
                 claimed = await settled_claim(lambda timeout: self.placement.claim_many(claiming.claims,
@@ -171,24 +176,25 @@ class Batches:
                 # undone, and each request meets the outage on its own (or gets past it).
                 log.warning("a batch's claim went unanswered; its requests are decided one by one",
                             requests=len(chosen), error=exc.message)
-                await self.release(consumers)
+                await self.release(consumers, holders)
                 claimed = pm.ClaimResult(ok=False, reason=exc.message)
             except BaseException:
                 # Cancelled, or failed some other way: claims may have been made. Awaited even
                 # when cancelled: this task belongs to the scheduler's lines, which are
                 # cancelled once, at shutdown, and the release goes first.
-                await self.release(consumers)
+                await self.release(consumers, holders)
                 raise
             finally:
                 claiming.landed = time.monotonic()
             if not claimed.ok:
+                # (one claim whose holder is gone refuses the lot: alone, only its request stops)
                 log.info("a batch's claim was refused; its requests are decided one by one",
                          requests=len(chosen), reason=claimed.reason)
                 alone += [c for c, _ in chosen]
                 chosen = []
         for call, selections in chosen:
             if call.answer.done():  # its asker is gone (cancelled): give its claims back
-                await self.release([s.instance_uuid for s in selections])
+                await self.release([s.instance_uuid for s in selections], call.args.holders)
                 continue
             log.info("scheduled", instances=len(selections), hosts=[s.chosen.host for s in selections],
                      batch=len(batch), ms=round((time.perf_counter() - call.args.started) * 1000, 1))

@@ -10,6 +10,7 @@ import structlog
 from nova_async.bus import Bus
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.placement.messages import Holder
 from nova_async.scheduler import messages as m
 
 TOPIC = "scheduler"
@@ -28,9 +29,9 @@ class SchedulerClient:
                                   context: RequestContext | None = None, *,
                                   cell_uuid: str | None = None,
                                   before_asking_again: Callable[[], Awaitable[object]] | None = None,
-                                  ) -> list[m.Selection]:
+                                  holders: dict[str, Holder] | None = None) -> list[m.Selection]:
         """Claimed hosts for every instance, or NoValidHost saying why not (all or nothing);
-        `cell_uuid` as SelectDestinations has it.
+        `cell_uuid` and `holders` as SelectDestinations has them.
 
         An answer that never comes (the copy of the scheduler that took the question died
         with it: a call is acknowledged when received, so nobody else gets it) is asked for
@@ -42,7 +43,7 @@ class SchedulerClient:
         for ask in range(1, ASKS + 1):
             # A new id each time: asked again, the question is decided again (see above).
             question = m.SelectDestinations(instance_uuids=instance_uuids, spec=spec, cell_uuid=cell_uuid,
-                                            question_id=str(uuid.uuid4()))
+                                            question_id=str(uuid.uuid4()), holders=holders or {})
             try:
                 reply = await self.bus.call(TOPIC, question, context=context,
                                             timeout=DECISION_WAIT * self.bus.call_timeout)

@@ -18,6 +18,7 @@ import itertools
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 import asyncpg
 import structlog
@@ -26,6 +27,7 @@ from nova_async.common import errors
 from nova_async.config import SchedulerSettings
 from nova_async.db.cells import Cells
 from nova_async.placement.client import PlacementClient, settled_claim
+from nova_async.placement.messages import Holder
 from nova_async.scheduler import batch, filters, host_state, server_groups, weighers
 from nova_async.scheduler import messages as m
 from nova_async.scheduler.host_state import HostState
@@ -51,7 +53,11 @@ class Scheduler:
         self.batches = batch.Batches(cells=cells, placement=placement, settings=settings,
                                      host_filters=self.filters, choose=self._choose, release=self._release)
 
-    async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec) -> list[m.Selection]:
+    async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec,
+                                  holders: Mapping[str, Holder] | None = None) -> list[m.Selection]:
+        """`holders`: who holds each instance (SelectDestinations.holders); its claims and their
+        release are made only while that holder lives."""
+        holders = holders or {}
         if not instance_uuids:
             return []
         if len(set(instance_uuids)) != len(instance_uuids):
@@ -61,15 +67,15 @@ class Scheduler:
         sample = self.settings.max_placement_results or None
         if spec.group is None:
             if sample is not None and batch.batchable(spec):
-                selections = await self.batches.decide(instance_uuids, spec)
+                selections = await self.batches.decide(instance_uuids, spec, holders)
                 if selections is not None:
                     return selections
-            return await self._select(instance_uuids, spec, None, None, sample)
+            return await self._select(instance_uuids, spec, holders, None, None, sample)
         # A group's placements are counted as they are made: one pass, over every host.
         async with server_groups.locked(self.pool, spec.group, instance_uuids) as (group, conn):
-            return await self._select(instance_uuids, spec, group, conn, None)
+            return await self._select(instance_uuids, spec, holders, group, conn, None)
 
-    async def _select(self, instance_uuids: list[str], spec: m.RequestSpec,
+    async def _select(self, instance_uuids: list[str], spec: m.RequestSpec, holders: Mapping[str, Holder],
                       group: server_groups.GroupState | None,
                       conn: asyncpg.Connection | None, sample: int | None, *,
                       looked_again: bool = False) -> list[m.Selection]:
@@ -103,7 +109,7 @@ class Scheduler:
         try:
             for uuid in instance_uuids:
                 attempted.append(uuid)
-                selection = await self._place(uuid, passed, spec, resources, refusals, group)
+                selection = await self._place(uuid, passed, spec, resources, refusals, holders.get(uuid), group)
                 if selection is None:
                     break
                 selections.append(selection)
@@ -116,19 +122,19 @@ class Scheduler:
                 return selections
         except BaseException:
             # a claim whose answer was lost (a bus timeout) may have been made: release it too
-            await self._release(attempted)
+            await self._release(attempted, holders)
             raise
-        await self._release([s.instance_uuid for s in selections])
+        await self._release([s.instance_uuid for s in selections], holders)
         if sample is not None and len(found.providers) >= sample:
             log.info("the sampled hosts could not take the request; looking at all of them",
                      sample=sample, instances=len(instance_uuids))
-            return await self._select(instance_uuids, spec, group, conn, None)
+            return await self._select(instance_uuids, spec, holders, group, conn, None)
         if refusals and not looked_again and group is None:  # a group counted its placements
             # What was read is stale: others (another copy of the scheduler, say) claimed
             # meanwhile, and room may have come free elsewhere since too. One more look.
             log.info("placement refused claims the hosts' room allowed; looking again",
                      refused=len(refusals), instances=len(instance_uuids))
-            return await self._select(instance_uuids, spec, group, conn, None, looked_again=True)
+            return await self._select(instance_uuids, spec, holders, group, conn, None, looked_again=True)
         total = await host_state.count_hosts(self.pool)
         reason = explain(resources, total, len(hosts), found.providers_with_room, not_nova, removed_by,
                          refusals, placed=len(selections), wanted=len(instance_uuids))
@@ -137,16 +143,21 @@ class Scheduler:
         raise errors.NoValidHost(reason)
 
     async def _place(self, uuid: str, hosts: list[HostState], spec: m.RequestSpec,
-                     resources: dict[str, int], refusals: list[str],
+                     resources: dict[str, int], refusals: list[str], holder: Holder | None,
                      group: server_groups.GroupState | None = None) -> m.Selection | None:
-        """The best host that placement lets claim, taken; None when none does."""
+        """The best host that placement lets claim, taken; None when none does. Raises
+        SchedulingAbandoned when the instance's holder is gone."""
         ordered = self._ranked(hosts, resources, group)
         for i, host in enumerate(ordered):
             # a lost answer is settled by sending the same claim again
             result = await settled_claim(
                 lambda timeout, host=host: self.placement.claim(uuid, host.uuid, resources, spec.project_id,
-                                                                spec.user_id, timeout=timeout),
+                                                                spec.user_id, timeout=timeout, holder=holder),
                 instance_uuid=uuid, host=host.host)
+            if result.holder_gone:
+                raise errors.SchedulingAbandoned(
+                    f"Instance {uuid} is no longer held by the conductor that asked for its host: "
+                    "the copy that took it over decides")
             if not result.ok:
                 host.refused = result.reason
                 refusals.append(f"{host.host}: {result.reason}")
@@ -184,19 +195,19 @@ class Scheduler:
         alternates = [_destination(h) for h in itertools.islice(room, max(0, self.settings.max_attempts - 1))]
         return m.Selection(instance_uuid=uuid, chosen=_destination(host), alternates=alternates)
 
-    async def _release(self, instance_uuids: list[str]) -> None:
-        """Undo this request's claims (all or nothing)."""
+    async def _release(self, instance_uuids: list[str], holders: Mapping[str, Holder]) -> None:
+        """Undo this request's claims (all or nothing), those whose holder still lives."""
         if not instance_uuids:
             return
         async with asyncio.TaskGroup() as tg:
             for uuid in instance_uuids:
-                tg.create_task(self._release_one(uuid), name=f"scheduler:release:{uuid}")
+                tg.create_task(self._release_one(uuid, holders.get(uuid)), name=f"scheduler:release:{uuid}")
         log.info("released the claims of a request that could not be placed whole",
                  instances=instance_uuids)
 
-    async def _release_one(self, uuid: str) -> None:
+    async def _release_one(self, uuid: str, holder: Holder | None) -> None:
         try:
-            await self.placement.delete_allocations(uuid)
+            await self.placement.delete_allocations(uuid, holder=holder)
         except errors.NovaAsyncError as exc:
             # the instance goes to ERROR either way; its allocation is cleaned up with it
             log.warning("could not release a claim", instance_uuid=uuid, error=exc.message)

@@ -8,6 +8,7 @@ import msgspec
 
 from nova_async.bus.messages import Message
 from nova_async.common import errors
+from nova_async.placement.messages import Holder
 
 
 class GroupPolicy(Message, frozen=True, kw_only=True):
@@ -122,6 +123,10 @@ class SelectDestinations(Message, frozen=True, kw_only=True):
     cell_uuid: str | None = None
     # New at each ask: copies of one ask (a publish retried) are decided once (scheduler/answers.py).
     question_id: str = ""
+    # Per instance, who holds it while it is scheduled (the asking conductor's lock): its
+    # claims and releases are made only while that holder lives, so a decision that outlives
+    # its asker never undoes what the copy that took the instance over did (placement Holder).
+    holders: dict[str, Holder] = {}
 
 
 class Destination(Message, frozen=True, kw_only=True):

@@ -50,8 +50,8 @@ class SchedulerRole(Role):
 
             async def decide() -> m.Selections:
                 async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
-                    return m.Selections(selections=await self.scheduler.select_destinations(msg.instance_uuids,
-                                                                                              msg.spec))
+                    return m.Selections(selections=await self.scheduler.select_destinations(
+                        msg.instance_uuids, msg.spec, msg.holders))
 
             answer = await self.answers.once(msg.question_id, decide)
             result = "placed"

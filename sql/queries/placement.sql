@@ -89,6 +89,9 @@ SELECT w.resource_class, count(rp.id) AS providers
 SELECT id, generation, project_id, user_id, consumer_type
   FROM consumers WHERE uuid = $1 FOR UPDATE;
 
+-- name: consumers_among
+SELECT uuid FROM consumers WHERE uuid = ANY($1::uuid[]);
+
 -- name: delete_consumer
 DELETE FROM consumers WHERE id = $1;
 
@@ -118,3 +121,14 @@ SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resourc
 SELECT written_consumer, new_generation
   FROM placement_write_allocations($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bool[],
                                    $6::int[], $7::int[], $8::uuid[], $9::text[], $10::int[]);
+
+-- name: write_allocations_held
+-- write_allocations, undone unless every holder still holds its lock
+-- (sql/functions/placement_write_allocations_held.sql).
+SELECT written_consumer, new_generation
+  FROM placement_write_allocations_held($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bool[],
+                                        $6::int[], $7::int[], $8::uuid[], $9::text[], $10::int[],
+                                        $11::int[], $12::bigint[]);
+
+-- name: holders_present
+SELECT placement_holders_present($1::int[], $2::bigint[]) AS present;

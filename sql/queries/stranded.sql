@@ -85,3 +85,18 @@ SELECT e.uuid, e.host, e.task_state, e.vm_state,
          WHERE a.instance_uuid = e.uuid
          ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
   FROM ended e;
+
+-- name: deleted_servers
+-- Run in each cell: instances deleted between $2 and $1 seconds ago.
+SELECT uuid FROM instances
+ WHERE deleted_at < now() - make_interval(secs => $1)
+   AND deleted_at > now() - make_interval(secs => $2);
+
+-- name: never_hosted
+-- Run in cell0 (instances that never got a host): those last changed between $2 and $1
+-- seconds ago and not deleted (deleted_servers has those).
+SELECT uuid FROM instances
+ WHERE deleted_at IS NULL
+   AND coalesce(updated_at, created_at) < now() - make_interval(secs => $1)
+   AND coalesce(updated_at, created_at) > now() - make_interval(secs => $2);
+

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import uuid as uuidlib
 
+import msgspec
 import pytest
 
 from nova_async.common import errors
@@ -18,7 +19,10 @@ from nova_async.compute.client import ComputeClient
 from nova_async.compute.role import ComputeRole
 from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, ScheduleAndBuildInstances,
                                           UnshelveRequest)
+from nova_async.conductor.claims import SchedulingClaims
 from nova_async.conductor.role import ConductorRole
+from nova_async.db.session_locks import key
+from nova_async.placement.messages import Holder
 from nova_async.scheduler.answers import Answers
 from nova_async.scheduler.client import SchedulerClient
 from nova_async.scheduler.messages import SELECT_EVENT, Destination, RequestSpec, SelectDestinations
@@ -453,3 +457,69 @@ async def test_a_compute_host_another_process_runs_is_not_started_twice(cloud):
         assert second.hosts == {}
     finally:
         await locks.close()
+
+
+async def test_a_decision_that_outlives_its_conductor_neither_claims_nor_releases(cloud):
+    """A scheduler still deciding for a conductor that died (its claim's answer lost, the claim
+    sent again a minute later) must not replace what the copy that took the instance over
+    claimed since, nor give it back when its own decision fails."""
+    h = cloud
+    uuid, msg, ctx = await accepted(h)
+    async with conductor(h, "a") as a, conductor(h, "b") as b:
+        for copy in (a, b):   # fenced, as over RabbitMQ (copies in several processes)
+            copy.claims = SchedulingClaims(copy.deps.locks, fenced=True)
+        held = await a.claims.take([uuid])
+        holders = held.holders([uuid])
+        assert holders[uuid].pid is not None
+        stale = msgspec.structs.replace(await question(h, uuid, ctx), holders=holders)
+        await a.deps.locks.close()   # a dies, its question still on its way
+        await b.schedule_and_build_instances(msg, ctx)   # the request, redelivered, taken over
+        server = await wait_status(h, uuid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+        host = await host_of(h, uuid)
+        placed = {(host, "VCPU", 1), (host, "MEMORY_MB", 1024), (host, "DISK_GB", 1)}
+        assert await allocations_of(h, uuid) == placed
+
+        # a's question decided now, alone and in a batch: refused at its claim
+        scheduler = h.roles["scheduler"]
+        with pytest.raises(errors.SchedulingAbandoned):
+            await scheduler._select_destinations(stale, ctx)
+        assert await allocations_of(h, uuid) == placed
+        manager = scheduler.scheduler
+        with pytest.raises(errors.SchedulingAbandoned):
+            await manager.select_destinations([uuid], stale.spec, holders)
+        assert await allocations_of(h, uuid) == placed
+        # nor does its release (a failed decision gives back what it claimed) take b's claim
+        await manager._release([uuid], holders)
+        assert await allocations_of(h, uuid) == placed
+        assert await usage(h, "sim-1") + await usage(h, "sim-2") == 1024
+        assert once_each(await events_of(h, uuid))["compute_build_and_run_instance"] == ["Success"]
+
+
+async def test_a_claim_for_a_live_holder_is_made_and_refused_once_it_is_gone(cloud):
+    """Placement's side: a holder's lock, held, lets its claim and its release through; once
+    its process is gone, neither changes anything."""
+    h = cloud
+    uuid = str(uuidlib.uuid4())
+    provider = await h.pool.fetchval("SELECT uuid::text FROM resource_providers WHERE name = 'sim-1'")
+    placement = h.roles["scheduler"].scheduler.placement
+    locks = locks_for(h.pool, "holder")
+    try:
+        lock_key = key("schedule", uuid)
+        assert await locks.take_one(lock_key)
+        holder = Holder(pid=locks.server_pid, key=lock_key)
+        result = await placement.claim(uuid, provider, {"VCPU": 1}, "proj-a", "alice", holder=holder)
+        assert result.ok and not result.holder_gone
+        other = Holder(pid=locks.server_pid, key=key("schedule", str(uuidlib.uuid4())))   # not held
+        refused = await placement.claim(uuid, provider, {"VCPU": 2}, "proj-a", "alice", holder=other)
+        assert not refused.ok and refused.holder_gone
+        await placement.delete_allocations(uuid, holder=other)
+        assert await allocations_of(h, uuid) == {("sim-1", "VCPU", 1)}
+    finally:
+        await locks.close()
+    refused = await placement.claim(uuid, provider, {"VCPU": 2}, "proj-a", "alice", holder=holder)
+    assert not refused.ok and refused.holder_gone
+    await placement.delete_allocations(uuid, holder=holder)
+    assert await allocations_of(h, uuid) == {("sim-1", "VCPU", 1)}
+    await placement.delete_allocations(uuid)   # unfenced, as the API's delete
+    assert await allocations_of(h, uuid) == set()

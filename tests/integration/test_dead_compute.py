@@ -136,3 +136,27 @@ async def test_power_actions_and_rebuilds_its_host_went_down_in_are_ended(cloud)
     for action in ("stop", "rebuild"):
         row = await h.cell1.fetchrow("SELECT * FROM instance_actions WHERE request_id = $1", f"req-{action}")
         assert row["finish_time"] is not None and "went down" in row["message"]
+
+
+async def test_a_claim_that_outlived_its_server_is_let_go_of(cloud):
+    """A claim that landed just after its server's delete let go of what it held (made for a
+    conductor that died before giving it back): the survivor's job lets go of it once the
+    server has been gone for service_down_time; a live server's claim stays."""
+    h = cloud
+    server_id, host = await active_server(h)
+    live_id, _ = await active_server(h)
+    await ok(await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice), 204)
+    await wait_status(h, server_id, "GONE")
+    provider = await h.pool.fetchval("SELECT uuid::text FROM resource_providers WHERE name = $1", host)
+    placement = h.roles["conductor"].placement
+    late = await placement.claim(server_id, provider, {"VCPU": 1, "MEMORY_MB": 1024}, "proj-a", "alice")
+    assert late.ok
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.release_outlived_claims() == []     # just deleted: perhaps still letting go
+    await h.cell1.execute("UPDATE instances SET deleted_at = now() - interval '10 minutes' WHERE uuid = $1",
+                          server_id)
+    assert await stranded.release_outlived_claims() == [server_id]
+    await holds_nothing(h, server_id)
+    assert await stranded.release_outlived_claims() == []
+    held = await ok(await h.http.get(f"/placement/allocations/{live_id}", headers=h.admin), 200)
+    assert held["allocations"]
