@@ -16,6 +16,7 @@ than this), or a process without session locks (tests of one role), is simply de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -64,7 +65,11 @@ class Answers:
             await self._record(qid, _Answer(no_valid_host=exc.message))
             raise
         except BaseException:
-            await self.pool.execute(Q.forget_question, qid)
+            # Forgotten, so that a copy of it decides for itself; if even that fails (the
+            # database gone too), a copy takes it over once this process is dead or the
+            # asker's wait is over. The failure raised is the decision's, not the forgetting's.
+            with contextlib.suppress(Exception):
+                await self.pool.execute(Q.forget_question, qid)
             raise
         await self._record(qid, _Answer(selections=selections))
         return selections

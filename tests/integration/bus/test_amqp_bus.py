@@ -271,8 +271,18 @@ async def test_a_broker_restart_in_the_middle_of_casts_loses_none(broker, kill):
             # On a loaded machine (the whole suite on two workers) the rest has been seen to
             # arrive only 60-100 s after the consumer was back, not understood yet; here the
             # test asks that nothing is lost, and the wait is long enough for that.
-            await waiting.until(lambda: set(got), lambda seen: len(seen) >= 300, what="300 items",
-                                timeout=3 * WAIT)
+            try:
+                await waiting.until(lambda: set(got), lambda seen: len(seen) >= 300, what="300 items",
+                                    timeout=3 * WAIT)
+            except AssertionError as exc:   # what the broker holds says where the rest are
+                queues = await broker.rabbitmqctl("list_queues", "name", "messages_ready",
+                                                  "messages_unacknowledged", "consumers")
+                channels = await broker.rabbitmqctl("list_channels", "pid", "consumer_count",
+                                                    "messages_unacknowledged")
+                consumers = await broker.rabbitmqctl("list_consumers", "queue_name", "channel_pid",
+                                                     "prefetch_count", "ack_required", "active")
+                raise AssertionError(f"{exc}; missing {sorted(set(range(300)) - set(got))[:20]}…\n"
+                                     f"queues:\n{queues}\nchannels:\n{channels}\nconsumers:\n{consumers}") from None
     assert set(got) == set(range(300))
 
 
