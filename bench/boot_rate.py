@@ -62,6 +62,18 @@ def _cpu_s(pid: int, children_too: bool = True) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+async def db_transactions(state: str) -> int:
+    """Transactions the service's private PostgreSQL has ended so far (committed or rolled
+    back), over every database: a statement sent on its own is one, so this counts round
+    trips to the database, near enough, without pg_stat_statements."""
+    import asyncpg
+    conn = await asyncpg.connect(host=os.path.join(state, "postgres", "run"), user="nova", database="postgres")
+    try:
+        return await conn.fetchval("SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database")
+    finally:
+        await conn.close()
+
+
 def service_cpu_s(pid: int, state: str) -> float:
     """CPU seconds the service has used so far: its own process (and the qemu-img and other
     children it ran), plus its private PostgreSQL server and every backend of it. Rates in

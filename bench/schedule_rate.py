@@ -28,8 +28,8 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, pct, peak_rss_mb, prepare, service_cpu_s,
-                       stop, watch)
+from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, db_transactions, pct, peak_rss_mb, prepare,
+                       service_cpu_s, stop, watch)
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
@@ -102,6 +102,7 @@ async def main() -> None:
                 base = await prepare(s, url)
                 done: dict[str, tuple[float, str]] = {}
                 posted = []
+                xacts0 = await db_transactions(state)
                 cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
                 mine0 = time.process_time()
                 t0 = time.perf_counter()
@@ -114,6 +115,8 @@ async def main() -> None:
                 cpu = service_cpu_s(proc.pid, state) - cpu0
                 own = _cpu_s(proc.pid, children_too=False) - own0
                 mine = time.process_time() - mine0
+                # (settled: every server ACTIVE; the pollers' reads are the API's, counted too)
+                xacts = await db_transactions(state) - xacts0 - 1
             rss = peak_rss_mb(proc.pid)
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
@@ -137,6 +140,8 @@ async def main() -> None:
         print(f"service CPU per server   {cpu / args.servers * 1000:8.1f} ms   (nova-async and its PostgreSQL, "
               f"user + system; steadier than rates on a shared box)")
         print(f"  of which the service     {own / args.servers * 1000:8.1f} ms   (its Python process alone)")
+        print(f"database transactions/server {xacts / args.servers:5.1f}   (statements sent on their own "
+              f"count one each: round trips, near enough; the poller's GETs included)")
         print(f"bench client CPU/server {mine / args.servers * 1000:8.1f} ms   (this script: the POSTs and the poller, "
               f"on the same cores)")
         print(f"peak RSS                 {rss:8.1f} MiB")

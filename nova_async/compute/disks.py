@@ -332,6 +332,27 @@ async def restore_after_revert(instances_root: Path, instance_uuid: str) -> None
     await asyncio.to_thread(_restore_now, instance_dir(instances_root, instance_uuid))
 
 
+# A move to another host (resize, cold migration) leaves the source's copy of the instance's
+# directory behind, unless the two hosts share it (NFS or CephFS, or the simulated hosts of
+# one process): then it is the very directory the guest now runs from. Each host marks the
+# directory when a move passes through it (a file named after the host) and looks for the
+# other's mark: seen, the directory is shared and stays; not seen, it is this host's own
+# copy, removed once the move is over (confirmed, at the source; reverted, at the destination).
+def mark_moving(instances_root: Path, instance_uuid: str, host_name: str) -> None:
+    path = instance_dir(instances_root, instance_uuid)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / _moved_by(host_name)).touch()
+
+
+def shared_with(instances_root: Path, instance_uuid: str, other_host: str) -> bool:
+    """Whether this host's directory of the instance is `other_host`'s too (see mark_moving)."""
+    return (instance_dir(instances_root, instance_uuid) / _moved_by(other_host)).exists()
+
+
+def _moved_by(host_name: str) -> str:
+    return ".moved-by-" + hashlib.blake2b(host_name.encode(), digest_size=8).hexdigest()
+
+
 async def drop_resize_backup(instances_root: Path, instance_uuid: str) -> None:
     backup = instance_dir(instances_root, instance_uuid) / RESIZE_BACKUP
     await asyncio.to_thread(shutil.rmtree, backup, ignore_errors=True)

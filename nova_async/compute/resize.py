@@ -9,7 +9,9 @@ destination (where the scheduler put the new flavor; often the same host):
                            new flavor, the guest is defined (and booted if it was running)
                            → vm_state resized (VERIFY_RESIZE)
     source  confirm        the copy of the old disks and the migration's allocation dropped
-                           → active, or stopped when the guest is off
+                           (the whole instance directory, when it is this host's own and
+                           the guest moved: disks.mark_moving) → active, or stopped when
+                           the guest is off
     dest    revert         task resize_reverting: the resized guest removed, then
     source  finish_revert  the old disks, flavor and allocation back, the guest as it was
 
@@ -173,6 +175,7 @@ async def _resize(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             if await host.hypervisor.is_running(name):
                 await host.hypervisor.power_off(name, timeout=host.timeouts.shutdown)
             await disks.backup_for_resize(host.instances_root, uuid, root=bool(row["image_ref"]))
+            disks.mark_moving(host.instances_root, uuid, host.name)
             new = Flavor.from_row(migration["new_flavor"])
             await disks.resize_disks(host.instances_root, uuid, root_gb=new.root_gb,
                                      ephemeral_gb=new.ephemeral_gb, swap_mb=new.swap)
@@ -204,6 +207,7 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_finish_resize", host.name):
             await _place_guest(host, claimed, Flavor.from_row(new_flavor), running=running)
+            disks.mark_moving(host.instances_root, uuid, host.name)
         power = PowerState.RUNNING if running else PowerState.SHUTDOWN
         if await host.pool.fetchval(MQ.set_resized, uuid, power) is None:
             return
@@ -225,7 +229,11 @@ async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, r
         return
     await host.notify("instance.resize_confirm.start", uuid, request_id=request_id)
     async with instances.event(host.pool, uuid, request_id, "compute_confirm_resize", host.name):
-        await disks.drop_resize_backup(host.instances_root, uuid)
+        dest = migration["dest_compute"]
+        if dest != host.name and not disks.shared_with(host.instances_root, uuid, dest):
+            await disks.remove_instance_dir(host.instances_root, uuid)   # this host's own copy
+        else:
+            await disks.drop_resize_backup(host.instances_root, uuid)
         await host.placement.delete_allocations(mig)
         await host.pool.execute(MQ.set_confirmed, uuid)
         await host.pool.execute(MQ.set_migration_status, mig, "confirmed", ["confirming"])
@@ -243,6 +251,9 @@ async def _revert(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
     try:
         async with instances.event(host.pool, uuid, request_id, "compute_revert_resize", host.name):
             await host.hypervisor.remove(domain_name(uuid))
+            source = migration["source_compute"]
+            if source != host.name and not disks.shared_with(host.instances_root, uuid, source):
+                await disks.remove_instance_dir(host.instances_root, uuid)   # this host's own copy
     except Exception as exc:
         await _set_error(host, uuid, request_id, exc)
         return

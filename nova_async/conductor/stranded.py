@@ -19,6 +19,11 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   redelivers what a dead conductor had taken; it cannot redeliver what was never sent).
   Scheduling is claimed once per instance, so a copy that was in fact still on its way
   changes nothing.
+- A delete of a server on a host that is up, left `deleting` and unchanged for twice
+  `service_down_time` with no teardown begun, is cast to the host again: the API process
+  that marked it died before its cast left (a user's second delete would do the same). A
+  first cast that was only waiting in the host's queue makes the teardown run twice, which
+  changes nothing the second time.
 - A claim that outlived its server is let go of: a server deleted (or never given a host)
   over `service_down_time` ago holds nothing, yet a claim can land just after its delete
   let go of what it held, made for a conductor that then died before giving it back.
@@ -32,6 +37,7 @@ from nova_async.bus import Bus
 from nova_async.common import metrics
 from nova_async.common.context import RequestContext
 from nova_async.common.states import TaskState
+from nova_async.compute.client import ComputeClient
 from nova_async.conductor.client import TOPIC
 from nova_async.conductor.messages import ScheduleAndBuildInstances
 from nova_async.db import instances
@@ -75,6 +81,7 @@ class Stranded:
         self.network = network
         self.volumes = volumes
         self.down_time = service_down_time
+        self.compute = ComputeClient(bus)
 
     async def pick_up(self) -> None:
         down = await self.down_hosts()
@@ -83,6 +90,7 @@ class Stranded:
             await self.finish_deletes_on(down)
             await self.end_tasks_on(down)
         await self.resend_forgotten_boots()
+        await self.resend_forgotten_deletes()
         await self.release_outlived_claims()
 
     async def down_hosts(self) -> list[str]:
@@ -165,6 +173,22 @@ class Stranded:
                 await self.bus.cast(TOPIC, ScheduleAndBuildInstances(
                     instance_uuids=[str(u) for u in batch["uuids"]], cell_uuid=str(cell.uuid)), context=ctx)
                 sent += 1
+        return sent
+
+    async def resend_forgotten_deletes(self) -> list[str]:
+        """Deletes nobody handed to their (live) host, cast to it again; their uuids."""
+        up = [r["host"] for r in await self.cells.api.fetch(Q.up_compute_hosts, self.down_time)]
+        if not up:
+            return []
+        sent = []
+        for cell in self.cells.compute_cells:
+            for row in await cell.pool.fetch(Q.forgotten_deletes, up, 2 * self.down_time):
+                uuid = str(row["uuid"])
+                log.warning("casting again a delete its host never got", instance_uuid=uuid, host=row["host"])
+                ctx = RequestContext(user_id=row["user_id"], project_id=row["project_id"],
+                                     request_id=row["request_id"] or "")
+                await self.compute.terminate(row["host"], uuid, ctx)
+                sent.append(uuid)
         return sent
 
     async def release_outlived_claims(self) -> list[str]:

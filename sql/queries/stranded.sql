@@ -2,6 +2,12 @@
 -- stopped reporting, and boot requests nobody scheduled. `down` is judged by the database
 -- clock, as os-services does.
 
+-- name: up_compute_hosts
+-- Compute hosts with a heartbeat in the last $1 seconds and not forced down.
+SELECT host FROM services
+ WHERE binary_name = 'nova-compute'
+   AND NOT forced_down AND last_seen_up >= now() - make_interval(secs => $1);
+
 -- name: down_compute_hosts
 -- Compute hosts without a heartbeat for over $1 seconds, or forced down by an admin.
 SELECT host FROM services
@@ -99,4 +105,19 @@ SELECT uuid FROM instances
  WHERE deleted_at IS NULL
    AND coalesce(updated_at, created_at) < now() - make_interval(secs => $1)
    AND coalesce(updated_at, created_at) > now() - make_interval(secs => $2);
+
+-- name: forgotten_deletes
+-- Run in each cell: deletes of servers on the hosts $1 (up) left unchanged for over $2 seconds
+-- and never begun there (no terminate step under the delete: the API process that marked them
+-- died before its cast to the host left), with the request id of each delete.
+SELECT i.uuid, i.host, a.request_id, i.project_id, i.user_id
+  FROM instances i
+  CROSS JOIN LATERAL (
+        SELECT id, request_id FROM instance_actions
+         WHERE instance_uuid = i.uuid AND action = 'delete'
+         ORDER BY start_time DESC, id DESC LIMIT 1) a
+ WHERE i.host = ANY($1::text[]) AND i.deleted_at IS NULL AND i.task_state = 'deleting'
+   AND i.updated_at < now() - make_interval(secs => $2)
+   AND NOT EXISTS (SELECT 1 FROM instance_action_events e
+                    WHERE e.action_id = a.id AND e.event = 'compute_terminate_instance');
 

@@ -141,6 +141,12 @@ def print_logs(nodes: dict[str, Served]) -> None:
         print("\n".join(served.log[-40:]))
 
 
+def mentions(nodes: dict[str, Served], uuid: str, most: int = 60) -> str:
+    """The log lines of every node that name `uuid` (a stray thing's history), in order per node."""
+    found = [f"    {name}: {line[:400]}" for name, served in nodes.items() for line in served.log if uuid in line]
+    return "\n".join(found[:most]) or "    (none)"
+
+
 async def keystone_token(session: aiohttp.ClientSession, url: str) -> tuple[str, str]:
     """(token, project id) for the admin, from the Keystone at `url`."""
     auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
@@ -542,6 +548,10 @@ async def active_active(variant: Variant, transport: str, database: str, work_di
             assert nodes[name].proc.returncode is None, "\n".join(nodes[name].log[-40:])
         if report.broken:
             print_logs(nodes)
+            # the history of the first few servers named, what a failure is read from
+            named = list(dict.fromkeys(re.findall(r"[0-9a-f]{8}-[0-9a-f-]{27}", "\n".join(report.broken))))
+            for uuid in named[:3]:
+                print(f"--- what the nodes logged of {uuid} ---\n{mentions(nodes, uuid)}")
         assert not report.broken, f"seed {seed}, {variant}, {victim} killed after {kill_after} requests:\n" + \
             "\n".join(report.broken[:60]) + (f"\n… {len(report.broken) - 60} more" if len(report.broken) > 60 else "")
 

@@ -160,3 +160,26 @@ async def test_a_claim_that_outlived_its_server_is_let_go_of(cloud):
     assert await stranded.release_outlived_claims() == []
     held = await ok(await h.http.get(f"/placement/allocations/{live_id}", headers=h.admin), 200)
     assert held["allocations"]
+
+
+async def test_a_delete_its_live_host_never_got_is_cast_again(cloud, monkeypatch):
+    """The API process dies between marking a server deleting and its cast to the host: the
+    survivor's job casts the delete again once it has sat unchanged for a while."""
+    h = cloud
+    server_id, _ = await active_server(h)
+    cast = h.bus.cast
+
+    async def lose_deletes(topic, msg, **kw):
+        if type(msg).__name__ != "TerminateInstance":
+            await cast(topic, msg, **kw)
+
+    monkeypatch.setattr(h.bus, "cast", lose_deletes)
+    await ok(await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice), 204)
+    monkeypatch.setattr(h.bus, "cast", cast)
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.resend_forgotten_deletes() == []     # young: maybe still on its way
+    await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
+    assert await stranded.resend_forgotten_deletes() == [server_id]
+    await wait_status(h, server_id, "GONE")
+    await holds_nothing(h, server_id)
+    assert await stranded.resend_forgotten_deletes() == []

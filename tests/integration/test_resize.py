@@ -195,6 +195,35 @@ async def test_resize_to_another_host_and_back(pool, tmp_path):
             == ("ACTIVE", source, node)
         hypervisor = h.roles["compute"].hosts[source].hypervisor
         assert await hypervisor.is_running(domain_name(sid)) is True
+        # the two simulated hosts share one instances directory: it stays, disks and all
+        assert (h.roles["compute"].hosts[source].instances_root / sid / "disk").exists()
+
+
+@pytest.mark.parametrize("end", ["confirmResize", "revertResize"])
+async def test_a_move_between_hosts_with_directories_of_their_own_leaves_no_copy_behind(pool, tmp_path, end):
+    """Hosts on machines of their own (instance directories not shared): the copy a resize
+    leaves on the host the server no longer runs on goes once the resize is over."""
+    sims = {"simulate_hosts": 2, "sim_vcpus": 4, "sim_memory_mb": 4096, "sim_disk_gb": 50,
+            "allow_resize_to_same_host": False}
+    async with running(pool, ROLES, tmp_path, compute=sims) as h:
+        await _setup(h)
+        sid = await boot(h)
+        hosts = h.roles["compute"].hosts
+        source = (await settled(h, sid, h.admin))["OS-EXT-SRV-ATTR:host"]
+        [dest] = [name for name in hosts if name != source]
+        hosts[dest].instances_root = tmp_path / "dest-instances"   # as on a machine of its own
+        hosts[dest].instances_root.mkdir()
+        await action(h, sid, {"resize": {"flavorRef": await flavor(h, "m1.medium", 2048, 2, 2)}}, 202)
+        server = await settled(h, sid, h.admin)
+        assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", dest), server.get("fault")
+        await action(h, sid, {end: None}, 204 if end == "confirmResize" else 202)
+        server = await wait_status(h, sid, "ACTIVE", "ERROR")
+        assert server["status"] == "ACTIVE", server.get("fault")
+        on_source = (hosts[source].instances_root / sid).exists()
+        on_dest = (hosts[dest].instances_root / sid).exists()
+        assert (on_source, on_dest) == ((False, True) if end == "confirmResize" else (True, False))
+        if end == "revertResize":
+            assert (hosts[source].instances_root / sid / "disk").exists()
 
 
 async def test_resize_is_confirmed_after_the_window(pool, tmp_path):
