@@ -550,8 +550,8 @@ async def active_active(variant: Variant, transport: str, database: str, work_di
             print_logs(nodes)
             # the history of the first few servers named, what a failure is read from
             named = list(dict.fromkeys(re.findall(r"[0-9a-f]{8}-[0-9a-f-]{27}", "\n".join(report.broken))))
-            for uuid in named[:3]:
-                print(f"--- what the nodes logged of {uuid} ---\n{mentions(nodes, uuid)}")
+            for server_id in named[:3]:
+                print(f"--- what the nodes logged of {server_id} ---\n{mentions(nodes, server_id)}")
         assert not report.broken, f"seed {seed}, {variant}, {victim} killed after {kill_after} requests:\n" + \
             "\n".join(report.broken[:60]) + (f"\n… {len(report.broken) - 60} more" if len(report.broken) > 60 else "")
 
