@@ -24,6 +24,9 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   that marked it died before its cast left (a user's second delete would do the same). A
   first cast that was only waiting in the host's queue makes the teardown run twice, which
   changes nothing the second time.
+- A power action on such a host, never begun there and unchanged for as long, ends undone
+  (the server as last recorded, the action in Error saying why), as one a dead host was
+  doing does: it was never handed on. The user asks again.
 - A claim that outlived its server is let go of: a server deleted (or never given a host)
   over `service_down_time` ago holds nothing, yet a claim can land just after its delete
   let go of what it held, made for a conductor that then died before giving it back.
@@ -91,6 +94,7 @@ class Stranded:
             await self.end_tasks_on(down)
         await self.resend_forgotten_boots()
         await self.resend_forgotten_deletes()
+        await self.end_forgotten_tasks()
         await self.release_outlived_claims()
 
     async def down_hosts(self) -> list[str]:
@@ -175,9 +179,12 @@ class Stranded:
                 sent += 1
         return sent
 
+    async def up_hosts(self) -> list[str]:
+        return [r["host"] for r in await self.cells.api.fetch(Q.up_compute_hosts, self.down_time)]
+
     async def resend_forgotten_deletes(self) -> list[str]:
         """Deletes nobody handed to their (live) host, cast to it again; their uuids."""
-        up = [r["host"] for r in await self.cells.api.fetch(Q.up_compute_hosts, self.down_time)]
+        up = await self.up_hosts()
         if not up:
             return []
         sent = []
@@ -190,6 +197,23 @@ class Stranded:
                 await self.compute.terminate(row["host"], uuid, ctx)
                 sent.append(uuid)
         return sent
+
+    async def end_forgotten_tasks(self) -> list[str]:
+        """Power actions nobody handed to their (live) host, ended undone; their uuids."""
+        up = await self.up_hosts()
+        if not up:
+            return []
+        ended = []
+        for cell in self.cells.compute_cells:
+            for row in await cell.pool.fetch(Q.end_forgotten_tasks, up, POWER_TASKS, 2 * self.down_time):
+                uuid = str(row["uuid"])
+                log.warning("ended a task its host never got", instance_uuid=uuid, host=row["host"],
+                            task_state=row["task_state"])
+                if row["request_id"]:
+                    why = f"The request never reached compute host {row['host']}"
+                    await instances.finish_action(cell.pool, uuid, row["request_id"], why)
+                ended.append(uuid)
+        return ended
 
     async def release_outlived_claims(self) -> list[str]:
         """Claims of servers deleted, or left in cell0, over `service_down_time` ago, let go

@@ -92,6 +92,28 @@ SELECT e.uuid, e.host, e.task_state, e.vm_state,
          ORDER BY a.start_time DESC, a.id DESC LIMIT 1) AS request_id
   FROM ended e;
 
+-- name: end_forgotten_tasks
+-- Run in each cell: power actions (tasks $2) on the live hosts $1, unchanged for over $3
+-- seconds and never begun there (no compute step under the server's latest action: the API
+-- process that set the task died before its cast left), end undone, the server as last
+-- recorded. Each once. Returns them with the task and the request id of that action.
+WITH stuck AS (
+    SELECT i.uuid, i.host, i.task_state, a.request_id FROM instances i
+     CROSS JOIN LATERAL (
+            SELECT id, request_id FROM instance_actions
+             WHERE instance_uuid = i.uuid ORDER BY start_time DESC, id DESC LIMIT 1) a
+     WHERE i.host = ANY($1::text[]) AND i.deleted_at IS NULL AND i.vm_state <> 'building'
+       AND i.task_state = ANY($2::text[])
+       AND i.updated_at < now() - make_interval(secs => $3)
+       AND NOT EXISTS (SELECT 1 FROM instance_action_events e
+                        WHERE e.action_id = a.id AND e.event LIKE 'compute\_%')
+       FOR UPDATE OF i SKIP LOCKED
+)
+UPDATE instances i SET task_state = NULL, updated_at = now()
+  FROM stuck s
+ WHERE i.uuid = s.uuid AND i.task_state = s.task_state
+RETURNING i.uuid, s.host, s.task_state, s.request_id;
+
 -- name: deleted_servers
 -- Run in each cell: instances deleted between $2 and $1 seconds ago.
 SELECT uuid FROM instances

@@ -183,3 +183,30 @@ async def test_a_delete_its_live_host_never_got_is_cast_again(cloud, monkeypatch
     await wait_status(h, server_id, "GONE")
     await holds_nothing(h, server_id)
     assert await stranded.resend_forgotten_deletes() == []
+
+
+async def test_a_power_action_its_live_host_never_got_ends_undone(cloud, monkeypatch):
+    """The API process dies between setting a stop's task and its cast to the host: the
+    survivor's job ends the task undone, and the server takes the user's next request."""
+    h = cloud
+    server_id, _ = await active_server(h)
+    cast = h.bus.cast
+
+    async def lose_power_actions(topic, msg, **kw):
+        if type(msg).__name__ != "PowerAction":
+            await cast(topic, msg, **kw)
+
+    monkeypatch.setattr(h.bus, "cast", lose_power_actions)
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None}), 202)
+    monkeypatch.setattr(h.bus, "cast", cast)
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.end_forgotten_tasks() == []     # young: maybe still on its way
+    await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
+    assert await stranded.end_forgotten_tasks() == [server_id]
+    assert await stranded.end_forgotten_tasks() == []
+    server = await wait_status(h, server_id, "ACTIVE")
+    assert server["OS-EXT-STS:task_state"] is None
+    actions = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions", headers=h.alice), 200)
+    assert actions["instanceActions"][0]["action"] == "stop"
+    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None}), 202)
+    await wait_status(h, server_id, "SHUTOFF")
