@@ -11,7 +11,10 @@ which is what one needs to tell a slow system from a wrong one."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -74,3 +77,21 @@ async def statement_running(pool, fragment: str, *, waiting_on: str | None = Non
     only reach while executing: `waiting_on="PgSleep"` for one that calls pg_sleep."""
     await until(lambda: pool.fetchval(RUNNING, fragment, waiting_on), lambda running: running > 0,
                 what=f"a statement with {fragment!r} running", timeout=timeout)
+
+
+@contextlib.contextmanager
+def tasks_shown_after(seconds: float, where: Path):
+    """If the block is still running after `seconds`, write every task's stack to `where`
+    (and stderr) and carry on: for a test that has been seen to hang where nothing bounds."""
+    def show() -> None:
+        with where.open("a") as out:
+            for task in asyncio.all_tasks():
+                print(f"--- {task!r}", file=out)
+                task.print_stack(file=out)
+        print(f"tasks still running after {seconds:g} s: {where}", file=sys.__stderr__)
+
+    timer = asyncio.get_running_loop().call_later(seconds, show)
+    try:
+        yield
+    finally:
+        timer.cancel()
