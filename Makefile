@@ -129,8 +129,6 @@ conformance: test-deps venv host-setup guest-image
 	-$(BIN)/python conformance/tempest_suites.py
 	-NOVA_ASYNC_ACTIVE_ACTIVE=long $(BIN)/python -m pytest -q -p no:cacheprovider -rA \
 		tests/e2e/test_active_active.py
-	-NOVA_ASYNC_BROKER_RESTART=1 $(BIN)/python -m pytest -q -p no:cacheprovider -rA \
-		tests/integration/bus/test_amqp_bus.py -k broker_restart_in_the_middle
 
 # Install as a systemd service: the code in its own virtualenv under $(PREFIX), the units in
 # $(UNITDIR), an example config in $(CONFDIR) unless one is there. DESTDIR stages it all

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import io
 import logging
 import os
 import socket
@@ -271,7 +272,12 @@ class AmqpBus(Bus):
                 future.set_exception(errors.Unavailable("the bus closed before an answer came"))
         for keeper in self._keepers:
             keeper.cancel()
-        await asyncio.gather(*self._keepers, return_exceptions=True)
+        if self._keepers:
+            # Bounded: a close must end even if a library swallowed a keeper's cancellation.
+            _, stuck = await asyncio.wait(self._keepers, timeout=CONFIRM_TIMEOUT)
+            for keeper in stuck:
+                log.warning("a consumer's keeper did not stop when told; left behind",
+                            task=keeper.get_name(), stack=_stack(keeper))
         for consumer in self._intake:
             await consumer.close()
         if self._connection is not None:
@@ -619,6 +625,13 @@ class _Seen:
         self._recent[message_id] = None
         if len(self._recent) > RECENT_IDS:
             self._recent.popitem(last=False)
+
+
+def _stack(task: asyncio.Task) -> str:
+    """Where `task` waits, for a log line."""
+    out = io.StringIO()
+    task.print_stack(file=out)
+    return out.getvalue()
 
 
 async def _settle(outcome: Awaitable[None]) -> bool:

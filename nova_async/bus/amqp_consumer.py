@@ -136,22 +136,26 @@ class KeptConsumer:
         attaches again (were this to end, the consumer would stay registered at the broker and
         take its share of the messages while nobody handled them)."""
         while True:
+            _stop_if_told()
             try:
                 why = await self._trouble()
             except Exception as exc:   # not expected: said in full, and the channel made again
+                _unless_cancelled(exc)
                 log.exception("watching the consumer failed; attaching again", queue=self.name)
                 why = repr(exc)
             log.warning("consumer detached from its queue; attaching again", queue=self.name, reason=why)
             await self._drop()
             while True:
                 await asyncio.sleep(self._interval)
+                _stop_if_told()
                 try:
                     await self.attach()
                 except (*LOST, TimeoutError, errors.Unavailable, asyncio.CancelledError) as exc:
                     _unless_cancelled(exc)
                     log.debug("consumer not attached yet; retrying", queue=self.name, error=repr(exc))
                     continue
-                except Exception:
+                except Exception as exc:
+                    _unless_cancelled(exc)
                     log.exception("attaching the consumer failed; retrying", queue=self.name)
                     continue
                 log.info("consumer attached again", queue=self.name)
@@ -169,6 +173,7 @@ class KeptConsumer:
         quiet_since: float | None = None   # since when messages have waited that we had room for
         delivered = self.delivered
         while True:
+            _stop_if_told()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(DEPTH_INTERVAL):
                     await self._lost.wait()
@@ -177,7 +182,8 @@ class KeptConsumer:
             try:
                 async with asyncio.timeout(OPEN_TIMEOUT):
                     ready = await self._ready()
-            except TimeoutError:
+            except TimeoutError as exc:
+                _unless_cancelled(exc)
                 return "the broker did not answer a sample of the queue"
             except (*LOST, errors.Unavailable, asyncio.CancelledError) as exc:
                 _unless_cancelled(exc)
@@ -215,14 +221,32 @@ class KeptConsumer:
         await self._drop()
 
 
-def _unless_cancelled(exc: BaseException) -> None:
-    """Raise `exc` again if it is this task being cancelled. aiormq also raises CancelledError
-    for a connection closed under an operation (a broker node killed): that one is a lost
-    connection like any other, and a consumer that took it for its own end would stop
-    keeping itself attached, unnoticed."""
+def _stop_if_told() -> None:
+    """Raise CancelledError if this task has been told to stop and is still running: the
+    cancellation was swallowed on the way. Python 3.11's asyncio.wait_for (which aio-pika's
+    declarations use for their timeout) does that when what it waited for completes as the
+    cancellation comes: it returns the result and the task goes on, marked cancelling. A bus
+    closing was seen to wait 30 minutes for such a keeper, which went on sampling its queue."""
     task = asyncio.current_task()
-    if isinstance(exc, asyncio.CancelledError) and (task is None or task.cancelling()):
-        raise exc
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()
+
+
+def _unless_cancelled(exc: BaseException) -> None:
+    """Raise CancelledError if this task has been cancelled, whatever `exc` is; else return.
+
+    aiormq raises CancelledError for a connection closed under an operation (a broker node
+    killed): that one is a lost connection like any other, and a consumer that took it for its
+    own end would stop keeping itself attached, unnoticed. The other way round, a task awaiting
+    one of aiormq's own tasks gets its cancellation back as the connection error that task was
+    failed with: caught as a lost connection, it would keep this task running after it was told
+    to stop, and whoever waits for it (a bus closing) would wait for ever."""
+    task = asyncio.current_task()
+    if task is None or task.cancelling():
+        if isinstance(exc, asyncio.CancelledError):
+            raise exc
+        if task is not None:
+            raise asyncio.CancelledError() from exc
 
 
 async def _close(channel: AbstractChannel | None) -> None:
