@@ -23,7 +23,9 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   `service_down_time` with no teardown begun, is cast to the host again: the API process
   that marked it died before its cast left (a user's second delete would do the same). A
   first cast that was only waiting in the host's queue makes the teardown run twice, which
-  changes nothing the second time.
+  changes nothing the second time. A rebuild in the same case is cast again too (the row
+  already names its new image); the host rebuilds only a server still `rebuilding`, and one
+  instance's requests run there one after another, so a late first cast finds it done.
 - A power action on such a host, never begun there and unchanged for as long, ends undone
   (the server as last recorded, the action in Error saying why), as one a dead host was
   doing does: it was never handed on. The user asks again.
@@ -33,6 +35,9 @@ this, under the lease `conductor:stranded` (common/lease.py), every STRANDED_INT
   Servers deleted in the last OUTLIVED_WINDOW are looked at, and cell0's."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 
@@ -94,6 +99,7 @@ class Stranded:
             await self.end_tasks_on(down)
         await self.resend_forgotten_boots()
         await self.resend_forgotten_deletes()
+        await self.resend_forgotten_rebuilds()
         await self.end_forgotten_tasks()
         await self.release_outlived_claims()
 
@@ -184,17 +190,32 @@ class Stranded:
 
     async def resend_forgotten_deletes(self) -> list[str]:
         """Deletes nobody handed to their (live) host, cast to it again; their uuids."""
+        return await self._resend_forgotten(
+            Q.forgotten_deletes, "delete",
+            lambda row, uuid, ctx: self.compute.terminate(row["host"], uuid, ctx))
+
+    async def resend_forgotten_rebuilds(self) -> list[str]:
+        """Rebuilds nobody handed to their (live) host, cast to it again; their uuids. The row
+        already names the new image; the host's check of the task makes a late first cast a no-op."""
+        return await self._resend_forgotten(
+            Q.forgotten_rebuilds, "rebuild",
+            lambda row, uuid, ctx: self.compute.rebuild(row["host"], uuid, ctx,
+                                                        preserve_ephemeral=row["preserve_ephemeral"]))
+
+    async def _resend_forgotten(self, query: str, what: str,
+                                send: Callable[[Any, str, RequestContext], Awaitable[None]]) -> list[str]:
         up = await self.up_hosts()
         if not up:
             return []
         sent = []
         for cell in self.cells.compute_cells:
-            for row in await cell.pool.fetch(Q.forgotten_deletes, up, 2 * self.down_time):
+            for row in await cell.pool.fetch(query, up, 2 * self.down_time):
                 uuid = str(row["uuid"])
-                log.warning("casting again a delete its host never got", instance_uuid=uuid, host=row["host"])
+                log.warning("casting again a request its host never got", request=what, instance_uuid=uuid,
+                            host=row["host"])
                 ctx = RequestContext(user_id=row["user_id"], project_id=row["project_id"],
                                      request_id=row["request_id"] or "")
-                await self.compute.terminate(row["host"], uuid, ctx)
+                await send(row, uuid, ctx)
                 sent.append(uuid)
         return sent
 

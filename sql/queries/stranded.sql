@@ -143,3 +143,19 @@ SELECT i.uuid, i.host, a.request_id, i.project_id, i.user_id
    AND NOT EXISTS (SELECT 1 FROM instance_action_events e
                     WHERE e.action_id = a.id AND e.event = 'compute_terminate_instance');
 
+
+-- name: forgotten_rebuilds
+-- Run in each cell: rebuilds of servers on the hosts $1 (up) left unchanged for over $2 seconds
+-- and never begun there (no compute step under the rebuild: the API process that claimed the
+-- server and recorded its new image died before its cast to the host left), with the request
+-- id of each rebuild and whether it keeps the ephemeral disk.
+SELECT i.uuid, i.host, a.request_id, i.project_id, i.user_id, i.preserve_ephemeral
+  FROM instances i
+  CROSS JOIN LATERAL (
+        SELECT id, request_id FROM instance_actions
+         WHERE instance_uuid = i.uuid
+         ORDER BY start_time DESC, id DESC LIMIT 1) a
+ WHERE i.host = ANY($1::text[]) AND i.deleted_at IS NULL AND i.task_state = 'rebuilding'
+   AND i.updated_at < now() - make_interval(secs => $2)
+   AND NOT EXISTS (SELECT 1 FROM instance_action_events e
+                    WHERE e.action_id = a.id AND e.event LIKE 'compute\_%');

@@ -6,6 +6,8 @@ conductor's stranded job (conductor/stranded.py), its claim and ports let go of.
 
 from __future__ import annotations
 
+import contextlib
+
 from nova_async.compute import recovery
 from nova_async.compute.domain_xml import domain_name
 from nova_async.db import instances
@@ -162,20 +164,30 @@ async def test_a_claim_that_outlived_its_server_is_let_go_of(cloud):
     assert held["allocations"]
 
 
+@contextlib.contextmanager
+def losing(h, monkeypatch, kind: str):
+    """The block's casts of message class `kind` never leave: as if the API process that
+    sent them died first."""
+    cast = h.bus.cast
+
+    async def lossy(topic, msg, **kw):
+        if type(msg).__name__ != kind:
+            await cast(topic, msg, **kw)
+
+    monkeypatch.setattr(h.bus, "cast", lossy)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(h.bus, "cast", cast)
+
+
 async def test_a_delete_its_live_host_never_got_is_cast_again(cloud, monkeypatch):
     """The API process dies between marking a server deleting and its cast to the host: the
     survivor's job casts the delete again once it has sat unchanged for a while."""
     h = cloud
     server_id, _ = await active_server(h)
-    cast = h.bus.cast
-
-    async def lose_deletes(topic, msg, **kw):
-        if type(msg).__name__ != "TerminateInstance":
-            await cast(topic, msg, **kw)
-
-    monkeypatch.setattr(h.bus, "cast", lose_deletes)
-    await ok(await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice), 204)
-    monkeypatch.setattr(h.bus, "cast", cast)
+    with losing(h, monkeypatch, "TerminateInstance"):
+        await ok(await h.http.delete(f"{V}/servers/{server_id}", headers=h.alice), 204)
     stranded = h.roles["conductor"].stranded
     assert await stranded.resend_forgotten_deletes() == []     # young: maybe still on its way
     await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
@@ -190,15 +202,9 @@ async def test_a_power_action_its_live_host_never_got_ends_undone(cloud, monkeyp
     survivor's job ends the task undone, and the server takes the user's next request."""
     h = cloud
     server_id, _ = await active_server(h)
-    cast = h.bus.cast
-
-    async def lose_power_actions(topic, msg, **kw):
-        if type(msg).__name__ != "PowerAction":
-            await cast(topic, msg, **kw)
-
-    monkeypatch.setattr(h.bus, "cast", lose_power_actions)
-    await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None}), 202)
-    monkeypatch.setattr(h.bus, "cast", cast)
+    with losing(h, monkeypatch, "PowerAction"):
+        await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None}),
+                 202)
     stranded = h.roles["conductor"].stranded
     assert await stranded.end_forgotten_tasks() == []     # young: maybe still on its way
     await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
@@ -210,3 +216,28 @@ async def test_a_power_action_its_live_host_never_got_ends_undone(cloud, monkeyp
     assert actions["instanceActions"][0]["action"] == "stop"
     await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice, json={"os-stop": None}), 202)
     await wait_status(h, server_id, "SHUTOFF")
+
+
+async def test_a_rebuild_its_live_host_never_got_is_cast_again(cloud, monkeypatch):
+    """The API process dies between recording a rebuild (its new image, task 'rebuilding') and
+    its cast to the host: the survivor's job casts it again, and the server is rebuilt once."""
+    h = cloud
+    server_id, _ = await active_server(h)
+    image = (await ok(await h.http.get(f"{V}/servers/{server_id}", headers=h.alice), 200))["server"]["image"]["id"]
+    with losing(h, monkeypatch, "RebuildInstance"):
+        await ok(await h.http.post(f"{V}/servers/{server_id}/action", headers=h.alice,
+                                   json={"rebuild": {"imageRef": image, "name": "rebuilt"}}), 202)
+    stranded = h.roles["conductor"].stranded
+    assert await stranded.resend_forgotten_rebuilds() == []     # young: maybe still on its way
+    await h.cell1.execute("UPDATE instances SET updated_at = now() - interval '1 hour' WHERE uuid = $1", server_id)
+    assert await stranded.resend_forgotten_rebuilds() == [server_id]
+    server = await wait_status(h, server_id, "ACTIVE")
+    assert server["name"] == "rebuilt" and server["OS-EXT-STS:task_state"] is None
+    assert await stranded.resend_forgotten_rebuilds() == []
+    actions = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions", headers=h.alice), 200)
+    rebuild = actions["instanceActions"][0]
+    assert rebuild["action"] == "rebuild"
+    steps = await ok(await h.http.get(f"{V}/servers/{server_id}/os-instance-actions/{rebuild['request_id']}",
+                                      headers={**h.alice, "OpenStack-API-Version": "compute 2.51"}), 200)
+    events = [e["event"] for e in steps["instanceAction"]["events"]]
+    assert "compute_rebuild_instance" in events and len(events) == len(set(events))   # each step once
