@@ -9,9 +9,12 @@ the marks. Nothing is asserted.
 
 The test driver keeps each host's domains inside the service's own process (libvirt's test
 driver is a library, not a daemon), so the slope includes what libvirt holds per domain, which
-a real host keeps in libvirtd instead.
+a real host keeps in libvirtd instead. A peer in the same run measures that share: a bare
+Python process that defines and starts as many test-driver domains (an XML shaped like ours:
+metadata, a disk, an interface, a console) and reports its own growth; the last column is the
+service's RSS less it.
 
-    .venv/bin/python bench/footprint.py [--hosts 1000] [--marks 0,1000,10000] [--batch 50]
+    .venv/bin/python bench/footprint.py [--hosts 1000] [--marks 0,1000,10000] [--batch 50] [--settle 25]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import sys
 import tempfile
 import time
 
@@ -29,6 +33,37 @@ from boot_rate import boot_one, peak_rss_mb, prepare, watch
 from schedule_rate import serving
 
 SETTLE_S = 25.0   # long enough for the periodic jobs (heartbeats, power sync) to run a round
+
+# The peer: libvirt's test driver alone, holding `count` running domains; prints its growth in MiB.
+LIBVIRT_ALONE = """
+import sys, uuid, libvirt
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS:")) / 1024
+conn = libvirt.open("test:///default")
+before = rss()
+xml = ("<domain type='test'><name>{n}</name><uuid>{u}</uuid><memory unit='KiB'>65536</memory><vcpu>1</vcpu>"
+       "<metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'><nova:name>b</nova:name>"
+       "<nova:flavor name='bench'><nova:memory>64</nova:memory><nova:disk>1</nova:disk><nova:vcpus>1</nova:vcpus>"
+       "</nova:flavor><nova:owner><nova:user uuid='admin'>admin</nova:user><nova:project uuid='admin'>admin"
+       "</nova:project></nova:owner></nova:instance></metadata><os><type arch='x86_64'>hvm</type></os><devices>"
+       "<disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/x/{u}/disk'/>"
+       "<target dev='vda' bus='virtio'/></disk><interface type='bridge'><mac address='fa:16:3e:00:00:01'/>"
+       "<source bridge='br-x'/><model type='virtio'/><target dev='tap{t}'/></interface><serial type='file'>"
+       "<source path='/x/{u}/console.log'/></serial><console type='file'><source path='/x/{u}/console.log'/>"
+       "</console></devices></domain>")
+for i in range(int(sys.argv[1])):
+    u = str(uuid.uuid4())
+    conn.defineXML(xml.format(n=f"instance-{i:08x}", u=u, t=u[:11])).create()
+print(rss() - before)
+"""
+
+
+async def libvirt_alone_mb(count: int) -> float:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", LIBVIRT_ALONE, str(count),
+                                                stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    return float(out) if proc.returncode == 0 else float("nan")
 
 
 def rss_mb(pid: int) -> float:
@@ -72,11 +107,12 @@ async def main() -> None:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--marks", default="0,1000,10000", help="server counts to measure at, ascending")
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--settle", type=float, default=SETTLE_S, help="seconds to wait at each mark")
     args = parser.parse_args()
     marks = [int(m) for m in args.marks.split(",")]
     state = tempfile.mkdtemp(prefix="nova-async-bench-")
     os.chmod(state, 0o755)
-    rows: list[tuple[int, float, float, float, float]] = []
+    rows: list[tuple[int, float, float, float, float]] = []   # servers, RSS, peak, PostgreSQL, libvirt's
     try:
         async with serving(state, args.hosts, []) as (proc, url):
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
@@ -93,17 +129,22 @@ async def main() -> None:
                     errors = sum(1 for _, status in done.values() if status != "ACTIVE")
                     took = time.perf_counter() - t0
                     booted = mark
-                    await asyncio.sleep(SETTLE_S)
-                    rows.append((mark, rss_mb(proc.pid), peak_rss_mb(proc.pid), postgres_rss_mb(state), took))
+                    await asyncio.sleep(args.settle)
+                    rows.append((mark, rss_mb(proc.pid), peak_rss_mb(proc.pid), postgres_rss_mb(state),
+                                 await libvirt_alone_mb(mark)))
                     print(f"  {mark:6d} servers ({errors} not ACTIVE, booted in {took:.0f} s): "
                           f"RSS {rows[-1][1]:.1f} MiB", flush=True)
         print(f"hosts={args.hosts} batch={args.batch}")
-        print(f"{'servers':>8} {'RSS MiB':>9} {'peak MiB':>9} {'PostgreSQL PSS MiB':>19}")
-        for mark, rss, peak, pg, _ in rows:
-            print(f"{mark:8d} {rss:9.1f} {peak:9.1f} {pg:19.1f}")
+        print(f"{'servers':>8} {'RSS MiB':>9} {'peak MiB':>9} {'PostgreSQL PSS MiB':>19} "
+              f"{'libvirt test domains MiB':>25} {'RSS less those':>15}")
+        for mark, rss, peak, pg, domains in rows:
+            print(f"{mark:8d} {rss:9.1f} {peak:9.1f} {pg:19.1f} {domains:25.1f} {rss - domains:15.1f}")
         if len(rows) > 1 and rows[-1][0] > rows[0][0]:
-            slope = (rows[-1][1] - rows[0][1]) / (rows[-1][0] - rows[0][0]) * 1024
-            print(f"growth per existing server: {slope:.2f} KiB   (target: peak <= 150 MiB at 10,000 servers)")
+            span = rows[-1][0] - rows[0][0]
+            slope = (rows[-1][1] - rows[0][1]) / span * 1024
+            own = ((rows[-1][1] - rows[-1][4]) - (rows[0][1] - rows[0][4])) / span * 1024
+            print(f"growth per existing server: {slope:.2f} KiB, {own:.2f} KiB of it the service's own   "
+                  f"(target: peak <= 150 MiB at 10,000 servers)")
     finally:
         shutil.rmtree(state, ignore_errors=True)
 

@@ -126,6 +126,13 @@ async def test_schedule_rate_in_batches():
            rf"peak RSS\s+{NUM} MiB")
 
 
+async def test_footprint_at_marks():
+    out = await run_bench("footprint.py", "--hosts", "2", "--marks", "0,3", "--batch", "2", "--settle", "0")
+    expect(out, r"hosts=2 batch=2",
+           *(rf"\s+{mark}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}" for mark in (0, 3)),
+           rf"growth per existing server: {NUM} KiB, {NUM} KiB of it the service's own .*")
+
+
 async def test_volumes_against_bare_libvirt():
     out = await run_bench("volumes.py", "--concurrency", "2", "--rounds", "1", "--hosts", "1")
     # errors 0: every round trip ended where it should (the one verdict that is not a timing)
