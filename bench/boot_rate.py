@@ -43,12 +43,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def peak_rss_mb(pid: int) -> float:
+def status_mb(pid: int, field: str) -> float:
+    """A memory figure of /proc/<pid>/status (VmRSS, VmHWM: its peak), in MiB."""
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_rss_mb(pid: int) -> float:
+    return status_mb(pid, "VmHWM")
 
 
 def _cpu_s(pid: int, children_too: bool = True) -> float:

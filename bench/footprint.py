@@ -29,7 +29,7 @@ import time
 
 import aiohttp
 
-from boot_rate import boot_one, peak_rss_mb, prepare, watch
+from boot_rate import boot_one, peak_rss_mb, prepare, status_mb, watch
 from schedule_rate import serving
 
 SETTLE_S = 25.0   # long enough for the periodic jobs (heartbeats, power sync) to run a round
@@ -64,14 +64,6 @@ async def libvirt_alone_mb(count: int) -> float:
                                                 stdout=asyncio.subprocess.PIPE)
     out, _ = await proc.communicate()
     return float(out) if proc.returncode == 0 else float("nan")
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def postgres_rss_mb(state: str) -> float:
@@ -130,7 +122,7 @@ async def main() -> None:
                     took = time.perf_counter() - t0
                     booted = mark
                     await asyncio.sleep(args.settle)
-                    rows.append((mark, rss_mb(proc.pid), peak_rss_mb(proc.pid), postgres_rss_mb(state),
+                    rows.append((mark, status_mb(proc.pid, "VmRSS"), peak_rss_mb(proc.pid), postgres_rss_mb(state),
                                  await libvirt_alone_mb(mark)))
                     print(f"  {mark:6d} servers ({errors} not ACTIVE, booted in {took:.0f} s): "
                           f"RSS {rows[-1][1]:.1f} MiB", flush=True)
