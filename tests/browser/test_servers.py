@@ -3,14 +3,17 @@ test:///default, which reach ACTIVE at once) shared by the module's tests: a ser
 from the form turns ACTIVE in the list without the page reloading, stop is followed to
 SHUTOFF, two launched at once, multi-select delete removes the rows; the quota's refusal and
 a flavor bigger than any host (NoValidHost, with the scheduler's reason) are shown next to
-the flavor field; the actions of one server's page follow its states (by keyboard too);
-boot from volume, a volume attached and detached, a floating IP allocated, associated and
-removed; and a user of another project sees none of it, neither listed nor live.
+the flavor field; the actions of one server's page follow its states (by keyboard too), and
+a read answered after a newer event does not roll that page back; boot from volume, a volume
+attached and detached, a floating IP allocated, associated and removed; and a user of another
+project sees none of it, neither listed nor live.
 
 "Without reloading" is checked with a marker set on `window` at log-in: a reload or a
 navigation away would drop it."""
 
 from __future__ import annotations
+
+import asyncio
 
 import aiohttp
 import pytest
@@ -310,6 +313,47 @@ async def test_actions_follow_their_states(browser, screens, served, admin):
     await expect(page.locator(".toast", has_text="The image is being made")).to_be_visible()
     await context.close()
     await admin.call("DELETE", f"{V}/servers/{server}", 204)
+
+
+async def test_a_read_answered_after_a_newer_event_does_not_roll_the_page_back(browser, served, admin):
+    """The page reads the server once more after subscribing; on a busy machine that answer
+    (taken while ACTIVE) can arrive after the stream's PAUSED. The page keeps PAUSED."""
+    server = (await admin.call("POST", V + "/servers", 202, json={"server": {
+        "name": "late-read", "imageRef": await admin.demo_image(), "flavorRef": await admin.flavor("dash.tiny"),
+        "networks": "none"}}))["server"]["id"]
+    await until(lambda: admin_status(admin, server), lambda s: s == "ACTIVE", what="the server ACTIVE")
+    context, page = await admin_page(browser, served)
+    reads, held, release = [], asyncio.Event(), asyncio.Event()
+
+    async def hold_the_second_read(route):
+        reads.append(route.request.url)
+        if len(reads) != 2:
+            return await route.continue_()
+        answer = await route.fetch()        # the server as it is now: ACTIVE
+        held.set()
+        await release.wait()
+        await route.fulfill(response=answer)
+
+    await page.route(f"**{V}/servers/{server}", hold_the_second_read)
+    await page.goto(f"{served.url}/dashboard/#/servers/{server}")
+    header = page.locator("h1 .badge")
+    await expect(header).to_have_text("ACTIVE", timeout=30000)
+    await asyncio.wait_for(held.wait(), 30)
+    await admin.call("POST", f"{V}/servers/{server}/action", 202, json={"pause": None})
+    await expect(header).to_have_text("PAUSED", timeout=30000)
+    async with page.expect_request_finished(lambda r: r.url.endswith(f"/servers/{server}")):
+        release.set()
+    await page.wait_for_timeout(500)    # what the late answer would do, it has done by now
+    await expect(header).to_have_text("PAUSED")
+    actions = page.get_by_role("toolbar", name="Actions")
+    await expect(actions.get_by_role("button", name="Pause", exact=True)).to_be_disabled()
+    await expect(actions.get_by_role("button", name="Unpause", exact=True)).to_be_enabled()
+    await context.close()
+    await admin.call("DELETE", f"{V}/servers/{server}", 204)
+
+
+async def admin_status(admin, server: str) -> str:
+    return (await admin.call("GET", f"{V}/servers/{server}", 200))["server"]["status"]
 
 
 async def test_boot_from_volume_and_attach_a_volume(browser, screens, served, admin):

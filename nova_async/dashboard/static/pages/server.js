@@ -253,14 +253,22 @@ async function overview(body, ctx, initial, refresh) {
   loadExtras();
 
   // One read after subscribing closes the gap between the first read and the subscription.
-  const reread = () => api.get("compute", `/servers/${server.id}`).then((r) => { server = r.server; refresh(server); render(); }, () => {});
+  // A read's answer may arrive after a newer event (a busy machine): it is taken only if no
+  // event for this server came in meanwhile, for those events then already say all it would.
+  let events = 0;
+  const read = (take) => {
+    const asked = events;
+    api.get("compute", `/servers/${server.id}`).then((r) => { if (events === asked) take(r.server); }, () => {});
+  };
+  const reread = () => read((s) => { server = s; refresh(server); render(); });
   const off = stream.subscribe((type, data) => {
     if (type === "server" && data.id === server.id && !data.deleted) {
+      events += 1;
       server = { ...server, ...data };
       refresh(server);
       render();
       if (data.status === "ERROR" && !server.fault) {
-        api.get("compute", `/servers/${server.id}`).then((r) => { server = r.server; render(); }, () => {});
+        read((s) => { server = { ...server, fault: s.fault }; render(); });
       }
     } else if (type === "fault" && data.server_id === server.id) {
       server = { ...server, fault: data };
