@@ -4,10 +4,11 @@ order, with a cursor to come back with.
 
 Where the events come from: each cell's `server_events` (0069), written by triggers in the
 writer's own transaction, so nothing that commits is missed and nothing that rolls back is
-sent. Rows are numbered (`seq`) after they commit, by a sequencer (server_events.sql
-`sequence`) that runs in one transaction at a time per cell under an advisory lock, so that
-positions are contiguous and follow commit order: a reader of `seq > cursor` never skips a row
-that committed late with a small id, and a reader can tell a gap from a quiet spell.
+sent. Rows are numbered (`seq`) after they commit, by a sequencer (one statement,
+sql/functions/server_events_sequence.sql) that runs one at a time per cell under an advisory
+lock, so that positions are contiguous and follow commit order: a reader of `seq > cursor`
+never skips a row that committed late with a small id, and a reader can tell a gap from a
+quiet spell.
 
 One `CellFeed` per API process and cell owns a connection that LISTENs: a trigger's NOTIFY
 (new rows) makes it sequence (whichever process gets the lock does it; the others then find
@@ -127,13 +128,9 @@ class CellFeed:
         """Number what committed (waiting for another process's pass to commit first, so that
         what it could not see yet is seen here), then hand every new position out: those just
         numbered as the numbering returned them, any another process numbered read back."""
-        async with conn.transaction():
-            await conn.execute(Q.lock_sequencer, SEQUENCER_LOCK)
-            numbered = sorted(await conn.fetch(Q.sequence), key=lambda r: r["seq"])
-            if numbered:
-                await conn.execute(Q.announce)
-            if prune:
-                await conn.execute(Q.prune, self._hub.settings.event_backlog)
+        numbered = sorted(await conn.fetch(Q.sequence, SEQUENCER_LOCK), key=lambda r: r["seq"])
+        if prune:
+            await conn.execute(Q.prune, self._hub.settings.event_backlog)
         upto = numbered[0]["seq"] - 1 if numbered else _END
         while self.head < upto:
             rows = await conn.fetch(Q.read, self.head, upto, None, None, PAGE)

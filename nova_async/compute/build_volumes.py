@@ -24,11 +24,14 @@ from nova_async.common.states import VmState
 from nova_async.compute.domain_xml import Disk
 from nova_async.compute.host import Host
 from nova_async.compute.volume_disks import connector, disk_of
+from nova_async.db.coalesce import Coalesced
 from nova_async.db.queries import queries
 from nova_async.volume.messages import CreateVolume, VolumeInfo
 
 log = structlog.get_logger("compute.build_volumes")
 BQ = queries("block_devices")
+# Every build reads its mappings (most have none): a burst's reads go together.
+MAPPINGS = Coalesced(BQ.of_instances, many=True)
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ async def connect(host: Host, row: asyncpg.Record) -> Connected:
     guest runs (CompleteAttachment is idempotent: a resumed build completes them again)."""
     instance_uuid = str(row["uuid"])
     disks, to_complete, root = [], [], None
-    for bdm in await host.pool.fetch(BQ.of_instance, instance_uuid):
+    for bdm in await MAPPINGS(host.pool, instance_uuid):
         if bdm["destination_type"] != "volume":
             continue
         bdm = await _with_volume(host, row, bdm)

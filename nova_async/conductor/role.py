@@ -53,6 +53,8 @@ BQ = queries("block_devices")
 EVENT = "conductor_schedule_and_build_instances"
 # The write that gives an instance its host, shared by the boots that reach it at once.
 SET_HOST = Coalesced(CQ.set_hosts)
+# The rows of the boots being scheduled, read together (once each is held).
+ROWS_TO_SCHEDULE = Coalesced(CQ.rows_to_schedule, shared=1)
 TIDY_INTERVAL = 60.0  # seconds; tidy() leaves unmapped rows alone for their first minute
 # Boot requests handled at once. A request spends nearly all its time here waiting for the
 # scheduler, whose batches take whatever requests are waiting: at 64 (a thread pool's size,
@@ -157,7 +159,8 @@ class ConductorRole(Role):
         """Schedule and build those of the instances (held by this process) that are in `cell`
         and still need it; the uuids of those found there. Read here, under the locks: the
         rows say what is left to do, whatever the message says."""
-        found_rows = await cell.pool.fetch(CQ.rows_to_schedule, instance_uuids, EVENT)
+        read = await ROWS_TO_SCHEDULE.each(cell.pool, [(u, EVENT) for u in instance_uuids])
+        found_rows = sorted((r for r in read if r is not None), key=lambda r: r["launch_index"])
         rows = [r for r in found_rows if r["vm_state"] == VmState.BUILDING and r["host"] is None
                 and r["task_state"] != TaskState.DELETING]
         placed = [str(r["uuid"]) for r in found_rows

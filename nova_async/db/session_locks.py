@@ -69,6 +69,9 @@ class SessionLocks:
         self._conn: asyncpg.Connection | None = None
         self._io = asyncio.Lock()       # one statement at a time on the connection
         self._held: set[int] = set()
+        self._to_take: list[tuple[list[int], asyncio.Future[set[int]], int]] = []
+        self._to_give: list[tuple[list[int], asyncio.Future[None] | None]] = []
+        self._sender: asyncio.Task[None] | None = None
         self.generation = 0             # bumped each time the connection (and every lock) is lost
         self.lost = asyncio.Event()     # set when it is lost, cleared once it is open again
         self._closed = False
@@ -84,18 +87,10 @@ class SessionLocks:
         if not wanted:
             return set()
         self._held.update(wanted)         # no other taker in this process meanwhile
-        try:
-            async with self._io:
-                conn = await self._connection()
-                taken = {r["k"] for r in await conn.fetch(_TAKE, wanted)}
-        except BaseException as exc:
-            self._held.difference_update(wanted)
-            if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)):
-                await self._drop(describe(exc))
-                raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
-            raise
-        self._held.difference_update(k for k in wanted if k not in taken)
-        return taken
+        answer: asyncio.Future[set[int]] = asyncio.get_running_loop().create_future()
+        self._to_take.append((wanted, answer, self.generation))
+        self._send_soon()
+        return await answer
 
     async def take_one(self, lock_key: int) -> bool:
         return lock_key in await self.take([lock_key])
@@ -107,13 +102,82 @@ class SessionLocks:
         if not mine:
             return
         self._held.difference_update(mine)
-        async with self._io:
-            if self._conn is None or self._conn.is_closed():
-                return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._to_give.append((mine, done))
+        self._send_soon()
+        await done
+
+    # Takes and gives back that queue while a statement runs go together in the next two
+    # (gives back first): a burst of boots costs two statements per turn of this connection,
+    # not two per instance. A taker that is cancelled meanwhile gives back what it was given.
+
+    def _send_soon(self) -> None:
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send_queued(), name="session-locks")
+
+    async def _send_queued(self) -> None:
+        gives: list = []
+        takes: list = []
+        try:
+            async with self._io:
+                while self._to_give or self._to_take:
+                    gives, self._to_give = self._to_give, []
+                    takes, self._to_take = self._to_take, []
+                    await self._send_gives(gives)
+                    await self._send_takes(takes)
+        except BaseException as exc:      # nobody may be left waiting on a sender that is gone
+            stopped = errors.Unavailable(f"the locks' connection stopped: {describe(exc)}")
+            for *_, answer in gives + takes + self._to_give + self._to_take:
+                if answer is not None and not answer.done():
+                    answer.set_exception(stopped)
+            self._to_give, self._to_take = [], []
+            raise
+
+    async def _send_gives(self, gives: list[tuple[list[int], asyncio.Future[None] | None]]) -> None:
+        keys = [k for mine, _ in gives for k in mine]
+        if keys and self._conn is not None and not self._conn.is_closed():
             try:
-                await self._conn.execute(_GIVE_BACK, mine)
+                await self._conn.execute(_GIVE_BACK, keys)
             except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
                 await self._drop(describe(exc))
+            except Exception as exc:        # not the connection: nothing can be given back on it
+                await self._drop(f"giving locks back failed: {describe(exc)}")
+        for _, done in gives:
+            if done is not None and not done.done():
+                done.set_result(None)
+
+    async def _send_takes(self, takes: list[tuple[list[int], asyncio.Future[set[int]], int]]) -> None:
+        lost = errors.DatabaseUnavailable("cannot take locks: the connection holding them was lost meanwhile")
+        for wanted, answer, generation in takes:
+            if answer.done() or generation != self.generation:    # cancelled, or asked of a lost connection
+                self._held.difference_update(wanted)
+                if not answer.done():
+                    answer.set_exception(lost)
+        takes = [(wanted, answer) for wanted, answer, generation in takes
+                 if not answer.done() and generation == self.generation]
+        if not takes:
+            return
+        try:
+            conn = await self._connection()
+            taken = {r["k"] for r in await conn.fetch(_TAKE, [k for wanted, _ in takes for k in wanted])}
+        except Exception as exc:
+            if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)):
+                await self._drop(describe(exc))
+                exc = errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}")
+            for wanted, answer in takes:
+                self._held.difference_update(wanted)
+                if not answer.done():
+                    answer.set_exception(exc)
+            return
+        for wanted, answer in takes:
+            self._held.difference_update(k for k in wanted if k not in taken)
+            got = {k for k in wanted if k in taken}
+            self._held.update(got)
+            if not answer.done():
+                answer.set_result(got)
+            elif got:                       # its taker is gone: nobody will give them back
+                self._held.difference_update(got)
+                self._to_give.append((list(got), None))
 
     async def open(self) -> None:
         """Open the connection now and take this process's own lock (at start, before any work

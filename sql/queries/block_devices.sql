@@ -12,8 +12,12 @@ SELECT * FROM block_device_mappings WHERE instance_uuid = $1
  ORDER BY boot_index NULLS LAST, created_at, id;
 
 -- name: of_instances
-SELECT * FROM block_device_mappings WHERE instance_uuid = ANY ($1::uuid[])
- ORDER BY instance_uuid, boot_index NULLS LAST, created_at, id;
+-- of_instance for the builds that read theirs at once, coalesced (db/coalesce.py, many: $1
+-- one uuid per call, `ord` the call's place).
+SELECT b.*, w.ord FROM unnest($1::uuid[]) WITH ORDINALITY AS w(uuid, ord)
+  JOIN block_device_mappings b ON b.instance_uuid = w.uuid
+ WHERE b.instance_uuid = ANY ($1::uuid[])
+ ORDER BY w.ord, b.boot_index NULLS LAST, b.created_at, b.id;
 
 -- name: export_of_instance
 -- An instance's mappings as JSON, moved with it into another cell (db/cells.py move).

@@ -16,14 +16,17 @@ SELECT uuid FROM instances
  WHERE deleted_at IS NULL AND host IS NULL AND task_state = 'deleting' AND vm_state <> 'building';
 
 -- name: rows_to_schedule
--- The rows of a boot request ($1) in this cell, in launch order; `open_step`: the instance's
--- scheduling step ($2) is recorded as begun and not failed, and yet the instance has no host:
+-- The rows of instances being scheduled in this cell, coalesced (db/coalesce.py: $1 one
+-- uuid per call, `ord` the call's place; $2 the scheduling step, shared). `open_step`: the
+-- instance's scheduling step is recorded as begun and not failed, and yet it has no host:
 -- the conductor doing it died, before it ended or between its end and the host's write.
-SELECT i.*, EXISTS (SELECT 1 FROM instance_actions a
-                      JOIN instance_action_events e ON e.action_id = a.id
-                     WHERE a.instance_uuid = i.uuid AND e.event = $2
-                       AND (e.finish_time IS NULL OR e.result = 'Success')) AS open_step
-  FROM instances i WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL ORDER BY i.launch_index;
+SELECT i.*, w.ord, EXISTS (SELECT 1 FROM instance_actions a
+                             JOIN instance_action_events e ON e.action_id = a.id
+                            WHERE a.instance_uuid = i.uuid AND e.event = $2
+                              AND (e.finish_time IS NULL OR e.result = 'Success')) AS open_step
+  FROM unnest($1::uuid[]) WITH ORDINALITY AS w(uuid, ord)
+  JOIN instances i ON i.uuid = w.uuid
+ WHERE i.uuid = ANY ($1::uuid[]) AND i.deleted_at IS NULL;
 
 -- name: set_hosts
 -- instances.set_host (where an instance lives, unless a delete got there first), coalesced

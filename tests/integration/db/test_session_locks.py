@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 
 from nova_async.db.session_locks import SessionLocks, key
@@ -48,6 +50,45 @@ async def test_a_process_is_dead_once_its_own_lock_is_free(database):
         c = SessionLocks(database)
         assert await c.dead([a.incarnation]) == {a.incarnation}
         await c.close()
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_takes_and_gives_back_that_arrive_together_share_a_statement(database):
+    a, b = SessionLocks(database), SessionLocks(database)
+    try:
+        await a.open()
+        sent: list[str] = []
+        a._conn.add_query_logger(lambda record: "advisory" in record.query and sent.append(record.query))
+        keys = [key("schedule", f"burst-{i}") for i in range(50)]
+        assert await b.take([keys[7]]) == {keys[7]}
+        answers = await asyncio.gather(*(a.take([k]) for k in keys))
+        assert answers == [set() if k == keys[7] else {k} for k in keys]
+        assert len(sent) <= 2           # the first alone, the other 49 together
+        sent.clear()
+        await asyncio.gather(*(a.give_back([k]) for k in keys))
+        assert len(sent) <= 2
+        assert not any(a.holds(k) for k in keys)
+        assert await b.take(keys) == set(keys) - {keys[7]}
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_taker_cancelled_while_its_take_is_sent_gives_back_what_it_got(database):
+    a, b = SessionLocks(database), SessionLocks(database)
+    try:
+        await a.open()
+        k = key("schedule", "cancelled")
+        async with a._io:               # its statement waits for the connection…
+            taker = asyncio.create_task(a.take([k]))
+            await asyncio.sleep(0)
+            taker.cancel()              # …and its taker goes meanwhile
+        await asyncio.gather(taker, return_exceptions=True)
+        assert await a.take([key("schedule", "after")])    # the sender has run since
+        assert not a.holds(k)
+        assert await b.take_one(k)
     finally:
         await a.close()
         await b.close()
