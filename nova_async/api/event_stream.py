@@ -143,7 +143,8 @@ class CellFeed:
     def _publish(self, rows: list[Any]) -> None:
         if rows:
             self.head = rows[-1]["seq"]
-            self._hub.publish(views.render(self.cell.uuid, rows))
+            if self._hub.streaming:    # rendered only for someone: most of the time nobody follows
+                self._hub.publish(views.render(self.cell.uuid, rows))
 
 
 class EventHub:
@@ -181,6 +182,10 @@ class EventHub:
             feed.wake()
         for stream in list(self._streams):
             stream.close()
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self._streams)
 
     def publish(self, events: list[Event]) -> None:
         for stream in list(self._streams):
