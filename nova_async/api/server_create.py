@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from nova_async.common import errors
 from nova_async.common.context import RequestContext
 from nova_async.common.web import parse_uuid
 from nova_async.db.cells import Cell
+from nova_async.db.lines import Batch, Sending
 from nova_async.db.queries import queries
 from nova_async.hooks import runner as hooks
 from nova_async.image.messages import ImageInfo
@@ -262,7 +264,12 @@ async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootR
     them, all under the project's counting lock; their uuids. With nothing limited there is
     nothing to count, and no lock to wait for. `preset`: the one instance's uuid, already
     named by the attachments `reserved` on its volumes."""
-    each = {"instances": 1, "cores": found.flavor.vcpus, "ram": found.flavor.memory_mb}
+    if preset is None and not reserved and not request.block_devices and "group" not in request.hints:
+        # The plain boots of one user arriving together are written together (_write_boots).
+        line = ("boot-writes", ctx.project_id, ctx.user_id, cell.uuid)
+        return await state.pool.lines.submit(line, functools.partial(_boot_writes, state, cell),
+                                             _Boot(ctx, request, found))
+    each = _each(found.flavor)
     uuids: list[str] = []
     try:
         async with state.pool.acquire() as conn, conn.transaction():
@@ -277,7 +284,7 @@ async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootR
                 _check_policy_clash(group.policy, spec.scheduler_hints)
                 spec = msgspec.structs.replace(spec, group=group)
             rows = InstanceRows.of(request, found, ctx, uuids, spec, counted, reserved or {})
-            await write_rows(state, conn, cell, rows, limit, each)
+            await write_rows(state, conn, cell, [rows], limit, quotas.plus(quotas.total(), each, count))
     except errors.DatabaseUnavailable:
         # Whether the rows, or even the commit, made it is unknown: the rows no mapping names
         # are taken out once the database is back (they are no server the user was promised).
@@ -285,6 +292,65 @@ async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootR
             state.cells.forget_later(cell, uuids)
         raise
     return uuids
+
+
+def _each(flavor: Flavor) -> dict[str, int]:
+    """What one instance of the flavor adds to its project's usage."""
+    return {"instances": 1, "cores": flavor.vcpus, "ram": flavor.memory_mb}
+
+
+@dataclass(frozen=True)
+class _Boot:
+    """A boot request waiting to be written with others (reserve_and_write)."""
+    ctx: RequestContext
+    request: BootRequest
+    found: Resolved
+
+
+def _boot_writes(state: ApiState, cell: Cell) -> Sending:
+    return Sending(send=functools.partial(_write_boots, state, cell), name="boot-writes")
+
+
+async def _write_boots(state: ApiState, cell: Cell, batch: Batch) -> None:
+    """reserve_and_write for boots of one user (no volumes, no server group) that arrived
+    together: one quota lock and one transaction for all, one statement writing their rows.
+    Each is decided in turn, as if it came alone after the ones before it: a boot refused
+    (its metadata, or no room left) hears why, and the others go on. An error in the shared
+    writes fails every boot of the batch, and what was written is taken out (write_rows)."""
+    boots: list[_Boot] = [call.args for call in batch]
+    project_id = boots[0].ctx.project_id
+    eaches = [_each(boot.found.flavor) for boot in boots]
+    accepted: list[tuple[Any, InstanceRows]] = []
+    uuids: list[str] = []
+    try:
+        async with state.pool.acquire() as conn, conn.transaction():
+            limit, counted = await quotas.lock_for_boot(conn, state.settings.quota, project_id,
+                                                        {res: max(e[res] for e in eaches) for res in eaches[0]})
+            used = await quotas.usage(state.cells, project_id) if counted else quotas.total()
+            added = quotas.total()
+            for call, boot, each in zip(batch, boots, eaches):
+                try:
+                    quotas.check_metadata(limit, boot.request.metadata)
+                    count = quotas.how_many_fit(limit, quotas.total(used, added), each,
+                                                boot.request.min_count, boot.request.max_count)
+                except errors.NovaAsyncError as exc:
+                    if not call.answer.done():
+                        call.answer.set_exception(exc)
+                    continue
+                added = quotas.plus(added, each, count)
+                rows = InstanceRows.of(boot.request, boot.found, boot.ctx, [str(uuid.uuid4()) for _ in range(count)],
+                                       boot.found.spec, counted, {})
+                accepted.append((call, rows))
+                uuids += rows.uuids
+            if accepted:
+                await write_rows(state, conn, cell, [rows for _, rows in accepted], limit, added)
+    except errors.DatabaseUnavailable:
+        if uuids:   # as reserve_and_write
+            state.cells.forget_later(cell, uuids)
+        raise
+    for call, rows in accepted:
+        if not call.answer.done():
+            call.answer.set_result(rows.uuids)
 
 
 @dataclass(frozen=True)
@@ -331,20 +397,34 @@ class InstanceRows:
                    block_devices=[row for u in uuids for row in boot_volumes.rows(
                        request.block_devices, u, reserved, found.flavor.ephemeral_gb, found.flavor.swap)])
 
-    def arguments(self) -> tuple[Any, ...]:
-        return (self.uuids, self.names, [_hostname(n) for n in self.names], list(range(len(self.uuids))),
-                self.project_id, self.user_id, self.reservation_id, self.flavor, self.image_id,
-                self.spec.to_stored(), self.networks, self.key_name, self.user_data, self.metadata,
-                self.availability_zone, self.config_drive, self.access_ip_v4, self.access_ip_v6,
-                self.key_data, self.tags, self.description, self.request_id, self.counted,
-                self.auto_disk_config)
+    def columns(self) -> list[list[Any]]:
+        """`servers.insert_many`'s $1..$23 for these instances: one list per column."""
+        n = len(self.uuids)
+        alike = [self.project_id, self.user_id, self.reservation_id, _json(self.flavor), self.image_id,
+                 _json(self.spec.to_stored()), _json(self.networks), self.key_name, self.user_data,
+                 _json(self.metadata), self.availability_zone, self.config_drive, self.access_ip_v4,
+                 self.access_ip_v6, self.key_data, _json(self.tags), self.description, self.request_id,
+                 self.auto_disk_config]
+        return [list(self.uuids), list(self.names), [_hostname(name) for name in self.names], list(range(n)),
+                *([value] * n for value in alike)]
 
 
-async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows: InstanceRows,
-                     limit: dict[str, int], each: dict[str, int]) -> None:
-    """The instance rows (with their `create` actions) into the cell database, and their
-    mappings into the API database on `conn`, the quota lock's transaction; the two at once,
-    so that the lock is held for one round trip less.
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def insert_arguments(requests: list[InstanceRows]) -> list[Any]:
+    """`servers.insert_many`'s arguments for the instances of `requests` (one project's)."""
+    columns = [sum(parts, []) for parts in zip(*(rows.columns() for rows in requests))]
+    return [*columns, requests[0].counted, requests[0].project_id]
+
+
+async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, requests: list[InstanceRows],
+                     limit: dict[str, int], added: dict[str, int]) -> None:
+    """The instance rows of `requests` (boots of one user, adding `added` to the project's
+    usage), with their `create` actions, into the cell database, and their mappings into the
+    API database on `conn`, the quota lock's transaction; the two at once, so that the lock
+    is held for one round trip less.
 
     The cell's rows commit on their own, while the lock is still held, so that the next count
     sees them; they come with a recount of that cell (what others committed meanwhile; ours
@@ -360,31 +440,33 @@ async def write_rows(state: ApiState, conn: asyncpg.Connection, cell: Cell, rows
     remove the rows no mapping names. Rows cast to nobody (the request cut short after its
     commit) are picked up by the conductor's `_resume_unscheduled` at its next start."""
     inserted: Any = None  # the insert's recount row; None while its outcome is unknown
+    first = requests[0]
+    uuids = [u for rows in requests for u in rows.uuids]
     try:
         inserted, mapped = await asyncio.gather(
-            _insert(cell, rows),
-            state.cells.map_instances(conn, cell, rows.uuids, rows.project_id, rows.user_id),
+            _insert(cell, requests),
+            state.cells.map_instances(conn, cell, uuids, first.project_id, first.user_id),
             return_exceptions=True)
         for outcome in (inserted, mapped):
             if isinstance(outcome, BaseException):
                 raise outcome
-        if rows.counted:
-            others = await quotas.usage(state.cells, rows.project_id, skip=cell)
-            quotas.check_within(limit, quotas.plus(quotas.total(quotas.usage_of(inserted), others),
-                                                   each, len(rows.uuids)))
+        if first.counted:
+            others = await quotas.usage(state.cells, first.project_id, skip=cell)
+            quotas.check_within(limit, quotas.total(quotas.usage_of(inserted), others, added))
     except BaseException:
         if not isinstance(inserted, BaseException):  # in the cell, or perhaps (cut short)
-            await cell.pool.execute(CQ.forget_instances, rows.uuids)
+            await cell.pool.execute(CQ.forget_instances, uuids)
         raise
 
 
-async def _insert(cell: Cell, rows: InstanceRows) -> Any:
+async def _insert(cell: Cell, requests: list[InstanceRows]) -> Any:
     """The instances and their block device mappings, in one transaction of the cell."""
-    if not rows.block_devices:
-        return await cell.pool.fetchrow(Q.insert_many, *rows.arguments())
+    devices = [device for rows in requests for device in rows.block_devices]
+    if not devices:
+        return await cell.pool.fetchrow(Q.insert_many, *insert_arguments(requests))
     async with cell.pool.acquire() as conn, conn.transaction():
-        inserted = await conn.fetchrow(Q.insert_many, *rows.arguments())
-        await conn.executemany(BQ.insert, rows.block_devices)
+        inserted = await conn.fetchrow(Q.insert_many, *insert_arguments(requests))
+        await conn.executemany(BQ.insert, devices)
         return inserted
 
 

@@ -44,6 +44,7 @@ from nova_async.db.health import DatabaseHealth, describe
 log = structlog.get_logger("db.locks")
 
 HEARTBEAT = 5.0          # seconds between the holder's checks that its connection still lives
+HEARTBEAT_ANSWER = 5.0   # seconds a check waits for its answer before the connection counts as lost
 CONNECT_TIMEOUT = 10.0
 # The server's keepalives on this connection: a holder gone without closing its socket is
 # noticed after idle + interval * count seconds.
@@ -266,7 +267,7 @@ class SessionLocks:
                 if self._conn is None or self._closed:
                     continue
                 try:
-                    await self._conn.fetchval("SELECT 1", timeout=HEARTBEAT)
+                    await self._conn.fetchval("SELECT 1", timeout=HEARTBEAT_ANSWER)
                 except (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                         asyncpg.InterfaceError) as exc:
                     await self._drop(describe(exc))

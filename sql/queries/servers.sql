@@ -1,28 +1,39 @@
 -- The compute API's reads and writes of instances (shared state changes live in instances.sql).
 
 -- name: insert_many
--- A boot request's instances ($1 uuids, $2 names, $3 hostnames, $4 launch indexes; the rest
--- is the same for all: api/server_create.py InstanceRows.arguments() names each) with their
--- `create` actions (request $22), in one statement. Returns the project's usage as this
--- statement's snapshot saw it, without the new instances: the caller adds them (the recount
--- that catches a writer that did not take the quota lock), counted as quotas.instance_usage
--- counts; zeros when $23 is false (no limit to check: nothing is counted, as no project is
--- NULL). $24: the disk config (AUTO: true).
-WITH new AS (
+-- Boot requests' instances (one user's) with their `create` actions, in one statement: one
+-- element per instance in each of $1..$23 (api/server_create.py InstanceRows.columns() names
+-- them: a request's own values repeated for each of its instances; the JSON ones, and the
+-- tags, as JSON text). Returns the project's ($25) usage as this statement's snapshot saw it,
+-- without the new instances: the caller adds them (the recount that catches a writer that did
+-- not take the quota lock), counted as quotas.instance_usage counts; zeros when $24 is false
+-- (no limit to check: nothing is counted, as no project is NULL).
+WITH t AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[],
+                         $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+                         $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[],
+                         $20::text[], $21::text[], $22::text[], $23::boolean[])
+        AS t(uuid, name, hostname, launch_index, project_id, user_id, reservation_id, flavor, image_ref,
+             request_spec, requested_networks, key_name, user_data, metadata, availability_zone, config_drive,
+             access_ip_v4, access_ip_v6, key_data, tags, description, request_id, auto_disk_config)
+), new AS (
     INSERT INTO instances (uuid, display_name, hostname, project_id, user_id, reservation_id, launch_index,
                            flavor, image_ref, request_spec, requested_networks, key_name, user_data, metadata,
                            availability_zone, config_drive, access_ip_v4, access_ip_v6, key_data, tags,
                            description, vm_state, task_state, auto_disk_config)
-    SELECT t.uuid, t.name, t.hostname, $5, $6, $7, t.launch_index, $8::jsonb, $9, $10::jsonb, $11::jsonb,
-           $12, $13, $14::jsonb, $15, $16, $17, $18, $19, $20::text[], $21, 'building', 'scheduling', $24
-      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[]) AS t(uuid, name, hostname, launch_index)
+    SELECT t.uuid, t.name, t.hostname, t.project_id, t.user_id, t.reservation_id, t.launch_index, t.flavor::jsonb,
+           t.image_ref, t.request_spec::jsonb, t.requested_networks::jsonb, t.key_name, t.user_data,
+           t.metadata::jsonb, t.availability_zone, t.config_drive, t.access_ip_v4, t.access_ip_v6, t.key_data,
+           ARRAY(SELECT jsonb_array_elements_text(t.tags::jsonb)), t.description, 'building', 'scheduling',
+           t.auto_disk_config
+      FROM t
     RETURNING uuid
 ), actions AS (
     INSERT INTO instance_actions (instance_uuid, request_id, action, project_id, user_id)
-    SELECT uuid, $22, 'create', $5, $6 FROM new
+    SELECT t.uuid, t.request_id, 'create', t.project_id, t.user_id FROM new JOIN t ON t.uuid = new.uuid
     ON CONFLICT (instance_uuid, request_id) DO UPDATE SET updated_at = now()
 )
-SELECT instances, cores, ram FROM project_usage(CASE WHEN $23::bool THEN $5 END);
+SELECT instances, cores, ram FROM project_usage(CASE WHEN $24::bool THEN $25 END);
 
 -- name: list
 -- $1 project (NULL: every project), $2 name regex, $3 vm_states (NULL: any), $4 reservation id,

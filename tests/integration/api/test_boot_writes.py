@@ -11,6 +11,7 @@ import pytest
 from nova_async.api import server_create
 from nova_async.api.state import STATE
 from nova_async.common.context import RequestContext
+from nova_async.db.pool import PoolClosing
 from tests.integration import test_server_lifecycle
 from tests.integration.test_server_lifecycle import MV, V, boot_body, ok, wait_status
 from tests.waiting import until
@@ -62,8 +63,10 @@ async def test_a_boot_whose_mappings_fail_takes_its_instances_out_of_the_cell(cl
 
 async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tidy_never_mappings(cloud):
     """The order write_rows relies on, driven to its worst case: the cell's rows are in, the
-    mappings fail, and the request is cancelled while it deletes the rows. The mappings never
-    commit; the rows stay unmapped, and the conductor's tidy() takes them out."""
+    mappings fail, and the write is cancelled while it deletes the rows (a shutdown that cannot
+    wait: boots written together are written by the pool's sender, which a request's own
+    cancellation leaves alone). The mappings never commit; the rows stay unmapped, and the
+    conductor's tidy() takes them out."""
     h = cloud
     cell = h.cells.default
     _, app = h.roles["api"].http()
@@ -86,8 +89,9 @@ async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tid
             await until(lambda: cell.pool.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                 " AND query LIKE 'DELETE FROM instances%')"), what="the take-back waiting for its lock")
-            boot.cancel()
-            with pytest.raises(asyncio.CancelledError):
+            [writer] = [t for t in asyncio.all_tasks() if t.get_name() == "db:boot-writes"]
+            writer.cancel()
+            with pytest.raises(PoolClosing):
                 await boot
     assert await h.pool.fetchval("SELECT count(*) FROM instance_mappings") == 0
     assert await cell.pool.fetchval("SELECT count(*) FROM instances") == 2
@@ -95,3 +99,32 @@ async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tid
     assert len(await h.cells.tidy()) == 2
     assert await cell.pool.fetchval("SELECT count(*) FROM instances") == 0
     assert (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"] == []
+
+
+async def test_boots_that_arrive_together_are_written_together_each_within_the_quota(cloud, monkeypatch):
+    """One user's boots arriving at once share the quota lock, the transaction and the insert
+    (server_create._write_boots); each is still decided as if it came alone: those beyond the
+    quota hear why, the others are written and built."""
+    h = cloud
+    batches: list[int] = []
+    real = server_create._write_boots
+
+    async def counting(state, cell, batch):
+        batches.append(len(batch))
+        return await real(state, cell, batch)
+
+    monkeypatch.setattr(server_create, "_write_boots", counting)
+    await ok(await h.http.put(V + "/os-quota-sets/proj-a", headers=h.admin,
+                              json={"quota_set": {"instances": 3}}), 200)
+    answers = await asyncio.gather(*(h.http.post(V + "/servers", headers={**h.alice, **MV},
+                                                 json=boot_body(h, name=f"together-{i}")) for i in range(5)))
+    assert sorted(r.status for r in answers) == [202, 202, 202, 403, 403]
+    refused = [await r.json() for r in answers if r.status == 403]
+    assert all("Quota exceeded for instances" in body["forbidden"]["message"] for body in refused), refused
+    assert max(batches) > 1, batches     # they did share
+    ids = [(await r.json())["server"]["id"] for r in answers if r.status == 202]
+    for server_id in ids:
+        assert (await wait_status(h, server_id, "ACTIVE"))["status"] == "ACTIVE"
+    listed = (await ok(await h.http.get(V + "/servers", headers=h.alice), 200))["servers"]
+    assert sorted(s["name"] for s in listed) == sorted(f"together-{i}" for i in range(5)
+                                                        if answers[i].status == 202)

@@ -17,6 +17,8 @@ from tests.waiting import until
 
 @pytest.fixture
 def quick_heartbeat(monkeypatch):
+    # Checked often; each check still waits as long as usual for its answer: on a loaded
+    # machine a live connection can take longer than the interval to answer.
     monkeypatch.setattr(session_locks, "HEARTBEAT", 0.2)
 
 
