@@ -263,9 +263,9 @@ async def reserve_and_write(state: ApiState, ctx: RequestContext, request: BootR
     """Decide how many instances fit (down to min_count), join their server group and write
     them, all under the project's counting lock; their uuids. With nothing limited there is
     nothing to count, and no lock to wait for. `preset`: the one instance's uuid, already
-    named by the attachments `reserved` on its volumes."""
+    named by the attachments `reserved` on its volumes. Plain boots (no volumes, no server
+    group) of one user that arrive together are decided and written together (_write_boots)."""
     if preset is None and not reserved and not request.block_devices and "group" not in request.hints:
-        # The plain boots of one user arriving together are written together (_write_boots).
         line = ("boot-writes", ctx.project_id, ctx.user_id, cell.uuid)
         return await state.pool.lines.submit(line, functools.partial(_boot_writes, state, cell),
                                              _Boot(ctx, request, found))
