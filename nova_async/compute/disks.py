@@ -155,13 +155,13 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
     for the ephemeral disk `keep_ephemeral` names (set_aside_ephemeral), which is put back as
     it is. No `base`: a volume-backed instance, whose root (vda) is its volume; only the
     flavor's ephemeral and swap disks are local."""
-    if base is not None and root_gb and base.stat().st_size > root_gb * GiB:
+    # The file system's calls go to a thread, in one hop: a burst of builds is many of them.
+    size = await asyncio.to_thread(_fresh_dir, instance_dir(instances_root, instance_uuid),
+                                   base if root_gb else None)
+    if base is not None and root_gb and size > root_gb * GiB:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image: the image is "
-                                  f"{base.stat().st_size} bytes, the flavor's disk {root_gb} GiB.")
+                                  f"{size} bytes, the flavor's disk {root_gb} GiB.")
     path = instance_dir(instances_root, instance_uuid)
-    if path.exists():
-        await asyncio.to_thread(shutil.rmtree, path)
-    path.mkdir(parents=True)
     disks = []
     if base is not None:
         root = path / "disk"
@@ -182,6 +182,26 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
     return disks
 
 
+def _fresh_dir(path: Path, base: Path | None) -> int:
+    """The instance's directory made anew (empty); the size of `base` (0: none given)."""
+    size = base.stat().st_size if base is not None else 0
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return size
+
+
+def _copy_of(template: Path, target: Path) -> bool:
+    """`target` made a copy of `template`; False when there is no template yet."""
+    try:
+        shutil.copyfile(template, target)
+    except FileNotFoundError:
+        if template.exists():   # it was the target's directory that was missing
+            raise
+        return False
+    return True
+
+
 async def _new_qcow2(instances_root: Path, target: Path, options: list[str], size: list[str]) -> None:
     """`qemu-img create -f qcow2 <options> <target> <size>`, as a copy of the same command's output
     made once. A fresh overlay (or blank disk) is a header and empty tables, byte for byte the
@@ -193,14 +213,15 @@ async def _new_qcow2(instances_root: Path, target: Path, options: list[str], siz
     sees half of one (two builds racing both make it; the rename makes that harmless)."""
     key = hashlib.sha256("\0".join([*options, "--", *size]).encode()).hexdigest()[:32]
     template = instances_root / BASE_DIR / TEMPLATE_DIR / f"{key}.qcow2"
-    if not template.exists():
-        template.parent.mkdir(parents=True, exist_ok=True)
-        tmp = template.parent / f".{key}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
-        try:
-            await qemu_img("create", "-q", "-f", "qcow2", *options, str(tmp), *size)
-            os.replace(tmp, template)
-        finally:
-            tmp.unlink(missing_ok=True)
+    if await asyncio.to_thread(_copy_of, template, target):
+        return
+    template.parent.mkdir(parents=True, exist_ok=True)
+    tmp = template.parent / f".{key}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
+    try:
+        await qemu_img("create", "-q", "-f", "qcow2", *options, str(tmp), *size)
+        os.replace(tmp, template)
+    finally:
+        tmp.unlink(missing_ok=True)
     await asyncio.to_thread(shutil.copyfile, template, target)
 
 
