@@ -7,6 +7,7 @@ import asyncio
 import asyncpg
 
 from nova_async.db.session_locks import SessionLocks, key
+from tests.waiting import until
 
 
 async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(database):
@@ -76,11 +77,49 @@ async def test_takes_and_gives_back_that_arrive_together_share_a_statement(datab
         await b.close()
 
 
-async def test_a_taker_cancelled_while_its_take_is_sent_gives_back_what_it_got(database):
+class _HeldAnswers:
+    """The locks' connection, its answers held until the test lets them go."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+        self.answered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def fetch(self, *args):
+        rows = await self._conn.fetch(*args)    # done on the server: the lock is taken
+        self.answered.set()
+        await self.release.wait()
+        return rows
+
+
+async def test_a_taker_cancelled_while_its_take_is_sent_gives_back_what_it_got(database, monkeypatch):
     a, b = SessionLocks(database), SessionLocks(database)
     try:
         await a.open()
+        held = _HeldAnswers(a._conn)
+
+        async def connection():
+            return held
+        monkeypatch.setattr(a, "_connection", connection)
         k = key("schedule", "cancelled")
+        taker = asyncio.create_task(a.take([k]))
+        await held.answered.wait()      # the server gave the lock…
+        taker.cancel()                  # …and its taker went before hearing so
+        await asyncio.gather(taker, return_exceptions=True)
+        monkeypatch.undo()
+        held.release.set()
+        await until(lambda: b.take_one(k), what="the lock given back")
+        assert not a.holds(k)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_taker_cancelled_before_its_take_is_sent_leaves_the_key_free(database):
+    a, b = SessionLocks(database), SessionLocks(database)
+    try:
+        await a.open()
+        k = key("schedule", "cancelled-early")
         async with a._io:               # its statement waits for the connection…
             taker = asyncio.create_task(a.take([k]))
             await asyncio.sleep(0)
