@@ -73,8 +73,10 @@ SET_ACTIVE = Coalesced(IQ.set_active)
 
 # Nova's default for direct kernel boot is root plus the consoles; ours names only the
 # serial console (the one we log) and adds "quiet": under TCG every kernel message on the
-# emulated UART costs boot time. An image's os_command_line replaces it, as in Nova.
-DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet"
+# emulated UART costs boot time. "no_timer_check": on a loaded host an emulated guest's
+# early timer check can miss its ticks and stall the boot (common in cloud images' own
+# command lines). An image's os_command_line replaces it, as in Nova.
+DEFAULT_CMDLINE = "root=/dev/vda console=ttyS0 quiet no_timer_check"
 # instances.config_drive as Nova keeps it: "True" when the guest has one, else "".
 CONFIG_DRIVE_SET = "True"
 IMG_CONFIG_DRIVE = "img_config_drive"     # the image property: "mandatory" or "optional"

@@ -86,7 +86,8 @@ CLOUD_CFG = {"etc/cloud/cloud.cfg.d/01_locale.cfg": "# C.UTF-8 is built in: noth
                                                      "locale: C.UTF-8\n"}
 # No "quiet": the console log is how a user (and the boot check) sees cloud-init's keys and
 # its "finished" line, which reach the console either way; kernel messages help debugging.
-CMDLINE = "root=/dev/vda console=ttyS0"
+# "no_timer_check" as in build.DEFAULT_CMDLINE.
+CMDLINE = "root=/dev/vda console=ttyS0 no_timer_check"
 DEFAULT_USER = "debian"
 # cloud-init's last line on the console, and the header it prints host keys under.
 FINISHED_MARK = "Cloud-init v. "
@@ -162,7 +163,7 @@ def load_cached(out: Path) -> CloudImage | None:
             if (out / name).stat().st_size != size:
                 return None
         return CloudImage(disk=out / "disk.qcow2", kernel=out / m["kernel"], initrd=out / "initrd.img",
-                          cmdline=m["cmdline"], kernel_version=m["kernel_version"], cloud_init=m["cloud_init"],
+                          cmdline=CMDLINE, kernel_version=m["kernel_version"], cloud_init=m["cloud_init"],
                           virtual_size=m["virtual_size"], built=False, build_seconds=m["build_seconds"],
                           facts={n: {"size": m["sizes"][n], "md5": m["md5"][n], "sha512": m["sha512"][n]}
                                  for n in m["sizes"]})

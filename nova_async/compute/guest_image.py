@@ -44,7 +44,7 @@ from nova_async.common import build_cache, errors, process
 RECIPE = 1                  # bump when the init script or module list changes: rebuilds caches
 KERNEL_META = "linux-image-amd64"
 BUSYBOX = Path("/bin/busybox")
-CMDLINE = "console=ttyS0 quiet"
+CMDLINE = "console=ttyS0 quiet no_timer_check"   # see build.DEFAULT_CMDLINE
 READY_LINE = "nova-async-guest: ready"
 # What the guest loads, in no particular order (dependencies are worked out from .modinfo):
 # virtio disks and NIC, the IDE CD-ROM path (ata_piix → sr_mod), ISO 9660, and the ACPI power
@@ -299,7 +299,7 @@ def load_cached(out: Path) -> GuestImage | None:
         for name, size in m["sizes"].items():
             if (out / name).stat().st_size != size:
                 return None
-        return GuestImage(kernel=out / m["kernel"], initrd=out / "initrd.img", cmdline=m["cmdline"],
+        return GuestImage(kernel=out / m["kernel"], initrd=out / "initrd.img", cmdline=CMDLINE,
                           kernel_version=m["kernel_version"], built=False, note=m.get("note", ""))
     except (OSError, ValueError, KeyError, TypeError):
         return None
