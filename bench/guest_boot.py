@@ -4,7 +4,7 @@ For the same demo guest (Debian's kernel and a busybox initramfs, direct kernel 
 times (a) through nova-async's API, POST /servers → ACTIVE and → the first non-empty line of
 `os-getConsoleOutput`; and (b) straight through libvirt-python on qemu:///system, defineXML +
 create() of a copy of the domain (a) produced — its own name, UUID, disk copies, console log
-and serial socket, no <interface> — and → the first non-empty line of its console log. Both
+and serial socket, its NIC a tap on no bridge — and → the first non-empty line of its console log. Both
 poll every 0.1 s. (a)'s server is deleted before (b) starts, so the two guests never share
 the CPUs.
 
@@ -12,7 +12,7 @@ Starts `nova-async serve --libvirt-uri qemu:///system` with a private database i
 state dir, and prints every run, the medians, and the overhead as a − b and a / b. Numbers
 only: nothing is asserted. Needs root (or libvirt access) and the demo guest (built if missing).
 
-    .venv/bin/python bench/guest_boot.py [--runs 3] [--virt-type auto|kvm|qemu]
+    .venv/bin/python bench/guest_boot.py [--runs 3] [--virt-type auto|kvm|qemu] [--log FILE]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import tempfile
 import time
 import uuid
 import xml.etree.ElementTree as ET
+from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -187,6 +188,23 @@ async def via_api(api: Api, conn: libvirt.virConnect, body: dict, run: int,
     return active, line_at, line
 
 
+async def steps(api: Api, server_id: str) -> str:
+    """Where (a)'s time went, from the server's own create action: each step's start and
+    length in seconds after the action began (Nova's instance-action events)."""
+    _, listed = await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions", 200)
+    [create] = [a for a in listed["instanceActions"] if a["action"] == "create"]
+    _, shown = await api.call("GET", f"{V}/servers/{server_id}/os-instance-actions/{create['request_id']}", 200)
+    action = shown["instanceAction"]
+    began = datetime.fromisoformat(action["start_time"])
+    parts = []
+    for e in sorted(action["events"], key=lambda e: e["start_time"]):
+        start = (datetime.fromisoformat(e["start_time"]) - began).total_seconds()
+        took = (datetime.fromisoformat(e["finish_time"]) - datetime.fromisoformat(e["start_time"])).total_seconds() \
+            if e.get("finish_time") else float("nan")
+        parts.append(f"{e['event'].removeprefix('compute_')} +{start:.2f} ({took:.2f})")
+    return ", ".join(parts)
+
+
 async def delete(api: Api, server_id: str) -> None:
     await api.call("DELETE", f"{V}/servers/{server_id}", 204)
     async with asyncio.timeout(TIMEOUT):
@@ -200,7 +218,9 @@ def qemu_img(*args: str) -> str:
 
 def clone_domain(conn: libvirt.virConnect, server_id: str, work: Path) -> tuple[str, str, int]:
     """A copy of the server's domain XML whose files all live in `work`: copies of its disks, its
-    own console log and serial socket. (xml, domain type, interfaces dropped).
+    own console log and serial socket, and each NIC (same model and MAC) a tap of its own on
+    no bridge (type ethernet), so that the guest sees the same devices. (xml, domain type,
+    NICs so moved).
 
     The server's delete removes its instance directory before (b) starts, so nothing (b)
     defines may point there: libvirt would fail to bind the console socket, QEMU to open a
@@ -223,7 +243,10 @@ def clone_domain(conn: libvirt.virConnect, server_id: str, work: Path) -> tuple[
     devices = root.find("devices")
     interfaces = devices.findall("interface")
     for el in interfaces:
-        devices.remove(el)
+        el.set("type", "ethernet")
+        for child in el.findall("source"):
+            el.remove(child)
+        el.find("target").set("dev", "bdtap" + uuid.uuid4().hex[:8])   # libvirt makes it
     for disk in devices.findall("disk"):
         source = disk.find("source")
         path = Path(source.get("file"))
@@ -286,6 +309,7 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--virt-type", choices=("auto", "kvm", "qemu"), default="auto",
                         help="nova-async's compute.virt_type; qemu (TCG) where KVM guests fail")
+    parser.add_argument("--log", type=Path, help="write the service's log there (where a boot's time goes)")
     args = parser.parse_args()
     started = time.perf_counter()
     state = tempfile.mkdtemp(prefix="nova-async-bench-")
@@ -304,13 +328,14 @@ async def main() -> None:
             await api.login()
             body, net_id, origin = await prepare(api)
             bridge = "brq" + net_id[:11]
-            results, lines = [], set()
+            results, lines, timeline = [], set(), []
             for run in range(1, args.runs + 1):
                 a_active, a_line_at, a_line = await via_api(api, conn, body, run, server_ids)
+                timeline.append(await steps(api, server_ids[-1]))
                 # (b) needs (a)'s disks, which the delete removes: copy them while (a) still runs.
                 work = Path(tempfile.mkdtemp(prefix=f"direct-{run}-", dir=state))
                 os.chmod(work, 0o755)
-                xml, domain_type, dropped = await asyncio.to_thread(clone_domain, conn, server_ids[-1], work)
+                xml, domain_type, nics = await asyncio.to_thread(clone_domain, conn, server_ids[-1], work)
                 await delete(api, server_ids[-1])
                 b_running, b_line_at, b_line = await direct(conn, xml, work)
                 results.append((a_active, b_running, a_line_at, b_line_at))
@@ -323,7 +348,7 @@ async def main() -> None:
                     break
                 await asyncio.sleep(0.1)
         print(f"guest: image {origin}; 256 MiB, 1 vCPU, domain type {domain_type} on {URI}")
-        print(f"(b) is (a)'s domain XML with {dropped} <interface> dropped (no tap, no bridge); "
+        print(f"(b) is (a)'s domain XML with its {nics} NIC(s) on a tap of their own, on no bridge; "
               f"polling every {POLL:.1f} s on both sides")
         for side, line in sorted(lines):
             print(f"first console line ({side}): {line!r}")
@@ -332,6 +357,9 @@ async def main() -> None:
         for i, r in enumerate(results, 1):
             print(row(str(i), *r))
         print(row("median", *(statistics.median(col) for col in zip(*results))))
+        print("\n(a)'s steps, seconds after its create action began (length):")
+        for i, line in enumerate(timeline, 1):
+            print(f"  {i}: {line}")
     finally:
         for server_id in server_ids:  # left behind only when a run failed half-way
             try:
@@ -351,6 +379,8 @@ async def main() -> None:
         if bridge and Path("/sys/class/net", bridge).exists():
             await asyncio.to_thread(subprocess.run, ["ip", "link", "del", "dev", bridge], check=False)
         shutil.rmtree(state, ignore_errors=True)
+        if args.log:
+            args.log.write_text("\n".join(log) + "\n")
         noteworthy = [line for line in log if any(n in line for n in NOTEWORTHY)]
         print(f"\nservice log: {len(log)} lines, {len(noteworthy)} warnings/errors; "
               f"bench took {time.perf_counter() - started:.0f} s")

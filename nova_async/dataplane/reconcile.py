@@ -124,6 +124,8 @@ class Reconciler:
         self._stopping = asyncio.Event()
         self.started = 0                    # generation of the last pass that started
         self.last = PassOutcome(0)          # the last pass that finished
+        self._read_now: Desired | None = None    # what the pass under way read (None: not yet)
+        self._read_last: Desired | None = None   # what the last finished pass read
         self._finished = asyncio.Condition()
         self.listening = asyncio.Event()    # set while notifications are heard
 
@@ -142,6 +144,20 @@ class Reconciler:
         if self.last.generation < target:
             raise errors.Unavailable("the data plane is stopping")
         return self.last
+
+    async def serving(self, seen: Callable[[Desired], bool]) -> PassOutcome:
+        """Wait until a pass whose read `seen` accepts has finished; its outcome. That is the
+        last pass when its read did, else the pass under way when its read did (a pass the
+        change itself set off, say), else the one settled() asks for."""
+        if self._read_last is not None and seen(self._read_last):
+            return self.last
+        if self._read_now is not None and seen(self._read_now):
+            target = self.started
+            async with self._finished:
+                await self._finished.wait_for(lambda: self.last.generation >= target or self._stopping.is_set())
+            if self.last.generation >= target:
+                return self.last
+        return await self.settled()
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Listen and pass until `stopping` is set; then close every part (in reverse)."""
@@ -184,8 +200,9 @@ class Reconciler:
         self.started += 1
         generation = self.started
         failures: dict[str, str] = {}
+        self._read_now = want = None
         try:
-            want = await self._read(self.pool)
+            want = self._read_now = await self._read(self.pool)
         except Exception as exc:
             log.warning("could not read the data plane's desired state; trying again", error=_reason(exc))
             failures["desired"] = _reason(exc)
@@ -198,6 +215,7 @@ class Reconciler:
                     failures[part.name] = _reason(exc)
         async with self._finished:
             self.last = PassOutcome(generation, failures)
+            self._read_last, self._read_now = want, None
             self._finished.notify_all()
         return self.last
 

@@ -102,7 +102,11 @@ class DataplaneRole(Role):
             raise errors.Unavailable(f"the data plane of host {self.host} is not running")
         try:
             async with asyncio.timeout(self.ports_ready_timeout):
-                outcome = await reconciler.settled()
+                # A pass that read the ports bound to this host serves them as the build bound
+                # them: the one their binding's NOTIFY set off, usually under way by now.
+                outcome = await reconciler.serving(lambda want: all(
+                    (port := want.ports.get(port_id)) is not None and port.binding_host == self.host
+                    for port_id in msg.port_ids))
                 while not outcome.clean:
                     # The reconciler retries on its own, with backoff; wait for its next pass.
                     outcome = await reconciler.settled(ask=False)

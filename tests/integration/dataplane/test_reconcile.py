@@ -1,6 +1,7 @@
 """The reconciler with parts that record what they are asked: passes at start, on a change in
-the database (NOTIFY), coalesced while a pass runs, retried after a failing part, and
-settled() answering after a pass that started after it was asked."""
+the database (NOTIFY), coalesced while a pass runs, retried after a failing part,
+settled() answering after a pass that started after it was asked, and serving() after the
+pass that read what it waits for."""
 
 from __future__ import annotations
 
@@ -89,6 +90,31 @@ async def test_requests_during_a_pass_make_one_more_pass(pool):
         assert outcome.generation == running + 1
         # Five requests, one pass: none is left to start.
         assert rec.started == running + 1 and not rec._wanted.is_set()
+
+
+async def test_serving_waits_for_the_pass_whose_read_saw_it_and_asks_for_no_other(pool):
+    """What a real guest's build waits for (dataplane role, PortsReady): the pass its own change
+    set off, when that pass read it; the last pass, when it did; else a new one."""
+    part = Recorder()
+    async with reconciling(pool, part) as rec:
+        part.gate.clear()
+        part.entered.clear()
+        network_id = await add_network(pool)   # its NOTIFY starts a pass, held inside the part
+        async with asyncio.timeout(BOUND):
+            await part.entered.wait()
+        assert network_id in part.seen[-1].networks
+        under_way = rec.started
+        waiting = asyncio.create_task(rec.serving(lambda want: network_id in want.networks))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()   # that pass has not finished
+        part.gate.set()
+        async with asyncio.timeout(BOUND):
+            assert (await waiting).generation == under_way
+        assert rec.started == under_way and not rec._wanted.is_set()   # no pass asked for
+        # The last pass read it: answered at once. Not read by any: the next pass.
+        assert (await rec.serving(lambda want: network_id in want.networks)).generation == under_way
+        async with asyncio.timeout(BOUND):
+            assert (await rec.serving(lambda want: False)).generation == under_way + 1
 
 
 async def test_a_failing_part_does_not_stop_the_others_and_is_retried(pool):
