@@ -15,9 +15,9 @@ import structlog
 from aiohttp import web
 
 from nova_async.bus import Bus, Message
-from nova_async.bus.base import first_set
 from nova_async.common import errors
 from nova_async.common.context import RequestContext, admin_context
+from nova_async.common.flags import Flag, first_set, set_within
 from nova_async.common.tokens import TokenCodec
 from nova_async.config import Settings
 from nova_async.db.cells import Cells
@@ -66,7 +66,7 @@ class Role:
         self.cells = deps.cells
         self.bus = deps.bus
         self.ready = asyncio.Event()
-        self.stopping = asyncio.Event()
+        self.stopping = Flag()
         self.handlers: dict[type[Message], MessageHandler] = {}
 
     def http(self) -> tuple[str, web.Application] | None:
@@ -124,8 +124,4 @@ class Role:
 
     async def sleep_unless_stopping(self, seconds: float) -> bool:
         """Wait up to `seconds`; True when the role is stopping (for periodic loops)."""
-        try:
-            await asyncio.wait_for(self.stopping.wait(), seconds)
-            return True
-        except TimeoutError:
-            return False
+        return await set_within(self.stopping, seconds)

@@ -68,11 +68,12 @@ from yarl import URL
 
 from nova_async.bus import messages
 from nova_async.bus.amqp_consumer import KeptConsumer
-from nova_async.bus.base import Bus, Handler, dispatch, first_set, next_unless
+from nova_async.bus.base import Bus, Handler, dispatch, next_unless
 from nova_async.bus.brokers import broker_urls, redacted, shown
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
+from nova_async.common.flags import first_set
 
 log = structlog.get_logger("bus")
 

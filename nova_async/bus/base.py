@@ -16,6 +16,7 @@ from nova_async.bus import messages
 from nova_async.bus.caps import NO_CAPS, VersionCaps
 from nova_async.bus.messages import ErrorReply, Message, Notification
 from nova_async.common import errors, metrics
+from nova_async.common.flags import Flag
 from nova_async.common.context import RequestContext
 
 log = structlog.get_logger("bus")
@@ -40,8 +41,8 @@ class Bus(abc.ABC):
         # rpc_response_timeout; the supervisor sets it).
         self.call_timeout = 60.0
         self._listeners: list[asyncio.Queue[Notification]] = []
-        self._closing = asyncio.Event()
-        self._returned = asyncio.Event()   # set, then replaced, at each reconnection
+        self._closing = Flag()
+        self._returned = Flag()   # set, then replaced, at each reconnection
 
     def next_return(self) -> asyncio.Event:
         """An event set when the transport next reconnects after losing its broker (never, in
@@ -49,7 +50,7 @@ class Bus(abc.ABC):
         return self._returned
 
     def _came_back(self) -> None:
-        returned, self._returned = self._returned, asyncio.Event()
+        returned, self._returned = self._returned, Flag()
         returned.set()
 
     @contextlib.contextmanager
@@ -174,14 +175,3 @@ async def next_unless(queue: asyncio.Queue[T], stopped: asyncio.Future[Any]) -> 
         getter.cancel()
         return None
     return getter.result()
-
-
-async def first_set(events: list[asyncio.Event]) -> None:
-    """Return as soon as any of `events` is set."""
-    waiters = [asyncio.create_task(e.wait(), name="bus:stop-wait") for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from nova_async.common import errors, metrics
+from nova_async.common.flags import set_within
 from nova_async.db.session_locks import SessionLocks, key
 
 log = structlog.get_logger("lease")
@@ -32,11 +33,7 @@ RETRY = 5.0   # seconds between tries to take a lease another copy holds
 
 async def stopped_within(stopping: asyncio.Event, seconds: float) -> bool:
     """Wait up to `seconds`; True when `stopping` was set meanwhile."""
-    try:
-        await asyncio.wait_for(stopping.wait(), seconds)
-        return True
-    except TimeoutError:
-        return False
+    return await set_within(stopping, seconds)
 
 
 def every(seconds: float, job: Callable[[], Awaitable[object]], stopping: asyncio.Event, *,

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import structlog
 
+from nova_async.common.flags import Flag
+
 log = structlog.get_logger("db.health")
 
 PROBE_INTERVAL = 5.0    # seconds between probes of a server that answers
@@ -70,8 +72,8 @@ class DatabaseHealth:
         self._wake = asyncio.Event()            # probe now
         # Set, then replaced by a fresh one, at each change / each return: a waiter holds the
         # one it took and misses nothing that happens after it took it.
-        self._changed = asyncio.Event()
-        self._returned = asyncio.Event()
+        self._changed = Flag()
+        self._returned = Flag()
 
     def register(self, dsn: str) -> None:
         """A pool opened to `dsn`: its server is probed from now on."""
@@ -138,7 +140,7 @@ class DatabaseHealth:
 
     def _fire(self, name: str) -> None:
         event = getattr(self, name)
-        setattr(self, name, asyncio.Event())
+        setattr(self, name, Flag())
         event.set()
 
     # -- the probe

@@ -20,7 +20,8 @@ from typing import IO
 import structlog
 
 from nova_async.bus import Bus, Notification
-from nova_async.bus.base import first_set, next_unless
+from nova_async.bus.base import next_unless
+from nova_async.common.flags import Flag, first_set
 
 log = structlog.get_logger("notifications")
 
@@ -37,7 +38,7 @@ class Feed:
         self.file = Path(file) if file else None
         self.callback_timeout = callback_timeout
         self._subscribers: list[tuple[Callback, tuple[str, ...]]] = []
-        self._wanted = asyncio.Event()   # a file or a subscriber: something to hand notifications to
+        self._wanted = Flag()   # a file or a subscriber: something to hand notifications to
         if self.file is not None:
             self._wanted.set()
 
