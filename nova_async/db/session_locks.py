@@ -9,8 +9,9 @@ holder dies the work is free for a survivor without a lease that has to run out 
 - a machine that vanished (power, network): the server's TCP keepalives on this connection
   (KEEPALIVE_* below, about 25 s) notice, which is well inside `service_down_time`.
 
-The holder's side of a lost connection: the heartbeat (`watch()`) finds it, and from then on
-nothing taken earlier counts. `generation` is bumped, `lost` wakes whoever leads a periodic
+The holder's side of a lost connection: the connection's end when the server closes it (its
+backend terminated), else the heartbeat (`watch()`, a network gone silent) finds it, and from
+then on nothing taken earlier counts. `generation` is bumped, `lost` wakes whoever leads a periodic
 job so it stops, and the connection is opened again (new takes wait for it).
 
 Within this process the same key is taken once: a session lock is re-entrant in PostgreSQL
@@ -140,9 +141,9 @@ class SessionLocks:
             try:
                 await self._conn.execute(_GIVE_BACK, keys)
             except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
-                await self._drop(describe(exc))
+                self._drop(describe(exc))
             except Exception as exc:        # not the connection: nothing can be given back on it
-                await self._drop(f"giving locks back failed: {describe(exc)}")
+                self._drop(f"giving locks back failed: {describe(exc)}")
         for _, done in gives:
             if done is not None and not done.done():
                 done.set_result(None)
@@ -163,7 +164,7 @@ class SessionLocks:
             taken = {r["k"] for r in await conn.fetch(_TAKE, [k for wanted, _ in takes for k in wanted])}
         except Exception as exc:
             if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)):
-                await self._drop(describe(exc))
+                self._drop(describe(exc))
                 exc = errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}")
             for wanted, answer in takes:
                 self._held.difference_update(wanted)
@@ -188,7 +189,7 @@ class SessionLocks:
             async with self._io:
                 await self._connection()
         except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
-            await self._drop(describe(exc))
+            self._drop(describe(exc))
             raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
 
     async def dead(self, incarnations: Iterable[uuid.UUID]) -> set[uuid.UUID]:
@@ -204,7 +205,7 @@ class SessionLocks:
                 conn = await self._connection()
                 found = await conn.fetch(_TRY_AND_GIVE_BACK, list(others.values()))
         except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
-            await self._drop(describe(exc))
+            self._drop(describe(exc))
             raise errors.DatabaseUnavailable(f"cannot look for dead processes: {describe(exc)}") from None
         free = {r["k"] for r in found}
         return {i for i, k in others.items() if k in free}
@@ -239,12 +240,15 @@ class SessionLocks:
             self._conn = await asyncpg.connect(
                 self._dsn, timeout=CONNECT_TIMEOUT, command_timeout=CONNECT_TIMEOUT,
                 server_settings={"application_name": self._application_name, **KEEPALIVE})
+            # At once when the server ends it (its backend terminated, the server stopping):
+            # another copy can take the locks from then on, not only after the next heartbeat.
+            self._conn.add_termination_listener(self._terminated)
             # This process's own lock first: a uuid nobody else knows, so it is always free.
             await self._conn.fetchval("SELECT pg_try_advisory_lock($1)", self._own)
             self.lost.clear()
         return self._conn
 
-    async def _drop(self, reason: str) -> None:
+    def _drop(self, reason: str) -> None:
         """The connection is gone, and every lock with it."""
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
@@ -258,6 +262,10 @@ class SessionLocks:
         if self._health is not None:
             self._health.suspect()
 
+    def _terminated(self, conn: asyncpg.Connection) -> None:
+        if conn is self._conn and not self._closed:   # not one this process closed itself
+            self._drop("the server closed the connection")
+
     async def watch(self) -> None:
         """Until cancelled: check the connection every HEARTBEAT seconds (run it beside the
         roles). A lock holder learns of a loss from `generation` and `lost`."""
@@ -270,7 +278,7 @@ class SessionLocks:
                     await self._conn.fetchval("SELECT 1", timeout=HEARTBEAT_ANSWER)
                 except (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                         asyncpg.InterfaceError) as exc:
-                    await self._drop(describe(exc))
+                    self._drop(describe(exc))
 
     async def close(self) -> None:
         self._closed = True

@@ -66,7 +66,7 @@ async def test_the_job_runs_in_one_copy_and_moves_when_its_holder_dies(database,
         # the job at once, b takes it over.
         conn = await asyncpg.connect(database)
         try:
-            await conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
                                "WHERE application_name = 'lease-a' AND datname = current_database()")
         finally:
             await conn.close()

@@ -25,7 +25,9 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
         assert await c.take([k1, k2]) == set()
         conn = await asyncpg.connect(database)
         try:
-            await conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            # With a timeout it returns once they have ended (the server lets go of their locks
+            # then), not as soon as it has told them to.
+            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
                                "WHERE application_name = 'nova-async' AND datname = current_database() "
                                "AND pid <> pg_backend_pid() "
                                "AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
@@ -36,6 +38,33 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_holder_learns_at_once_that_the_server_ended_its_connection(database, monkeypatch):
+    """Not at the next heartbeat (here never): its locks may be another copy's from that
+    moment, so whoever leads a job under one must stop then."""
+    from nova_async.db import session_locks
+
+    monkeypatch.setattr(session_locks, "HEARTBEAT", 3600.0)
+    a = SessionLocks(database, name="nova-async ended")
+    watching = asyncio.create_task(a.watch())
+    try:
+        k = key("schedule", "ended")
+        assert await a.take([k]) == {k}
+        generation = a.generation
+        conn = await asyncpg.connect(database)
+        try:
+            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                               "WHERE application_name = 'nova-async ended'")
+        finally:
+            await conn.close()
+        await until(lambda: a.lost.is_set(), what="the loss noticed", timeout=10)
+        assert a.generation > generation and not a.holds(k)
+        assert await a.take([k]) == {k}   # a new connection, the key taken again
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+        await a.close()
 
 
 async def test_a_process_is_dead_once_its_own_lock_is_free(database):
