@@ -12,6 +12,8 @@ these series plus the process's own (memory, CPU, open files)."""
 
 from __future__ import annotations
 
+import functools
+
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
                                ProcessCollector, generate_latest)
 
@@ -67,13 +69,21 @@ for _result in DECISION_RESULTS:
     _DECISIONS.labels(_result)
 
 
+# A series' child looked up once per label values, not at every observation: labels() checks
+# and locks each time, a cost paid on every bus message and HTTP request. The label values
+# are bounded (above), and so are these caches.
+_http = functools.cache(_HTTP.labels)
+_rpc = functools.cache(_RPC.labels)
+_queue_depth = functools.cache(_QUEUE_DEPTH.labels)
+
+
 def node_is(host: str, listen: str, roles: list[str], version: str) -> None:
     """Name the node this process is, once at start."""
     _NODE.labels(host, listen, ",".join(roles), version).set(1)
 
 
 def observe_request(api: str, method: str, status: int, seconds: float) -> None:
-    _HTTP.labels(api, method, str(status)).observe(seconds)
+    _http(api, method, status).observe(seconds)
 
 
 def build_finished(outcome: str) -> None:
@@ -88,11 +98,11 @@ def scheduling_decided(result: str, seconds: float) -> None:
 
 
 def set_queue_depth(topic: str, depth: int) -> None:
-    _QUEUE_DEPTH.labels(topic).set(depth)
+    _queue_depth(topic).set(depth)
 
 
 def observe_rpc(topic: str, seconds: float, *, message: str = "", outcome: str = "ok") -> None:
-    _RPC.labels(topic, message, outcome).observe(seconds)
+    _rpc(topic, message, outcome).observe(seconds)
 
 
 def lease_held(job: str, held: bool) -> None:
