@@ -28,7 +28,7 @@ DEBS := postgresql qemu-utils libvirt-dev libvirt-daemon libvirt-clients pkg-con
 # the active-active nodes (examples/haproxy.cfg, tests/e2e/test_active_active.py).
 TEST_DEBS := rabbitmq-server systemd openssh-client lvm2 thin-provisioning-tools chromium haproxy
 
-.PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench conformance clean help
+.PHONY: run test deps test-deps venv host-setup guest-image cloud-image bench bench-peer conformance clean help
 
 help:
 	@echo "make run    install what is missing, build the demo guest, then start nova-async (ARGS='--listen 0.0.0.0:8774 …')"
@@ -36,6 +36,7 @@ help:
 	@echo "make host-setup / make guest-image   start libvirt and probe KVM / build the demo guest"
 	@echo "make cloud-image   build the Debian 12 cloud image (cloud-init, ssh; user debian) once"
 	@echo "make conformance   run Placement's gabbi files and Tempest's API tests against a fresh service (slow)"
+	@echo "make bench-peer    the same boot burst against nova-async and upstream Nova 34 + Placement 16 (ARGS='--servers 200 --hosts 20')"
 
 # $(call apt_install,PACKAGES): apt-get install those of PACKAGES that are missing.
 define apt_install
@@ -115,6 +116,15 @@ bench: test-deps venv host-setup guest-image
 	$(BIN)/python bench/guest_boot.py
 	$(BIN)/python bench/volumes.py
 	$(BIN)/python bench/event_stream.py
+
+# Upstream Nova 34 and Placement 16 against nova-async: the same concurrent boots, same run.
+# Upstream is pip-installed once into its own virtualenv under /var/cache/nova-async/bench-peer
+# and runs on a private MariaDB and RabbitMQ (Debian's; all state in a temp dir, stopped at
+# the end) with Nova's fake virt driver. Minutes, and ~2 GiB more at 4 hosts: not in `make bench`.
+PEER_DEBS := mariadb-server rabbitmq-server
+bench-peer: venv
+	$(call apt_install,$(PEER_DEBS))
+	$(BIN)/python bench/nova_vs_upstream.py $(ARGS)
 
 # OpenStack's own suites, run as their projects run them, against a fresh service: upstream
 # Placement's gabbi files and Tempest's API tests. Slow, so not part of `make test`; each

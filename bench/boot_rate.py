@@ -36,6 +36,7 @@ NOVA_FAKE_DRIVER_MEDIAN_S = 6.2  # Rally, fake driver, 50 concurrent requests (p
 SERVE_ARGS: list[str] = []   # more flags for `serve`, from the command line
 HEADERS = {"X-Auth-Token": "admin", "X-Auth-Project-Id": "admin",
            "OpenStack-API-Version": "compute 2.96"}
+FLAVOR = {"ram": 64, "vcpus": 1, "disk": 1}   # every server's size (nova_vs_upstream.py gives Nova the same)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -153,8 +154,7 @@ async def prepare(s: aiohttp.ClientSession, url: str) -> dict:
     async with s.put(url + "/compute/v2.1/os-quota-sets/admin", headers=HEADERS, json={
             "quota_set": {"instances": -1, "cores": -1, "ram": -1}}) as r:
         assert r.status == 200, await r.text()
-    flavor = (await post("/compute/v2.1/flavors", {"flavor": {"name": "bench", "ram": 64, "vcpus": 1,
-                                                              "disk": 1}}))["flavor"]["id"]
+    flavor = (await post("/compute/v2.1/flavors", {"flavor": {"name": "bench", **FLAVOR}}))["flavor"]["id"]
     image = (await post("/image/v2/images", {"name": "bench", "disk_format": "raw",
                                              "container_format": "bare"}))["id"]
     async with s.put(f"{url}/image/v2/images/{image}/file", data=b"\0" * 65536,
