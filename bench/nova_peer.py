@@ -37,6 +37,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from bench import upstream_venv
+
 DEFAULT_VENV = Path(os.environ.get("NOVA_PEER_VENV", "/var/cache/nova-async/bench-peer/venv"))
 UPSTREAM_PACKAGES = ["nova==34.*", "openstack-placement==16.*", "gunicorn", "PyMySQL"]
 IMAGE_ID = "1f6d9c3e-2b0a-4c57-9d1e-6a4f0b7c8e21"
@@ -121,15 +123,8 @@ def free_port() -> int:
 
 
 def ensure_venv(venv: Path) -> Path:
-    """Create upstream's venv on first use; later runs find nova-compute there and go on."""
-    wanted = ("gunicorn", "nova-compute", "nova-manage", "placement-manage")
-    if all((venv / "bin" / name).exists() for name in wanted):
-        return venv
-    print(f"installing upstream nova and placement into {venv} (first run only, ~1-2 min) …", flush=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *UPSTREAM_PACKAGES], check=True)
-    return venv
+    return upstream_venv.ensure(venv, UPSTREAM_PACKAGES, ("gunicorn", "nova-compute", "nova-manage", "placement-manage"),
+                                "upstream nova and placement (~1-2 min)")
 
 
 def versions(venv: Path) -> dict[str, str]:

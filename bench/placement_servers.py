@@ -22,6 +22,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bench import upstream_venv
 from nova_async.db.embedded import EmbeddedPostgres
 
 DEFAULT_VENV = Path(os.environ.get("PLACEMENT_BENCH_VENV", "/var/cache/nova-async/bench/placement-venv"))
@@ -38,14 +39,7 @@ def free_port() -> int:
 
 
 def ensure_upstream_venv(venv: Path) -> Path:
-    """Create the upstream venv on first use; later runs find gunicorn there and go on."""
-    if (venv / "bin" / "gunicorn").exists() and (venv / "bin" / "placement-manage").exists():
-        return venv
-    print(f"installing upstream placement into {venv} (first run only) …", flush=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *UPSTREAM_PACKAGES], check=True)
-    return venv
+    return upstream_venv.ensure(venv, UPSTREAM_PACKAGES, ("gunicorn", "placement-manage"), "upstream placement")
 
 
 def upstream_version(venv: Path) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import asyncpg
 import pytest
 
 from nova_async.common import lease
 from nova_async.db import session_locks
 from nova_async.db.session_locks import SessionLocks
+from tests.integration.db import end_backends
 from tests.waiting import until
 
 
@@ -64,12 +64,7 @@ async def test_the_job_runs_in_one_copy_and_moves_when_its_holder_dies(database,
 
         # a's connection dies on the server's side (a process killed, a machine gone): a stops
         # the job at once, b takes it over.
-        conn = await asyncpg.connect(database)
-        try:
-            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-                               "WHERE application_name = 'lease-a' AND datname = current_database()")
-        finally:
-            await conn.close()
+        await end_backends(database, "application_name = 'lease-a'")
         await until(lambda: b.runs, lambda n: n >= 3, what="b took the job over")
         assert not a.running
         # a comes back (its locks reconnect) but b holds the lease: a only waits.

@@ -7,6 +7,7 @@ import asyncio
 import asyncpg
 
 from nova_async.db.session_locks import SessionLocks, key
+from tests.integration.db import end_backends
 from tests.waiting import until
 
 
@@ -23,16 +24,8 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
         # The holder dies (its connection is cut on the server): a third taker gets the keys.
         c = SessionLocks(database, name="nova-async third")   # not among those cut below
         assert await c.take([k1, k2]) == set()
-        conn = await asyncpg.connect(database)
-        try:
-            # With a timeout it returns once they have ended (the server lets go of their locks
-            # then), not as soon as it has told them to.
-            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-                               "WHERE application_name = 'nova-async' AND datname = current_database() "
-                               "AND pid <> pg_backend_pid() "
-                               "AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
-        finally:
-            await conn.close()
+        await end_backends(database, "application_name = 'nova-async' "
+                                     "AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
         assert await c.take([k1, k2]) == {k1, k2}
         await c.close()
     finally:
@@ -52,12 +45,7 @@ async def test_a_holder_learns_at_once_that_the_server_ended_its_connection(data
         k = key("schedule", "ended")
         assert await a.take([k]) == {k}
         generation = a.generation
-        conn = await asyncpg.connect(database)
-        try:
-            await conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-                               "WHERE application_name = 'nova-async ended'")
-        finally:
-            await conn.close()
+        await end_backends(database, "application_name = 'nova-async ended'")
         await until(lambda: a.lost.is_set(), what="the loss noticed", timeout=10)
         assert a.generation > generation and not a.holds(k)
         assert await a.take([k]) == {k}   # a new connection, the key taken again
