@@ -16,8 +16,8 @@ from nova_async.bus import messages
 from nova_async.bus.caps import NO_CAPS, VersionCaps
 from nova_async.bus.messages import ErrorReply, Message, Notification
 from nova_async.common import errors, metrics
-from nova_async.common.flags import Flag
 from nova_async.common.context import RequestContext
+from nova_async.common.flags import Flag
 
 log = structlog.get_logger("bus")
 

@@ -13,8 +13,8 @@ from nova_async.bus import messages
 from nova_async.bus.base import Bus, Handler, dispatch, next_unless
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import metrics
-from nova_async.common.flags import first_set
 from nova_async.common.context import RequestContext
+from nova_async.common.flags import first_set
 
 log = structlog.get_logger("bus")
 
