@@ -272,7 +272,7 @@ async def build(out: Path) -> CloudImage:
                    str(work / "disk.qcow2"))
         raw.unlink()
         files = (kernel_name, "initrd.img", "disk.qcow2")
-        manifest = {"recipe": RECIPE, "kernel": kernel_name, "kernel_version": version, "cmdline": CMDLINE,
+        manifest = {"recipe": RECIPE, "kernel": kernel_name, "kernel_version": version,
                     "cloud_init": cloud_init, "virtual_size": size, "packages": list(PACKAGES),
                     "build_seconds": round(time.monotonic() - started, 1),
                     "sizes": {n: (work / n).stat().st_size for n in files}}

@@ -372,7 +372,7 @@ async def build(out: Path) -> GuestImage:
             if await boots(work / "vmlinuz", work / "initrd.img") is None:
                 raise GuestImageError(f"neither vmlinux nor vmlinuz of {version} boots the initramfs under TCG")
             kernel, note = "vmlinuz", "vmlinux did not boot under TCG; using the slower vmlinuz"
-        manifest = {"recipe": RECIPE, "kernel": kernel, "kernel_version": version, "cmdline": CMDLINE,
+        manifest = {"recipe": RECIPE, "kernel": kernel, "kernel_version": version,
                     "note": note, "modules": [n for n, _ in modules],
                     "sizes": {n: len(b) for n, b in staged.items()},
                     "sha256": {n: hashlib.sha256(b).hexdigest() for n, b in staged.items()}}

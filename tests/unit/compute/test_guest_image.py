@@ -165,8 +165,15 @@ def write_manifest(out, **over):
     for name, body in {"vmlinux": ELF, "vmlinuz": b"z", "initrd.img": b"i"}.items():
         (out / name).write_bytes(body)
     manifest = {"recipe": guest_image.RECIPE, "kernel": "vmlinux", "kernel_version": "6.1.0-test",
-                "cmdline": "console=ttyS0", "sizes": {"vmlinux": len(ELF), "vmlinuz": 1, "initrd.img": 1}}
+                "sizes": {"vmlinux": len(ELF), "vmlinuz": 1, "initrd.img": 1}}
     (out / "manifest.json").write_text(json.dumps({**manifest, **over}))
+
+
+def test_a_cache_built_with_another_command_line_boots_with_todays(tmp_path):
+    """The command line is not part of what was built: a cache made before it changed (its
+    manifest still naming the old one) boots with the current one."""
+    write_manifest(tmp_path, cmdline="console=ttyS0 quiet")
+    assert load_cached(tmp_path).cmdline == guest_image.CMDLINE
 
 
 def test_a_complete_cache_is_reused(tmp_path):
@@ -174,6 +181,7 @@ def test_a_complete_cache_is_reused(tmp_path):
     image = load_cached(tmp_path)
     assert image is not None and not image.built
     assert image.kernel == tmp_path / "vmlinux" and image.initrd == tmp_path / "initrd.img"
+    assert image.cmdline == guest_image.CMDLINE
 
 
 @pytest.mark.parametrize("damage", ["old recipe", "truncated", "no manifest"])
