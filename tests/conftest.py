@@ -14,10 +14,15 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from nova_async.db import pool_order
 from nova_async.db.embedded import EmbeddedPostgres
 from nova_async.db.migrate import migrate
 from nova_async.db.pool import open_pool
 from tests.harness import remember_dsn
+
+# A connection taken out of order (db/pool_order.py) fails the test that does it, here and in
+# every `nova-async` the tests start.
+os.environ["NOVA_ASYNC_POOL_ORDER"] = "strict"
 
 _counter = itertools.count(1)
 E2E = Path(__file__).parent / "e2e"
@@ -222,3 +227,14 @@ async def no_leaked_tasks():
         for t in leaked:
             t.cancel()
         pytest.fail(f"test leaked tasks: {[t.get_name() for t in leaked]}")
+
+
+@pytest.fixture(autouse=True)
+def connections_taken_in_order():
+    """Fail a test during which any task, the service's background ones too, took a database
+    connection out of order (db/pool_order.py): an error there may never reach the test."""
+    pool_order.seen.clear()
+    yield
+    if pool_order.seen:
+        found, pool_order.seen[:] = list(pool_order.seen), []
+        pytest.fail("connections taken out of order:\n" + "\n".join(found))

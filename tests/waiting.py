@@ -54,11 +54,18 @@ LOCK_WAITERS = ("SELECT count(*) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND wait_event_type = 'Lock'")
 
 
+def _aside(query: Awaitable[T]) -> Awaitable[T]:
+    """A look at the database in a task of its own: the test may hold a connection of the
+    same pool as another process would, and a task holding one takes no second one from it
+    (db/pool_order.py)."""
+    return asyncio.ensure_future(query)
+
+
 async def waiting_for_locks(pool, count: int = 1, *, what: str = "a session waiting for a lock",
                             timeout: float = TIMEOUT) -> None:
     """Until `count` sessions on `pool`'s database wait for a lock (a row's, an advisory one):
     the point at which a test holding a lock has provably held a request up, and may say so."""
-    await until(lambda: pool.fetchval(LOCK_WAITERS), lambda waiting: waiting >= count,
+    await until(lambda: _aside(pool.fetchval(LOCK_WAITERS)), lambda waiting: waiting >= count,
                 what=what, timeout=timeout)
 
 
@@ -75,7 +82,7 @@ async def statement_running(pool, fragment: str, *, waiting_on: str | None = Non
     "Active" starts at the statement's parse, before its snapshot is taken (asyncpg prepares
     first). A test that needs the snapshot taken waits for a wait event the statement can
     only reach while executing: `waiting_on="PgSleep"` for one that calls pg_sleep."""
-    await until(lambda: pool.fetchval(RUNNING, fragment, waiting_on), lambda running: running > 0,
+    await until(lambda: _aside(pool.fetchval(RUNNING, fragment, waiting_on)), lambda running: running > 0,
                 what=f"a statement with {fragment!r} running", timeout=timeout)
 
 

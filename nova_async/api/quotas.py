@@ -79,15 +79,14 @@ async def lock_to_count(conn: asyncpg.Connection, defaults: QuotaSettings, proje
 class Room:
     """A project's limits as read under its quota locks, for a change that grows its usage."""
 
-    cells: Cells
-    project_id: str
     limit: dict[str, int]
-    counting: bool     # something the change may add to is limited: the counting lock is held
+    counting: bool          # something the change may add to is limited: the counting lock is held
+    used: dict[str, int]    # counted under that lock (nothing when not counting)
 
-    async def check(self, growth: dict[str, int]) -> None:
-        """QuotaExceeded unless what the project uses, counted now, leaves room for `growth`."""
+    def check(self, growth: dict[str, int]) -> None:
+        """QuotaExceeded unless what the project uses leaves room for `growth`."""
         if self.counting and any(amount > 0 for amount in growth.values()):
-            how_many_fit(self.limit, await usage(self.cells, self.project_id), growth, 1, 1)
+            how_many_fit(self.limit, self.used, growth, 1, 1)
 
 
 @contextlib.asynccontextmanager
@@ -95,10 +94,12 @@ async def growing(pool: Pool, cells: Cells, defaults: QuotaSettings, project_id:
                   adds: tuple[str, ...] = ("cores", "ram")) -> AsyncIterator[Room]:
     """The project's quota locks, taken as a boot adding to `adds` takes them, held while the
     block checks its growth (`Room.check`) and writes what takes that room. The block's writes
-    must commit before it ends: the locks go only then, and the next count must see them."""
+    must commit before it ends: the locks go only then, and the next count must see them.
+    The usage is counted here, before the block takes a cell's connection (db/pool_order.py):
+    under the lock it can only shrink meanwhile (a delete), so the check errs on the safe side."""
     async with pool.acquire() as conn, conn.transaction():
         limit, counting = await lock_for_boot(conn, defaults, project_id, dict.fromkeys(adds, 1))
-        yield Room(cells, project_id, limit, counting)
+        yield Room(limit, counting, await usage(cells, project_id) if counting else total())
 
 
 def _own(rows: list[asyncpg.Record]) -> dict[str, int]:

@@ -28,12 +28,13 @@ async def delete(state: ApiState, ctx: RequestContext, uuid: str, *, again: bool
     await state.hooks.pre("pre_delete", row)
     async with db.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(IQ.mark_deleting, uuid)
-        if row is None and again and await state.cells.instance_db(uuid) is not db:
+        if row is not None:
+            await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
+    if row is None:
+        if again and await state.cells.instance_db(uuid) is not db:
             # It moved to another cell (no host found) while we looked: delete it there.
             return await delete(state, ctx, uuid, again=False)
-        if row is None:
-            raise lookup.not_found(uuid)
-        await instances.start_action(conn, uuid, ctx.request_id, "delete", ctx.project_id, ctx.user_id)
+        raise lookup.not_found(uuid)
     if row["shelved_image_id"]:
         try:
             await state.images.delete(row["shelved_image_id"])

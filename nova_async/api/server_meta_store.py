@@ -57,10 +57,17 @@ async def change_metadata(state: ApiState, ctx: RequestContext, raw: str,
                           change: Callable[[dict[str, str]], dict[str, str]]) -> dict:
     """Replace the server's metadata by `change(metadata)`; the metadata stored. 409 when
     the server is locked (for a member) or being deleted; 403 over the quota."""
-    async with (await _cell(state, raw)).acquire() as conn, conn.transaction():
+    uuid = parse_uuid(raw)
+    found = await state.cells.of_instance_with_project(uuid) if uuid else None
+    if found is None:
+        raise lookup.not_found(raw)
+    cell, project_id = found
+    # Read before the cell's connection is taken (db/pool_order.py): a project's limits.
+    limit = await quotas.limits(state.pool, state.settings.quota, project_id)
+    async with cell.pool.acquire() as conn, conn.transaction():
         row = await _visible(conn, ctx, raw)
         updated = change(dict(row["metadata"]))
-        quotas.check_metadata(await quotas.limits(state.pool, state.settings.quota, row["project_id"]), updated)
+        quotas.check_metadata(limit, updated)
         return await conn.fetchval(Q.set_metadata, row["uuid"], updated)
 
 

@@ -144,7 +144,7 @@ async def _claim(ctx: RequestContext, db, uuid: str, new: Flavor, action: str, *
         if claimed is None:
             raise lookup.refusal(await conn.fetchrow(IQ.get, uuid), action, uuid)
         if room is not None:
-            await room.check(_growth(Flavor.from_row(claimed["flavor"]), new))
+            room.check(_growth(Flavor.from_row(claimed["flavor"]), new))
         await conn.execute(MQ.insert_migration, migration_uuid, uuid, claimed["host"], claimed["node"],
                            claimed["flavor"], new, claimed["request_spec"], claimed["vm_state"],
                            claimed["project_id"], claimed["user_id"], migration_type, dest)

@@ -31,6 +31,7 @@ import asyncpg
 import structlog
 
 from nova_async.common import errors
+from nova_async.db import pool_order
 from nova_async.db.migrate import Gate, Mode, migrate
 from nova_async.db.pool import Pool, open_pool
 from nova_async.db.queries import queries
@@ -96,9 +97,9 @@ class Cells:
                     continue
                 dsn = cell_dsn(self._api_dsn, row["database_connection"])
                 await _ensure_database(self.api, dsn)
-                sizes = dict(self._sizes)
+                sizes: dict = dict(self._sizes, rank=pool_order.COMPUTE_CELL)
                 if row["uuid"] == CELL0_UUID:  # failed boots only: a few connections do
-                    sizes["max_size"] = min(sizes["max_size"], 5)
+                    sizes.update(max_size=min(sizes["max_size"], 3), rank=pool_order.CELL0)
                 pool = await self._stack.enter_async_context(open_pool(dsn, health=self.api.health, **sizes))
                 async with pool.acquire() as conn:
                     await migrate(conn, mode=self._mode, gate=self._gate)
@@ -127,6 +128,11 @@ class Cells:
     async def of_instance(self, instance_uuid: str) -> Cell | None:
         cell_uuid = await self.api.fetchval(Q.instance_cell, instance_uuid)
         return await self.get(cell_uuid) if cell_uuid else None
+
+    async def of_instance_with_project(self, instance_uuid: str) -> tuple[Cell, str] | None:
+        """The instance's cell and project, as its mapping has them."""
+        row = await self.api.fetchrow(Q.instance_cell_and_project, instance_uuid)
+        return (await self.get(row["cell_uuid"]), row["project_id"]) if row else None
 
     async def instance_db(self, instance_uuid: str) -> Pool:
         """The pool of the cell that holds the instance; 404 when no cell does."""
@@ -187,7 +193,8 @@ class Cells:
         # finds the row gone and looks again where the mapping now points.
         # Neither side is an event for the stream (api/event_stream.py): its clients saw the
         # server all along; the copy is the same server, the delete is not its end.
-        async with source.pool.acquire() as src, src.transaction():
+        # The API database's connection is taken first, as everywhere (pool_order.py).
+        async with self.api.acquire() as api, source.pool.acquire() as src, src.transaction():
             if await src.fetchval(Q.lock_instance, instance_uuid) is None:
                 return
             await src.execute(Q.quiet_events)
@@ -200,7 +207,7 @@ class Cells:
                                    exported["actions"], exported["events"])
                 if mappings:
                     await conn.execute(BQ.import_rows, mappings)
-            await self.api.execute(Q.remap_instance, instance_uuid, target.uuid)
+            await api.execute(Q.remap_instance, instance_uuid, target.uuid)
             await src.execute(Q.drop_instance, instance_uuid)
         log.info("instance moved between cells", instance_uuid=instance_uuid, source=source.name,
                  target=target.name)
@@ -257,9 +264,9 @@ class Cells:
         source = await self.of_instance(instance_uuid)
         if source is None or source is cell:
             return False
-        async with source.pool.acquire() as conn, conn.transaction():
+        async with self.api.acquire() as api, source.pool.acquire() as conn, conn.transaction():
             await conn.fetchval(Q.lock_instance, instance_uuid)
-            if await self.api.fetchval(Q.instance_cell, instance_uuid) != source.uuid:
+            if await api.fetchval(Q.instance_cell, instance_uuid) != source.uuid:
                 return False   # the move finished: this copy is the instance now
             async with cell.pool.acquire() as copy, copy.transaction():
                 await copy.execute(Q.quiet_events)   # a leftover copy, not the server's end
@@ -336,7 +343,7 @@ async def _ensure_database(api: Pool, dsn: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1, max_size: int = 20,
+async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1, max_size: int = 8,
                      mode: Mode = Mode.ALL, gate: Gate = Gate()) -> AsyncIterator[Cells]:
     """The cells of the API database `api`: cell0 and cell1 are made on first start, each
     cell's database is created if missing and migrated, and a pool is opened to each."""

@@ -31,12 +31,14 @@ import collections
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import msgspec
 
 from nova_async.common import errors
 from nova_async.db.health import DatabaseHealth, describe
+from nova_async.db import pool_order
 from nova_async.db.lines import Lines
 
 COMMAND_TIMEOUT = 60.0
@@ -85,11 +87,20 @@ def _server_gone(exc: BaseException, conn: asyncpg.Connection | None) -> bool:
     return isinstance(exc, asyncpg.InterfaceError) and conn.is_closed()
 
 
-class Pool:
-    """At most `max_size` connections, `min_size` of them opened at start."""
+def _database_name(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    return parts.path.lstrip("/") or parse_qs(parts.query).get("dbname", ["the database"])[0]
 
-    def __init__(self, dsn: str, *, min_size: int, max_size: int, health: DatabaseHealth | None = None) -> None:
+
+class Pool:
+    """At most `max_size` connections, `min_size` of them opened at start. `rank`: where its
+    connections come in the order one task may hold several (pool_order)."""
+
+    def __init__(self, dsn: str, *, min_size: int, max_size: int, health: DatabaseHealth | None = None,
+                 rank: int = pool_order.API) -> None:
         self._dsn = dsn
+        self.rank = rank
+        self.name = _database_name(dsn)
         self.health = health if health is not None else DatabaseHealth()
         self.health.register(dsn)
         self._min_size = min_size
@@ -150,6 +161,10 @@ class Pool:
         conn.terminate()
         self._epoch_of.pop(conn, None)
         self._size -= 1
+
+    @property
+    def max_size(self) -> int:
+        return self._max_size
 
     def is_closing(self) -> bool:
         return self._closing
@@ -259,19 +274,27 @@ class Pool:
 class _Held:
     """One `acquire()`: the connection is taken on entry and given back (or closed) on exit."""
 
-    __slots__ = ("_pool", "_conn")
+    __slots__ = ("_pool", "_conn", "_held_before")
 
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
         self._conn: asyncpg.Connection | None = None
+        self._held_before: tuple = ()
 
     async def __aenter__(self) -> asyncpg.Connection:
-        self._conn = await self._pool._take()
+        before = pool_order.taking(self._pool)
+        try:
+            self._conn = await self._pool._take()
+        except BaseException:
+            pool_order.given_back(before)
+            raise
+        self._held_before = before
         return self._conn
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         conn, self._conn = self._conn, None
         assert conn is not None
+        pool_order.given_back(self._held_before)
         if exc is not None and _server_gone(exc, conn):
             self._pool._give_back(conn, fit=False)
             raise self._pool._lost(exc) from exc
@@ -281,9 +304,9 @@ class _Held:
 
 
 @contextlib.asynccontextmanager
-async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 20,
-                    health: DatabaseHealth | None = None) -> AsyncIterator[Pool]:
-    pool = Pool(dsn, min_size=min_size, max_size=max_size, health=health)
+async def open_pool(dsn: str, *, min_size: int = 2, max_size: int = 10,
+                    health: DatabaseHealth | None = None, rank: int = pool_order.API) -> AsyncIterator[Pool]:
+    pool = Pool(dsn, min_size=min_size, max_size=max_size, health=health, rank=rank)
     try:
         await pool.start()
     except errors.DatabaseUnavailable as exc:

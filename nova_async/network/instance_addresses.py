@@ -52,12 +52,14 @@ async def refresh(pool: Pool, cells: Cells, instance_uuids: set[str]) -> None:
         cell = await cells.of_instance(instance_uuid)
         if cell is None:
             continue
-        async with cell.pool.acquire() as conn, conn.transaction():
+        # The floating IPs are read once the row is locked, so that of two refreshes the later
+        # writes what it read later; the API database's connection comes first (db/pool_order.py).
+        async with pool.acquire() as api, cell.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(IQ.get_for_update, instance_uuid)
             if row is None or not row["network_info"]:
                 continue
             floating: dict[str, list[str]] = defaultdict(list)
-            for r in await pool.fetch(Q.instance_floating_ips, instance_uuid):
+            for r in await api.fetch(Q.instance_floating_ips, instance_uuid):
                 floating[str(r["port_id"])].append(r["address"])
             wanted = with_floating_ips(row["network_info"], floating)
             if wanted != row["network_info"]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import asyncpg
+
 from nova_async.db.cells import Cells
 from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
@@ -62,14 +64,15 @@ class HostState:
             self.used[rc] = self.used.get(rc, 0) - amount
 
 
-async def load(cells: Cells, candidates: list[ProviderSummary],
-               service_down_time: int) -> tuple[list[HostState], int]:
+async def load(cells: Cells, candidates: list[ProviderSummary], service_down_time: int, *,
+               api: asyncpg.Connection | None = None) -> tuple[list[HostState], int]:
     """Host states for the candidates, in placement's order, and how many candidates have no
     compute node here (providers that are not Nova hosts cannot be scheduled to). Hosts are
-    in the API database; what each is building now is counted in the cells."""
+    in the API database (read through `api` when the caller holds a connection to it); what
+    each is building now is counted in the cells."""
     if not candidates:
         return [], 0
-    rows = await cells.api.fetch(Q.host_states, [c.uuid for c in candidates], float(service_down_time))
+    rows = await (api or cells.api).fetch(Q.host_states, [c.uuid for c in candidates], float(service_down_time))
     by_uuid = {str(r["uuid"]): r for r in rows}
     building: Counter[str] = Counter()
     for r in await cells.gather(Q.building, [r["host"] for r in rows], cell0=False):
@@ -90,5 +93,5 @@ async def load(cells: Cells, candidates: list[ProviderSummary],
     return hosts, len(candidates) - len(hosts)
 
 
-async def count_hosts(pool: Pool) -> int:
-    return await pool.fetchval(Q.count_hosts)
+async def count_hosts(db: Pool | asyncpg.Connection) -> int:
+    return await db.fetchval(Q.count_hosts)

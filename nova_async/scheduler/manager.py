@@ -52,6 +52,10 @@ class Scheduler:
         self.weighers = weighers.from_settings(settings)
         self.batches = batch.Batches(cells=cells, placement=placement, settings=settings,
                                      host_filters=self.filters, choose=self._choose, release=self._release)
+        # A group's decision holds an API connection (its lock) while it waits for placement,
+        # which needs API connections of its own: at most half the pool decides for groups at
+        # once, waiting for a group's lock included, so the rest is always there for placement.
+        self._group_slots = asyncio.Semaphore(max(1, self.pool.max_size // 2))
 
     async def select_destinations(self, instance_uuids: list[str], spec: m.RequestSpec,
                                   holders: Mapping[str, Holder] | None = None) -> list[m.Selection]:
@@ -72,7 +76,7 @@ class Scheduler:
                     return selections
             return await self._select(instance_uuids, spec, holders, None, None, sample)
         # A group's placements are counted as they are made: one pass, over every host.
-        async with server_groups.locked(self.pool, spec.group, instance_uuids) as (group, conn):
+        async with self._group_slots, server_groups.locked(self.pool, spec.group, instance_uuids) as (group, conn):
             return await self._select(instance_uuids, spec, holders, group, conn, None)
 
     async def _select(self, instance_uuids: list[str], spec: m.RequestSpec, holders: Mapping[str, Holder],
@@ -89,7 +93,8 @@ class Scheduler:
         started = time.perf_counter()
 
         found = await self.placement.find_candidates(resources, sample)
-        hosts, not_nova = await host_state.load(self.cells, found.providers, self.settings.service_down_time)
+        hosts, not_nova = await host_state.load(self.cells, found.providers, self.settings.service_down_time,
+                                                api=conn)
         passed, removed_by = filters.run(self.filters, hosts, spec)
         if spec.scheduler_hints or spec.cell or spec.requested_host:
             hinted = [u for hint in ("same_host", "different_host") for u in spec.scheduler_hints.get(hint, [])]
@@ -135,7 +140,7 @@ class Scheduler:
             log.info("placement refused claims the hosts' room allowed; looking again",
                      refused=len(refusals), instances=len(instance_uuids))
             return await self._select(instance_uuids, spec, holders, group, conn, None, looked_again=True)
-        total = await host_state.count_hosts(self.pool)
+        total = await host_state.count_hosts(conn or self.pool)
         reason = explain(resources, total, len(hosts), found.providers_with_room, not_nova, removed_by,
                          refusals, placed=len(selections), wanted=len(instance_uuids))
         log.info("no valid host", instances=len(instance_uuids), reason=reason,

@@ -19,6 +19,9 @@ RETURNING cell_uuid::text;
 -- name: instance_cell
 SELECT cell_uuid::text FROM instance_mappings WHERE instance_uuid = $1;
 
+-- name: instance_cell_and_project
+SELECT cell_uuid::text, project_id FROM instance_mappings WHERE instance_uuid = $1;
+
 -- name: instance_cells
 SELECT instance_uuid::text, cell_uuid::text FROM instance_mappings WHERE instance_uuid = ANY ($1::uuid[]);
 

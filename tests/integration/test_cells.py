@@ -170,7 +170,7 @@ async def test_tidy_keeps_a_copy_a_move_is_making_the_real_one(cloud):
     await h.pool.execute("INSERT INTO instance_mappings (instance_uuid, cell_uuid, project_id, user_id)"
                          " VALUES ($1, $2, 'proj', 'user')", moving, cell1.uuid)
     # The move's first half, by hand: its source row locked, the copy committed in cell0.
-    async with cell1.pool.acquire() as src, src.transaction():
+    async with h.pool.acquire() as api, cell1.pool.acquire() as src, src.transaction():
         await src.fetchval(cells_mod.Q.lock_instance, moving)
         exported = await src.fetchrow(cells_mod.Q.export_instance, moving)
         await cell0.pool.execute(cells_mod.Q.import_instance, exported["instance"], exported["faults"],
@@ -178,7 +178,7 @@ async def test_tidy_keeps_a_copy_a_move_is_making_the_real_one(cloud):
         tidying = asyncio.create_task(h.cells.tidy())
         await waiting_for_locks(cell1.pool, what="tidy() waiting for the moving row's lock")
         assert not tidying.done()   # it waits for the move …
-        await h.pool.execute(cells_mod.Q.remap_instance, moving, cell0.uuid)
+        await api.execute(cells_mod.Q.remap_instance, moving, cell0.uuid)
         await src.execute(cells_mod.Q.drop_instance, moving)
     assert moving not in await tidying   # … which made cell0's copy the instance
     assert await where(h, moving) == {"api": 0, "cell0": 1, "cell1": 0}

@@ -74,19 +74,21 @@ async def test_a_boot_cancelled_while_it_takes_its_rows_back_leaves_them_for_tid
     async with h.pool.acquire() as gate, cell.pool.acquire() as blocker:
         # The mapping waits on a lock this test holds, then fails; the delete that takes the
         # rows back waits on a table lock this test takes once the rows are in.
+        # (The test's own queries go through these two: a task holding a connection of a
+        # pool takes no other from it, db/pool_order.py.)
         await gate.execute("SELECT pg_advisory_lock(4242)")
-        await h.pool.execute("""
+        await gate.execute("""
             CREATE FUNCTION refuse_mapping() RETURNS trigger LANGUAGE plpgsql AS
             $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RAISE EXCEPTION 'no mappings today'; END $$;
             CREATE TRIGGER refuse_mapping BEFORE INSERT ON instance_mappings
                FOR EACH STATEMENT EXECUTE FUNCTION refuse_mapping();""")
         boot = asyncio.create_task(server_create.create(app[STATE], ctx, boot_body(h, min_count=2), (2, 96)))
-        await until(lambda: cell.pool.fetchval("SELECT count(*) = 2 FROM instances"), what="both rows written")
+        await until(lambda: blocker.fetchval("SELECT count(*) = 2 FROM instances"), what="both rows written")
         async with blocker.transaction():
             await blocker.execute("LOCK TABLE instances IN SHARE MODE")
             await gate.execute("SELECT pg_advisory_unlock(4242)")
             # another session's lock wait has no event to wait on
-            await until(lambda: cell.pool.fetchval(
+            await until(lambda: gate.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                 " AND query LIKE 'DELETE FROM instances%')"), what="the take-back waiting for its lock")
             [writer] = [t for t in asyncio.all_tasks() if t.get_name() == "db:boot-writes"]

@@ -80,6 +80,23 @@ async def test_concurrent_boots_into_one_anti_affinity_group_land_apart(cloud):
     assert {await host_of(h, s["id"]) for s in servers} == {"sim-1", "sim-2"}
 
 
+async def test_more_boots_into_one_group_than_the_pool_has_connections_all_end(cloud):
+    """A group's decision holds an API connection (the group's lock) while it waits for
+    placement, which needs API connections of its own: with more boots into one group at
+    once than the pool has connections, none may wait for good (at most half the pool
+    decides for groups). The hosts take six; the rest hear there is no host left."""
+    h = cloud
+    await ok(await h.http.put(V + "/os-quota-sets/proj-a", headers=h.admin, json={"quota_set": {
+        "instances": -1, "cores": -1, "ram": -1, "server_group_members": -1}}), 200)
+    g = await group(h, "soft-anti-affinity")
+    bodies = [{**boot_body(h, name=f"crowd-{i}"), "os:scheduler_hints": {"group": g}}
+              for i in range(h.pool.max_size + 4)]
+    created = await asyncio.gather(*(h.http.post(V + "/servers", headers=h.alice, json=b) for b in bodies))
+    ids = [(await ok(r, 202))["server"]["id"] for r in created]
+    ended = await asyncio.gather(*(wait_status(h, sid, "ACTIVE", "ERROR") for sid in ids))
+    assert sorted(s["status"] for s in ended) == ["ACTIVE"] * 6 + ["ERROR"] * (len(bodies) - 6)
+
+
 async def test_shapes_by_microversion_list_and_delete(cloud):
     h = cloud
     old = await ok(await h.http.post(V + "/os-server-groups", headers={**h.alice, **OLD}, json={
