@@ -7,20 +7,27 @@ rounds) and prints its RSS there, beside its peak so far and its PostgreSQL's. M
 grows with the servers that exist, not with the ones in flight, shows as the slope between
 the marks. Nothing is asserted.
 
-The test driver keeps each host's domains inside the service's own process (libvirt's test
-driver is a library, not a daemon), so the slope includes what libvirt holds per domain, which
-a real host keeps in libvirtd instead. A peer in the same run measures that share: a bare
-Python process that defines and starts as many test-driver domains (an XML shaped like ours:
-metadata, a disk, an interface, a console) and reports its own growth; the last column is the
-service's RSS less it.
+Where the simulated hosts' domains live (`--domains`):
+
+  * libvirtd (the default): the service opens each host's test driver through libvirtd
+    (`[compute] sim_in_libvirtd`), so the domains live in the daemon, as a real host's
+    guests do, and the service's RSS is its own. libvirtd's RSS is printed beside it, for
+    information: it is the hypervisor's, not ours. `make host-setup` starts libvirtd.
+  * process: the test driver inside the service's own process (what `--simulate-hosts` does by
+    default), so the slope includes what libvirt holds per domain. A peer in the same run
+    measures that share: a bare Python process that defines and starts as many test-driver
+    domains (an XML shaped like ours: metadata, a disk, an interface, a console) and reports
+    its own growth; the last column is the service's RSS less it.
 
     .venv/bin/python bench/footprint.py [--hosts 1000] [--marks 0,1000,10000] [--batch 50] [--settle 25]
+        [--domains libvirtd|process]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import shutil
 import sys
@@ -94,19 +101,44 @@ def postgres_rss_mb(state: str) -> float:
     return total
 
 
+def libvirtd_rss_mb() -> float:
+    """The running libvirtd's resident set (NaN: none runs)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as fh:
+                    if fh.read().strip() == "libvirtd":
+                        return status_mb(int(entry), "VmRSS")
+            except OSError:
+                continue
+    return float("nan")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--marks", default="0,1000,10000", help="server counts to measure at, ascending")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--settle", type=float, default=SETTLE_S, help="seconds to wait at each mark")
+    parser.add_argument("--domains", choices=("libvirtd", "process"), default="libvirtd",
+                        help="where the simulated hosts' domains live")
     args = parser.parse_args()
     marks = [int(m) for m in args.marks.split(",")]
+    in_libvirtd = args.domains == "libvirtd"
+    if in_libvirtd and math.isnan(libvirtd_rss_mb()):
+        raise SystemExit("libvirtd is not running: `make host-setup` starts it (or use --domains process)")
     state = tempfile.mkdtemp(prefix="nova-async-bench-")
     os.chmod(state, 0o755)
-    rows: list[tuple[int, float, float, float, float]] = []   # servers, RSS, peak, PostgreSQL, libvirt's
+    more: tuple[str, ...] = ()
+    if in_libvirtd:
+        config = os.path.join(state, "footprint.toml")
+        with open(config, "w") as fh:
+            fh.write("[compute]\nsim_in_libvirtd = true\n")
+        more = ("--config", config)
+    # servers, RSS, peak, PostgreSQL, libvirt's (libvirtd's RSS, or the peer's domains)
+    rows: list[tuple[int, float, float, float, float]] = []
     try:
-        async with serving(state, args.hosts, []) as (proc, url):
+        async with serving(state, args.hosts, [], more) as (proc, url):
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
                 base = await prepare(s, url)
                 booted = 0
@@ -123,18 +155,23 @@ async def main() -> None:
                     booted = mark
                     await asyncio.sleep(args.settle)
                     rows.append((mark, status_mb(proc.pid, "VmRSS"), peak_rss_mb(proc.pid), postgres_rss_mb(state),
-                                 await libvirt_alone_mb(mark)))
+                                 libvirtd_rss_mb() if in_libvirtd else await libvirt_alone_mb(mark)))
                     print(f"  {mark:6d} servers ({errors} not ACTIVE, booted in {took:.0f} s): "
                           f"RSS {rows[-1][1]:.1f} MiB", flush=True)
-        print(f"hosts={args.hosts} batch={args.batch}")
-        print(f"{'servers':>8} {'RSS MiB':>9} {'peak MiB':>9} {'PostgreSQL PSS MiB':>19} "
-              f"{'libvirt test domains MiB':>25} {'RSS less those':>15}")
-        for mark, rss, peak, pg, domains in rows:
-            print(f"{mark:8d} {rss:9.1f} {peak:9.1f} {pg:19.1f} {domains:25.1f} {rss - domains:15.1f}")
+        print(f"hosts={args.hosts} batch={args.batch} domains in {args.domains}")
+        if in_libvirtd:
+            print(f"{'servers':>8} {'RSS MiB':>9} {'peak MiB':>9} {'PostgreSQL PSS MiB':>19} {'libvirtd RSS MiB':>17}")
+            for mark, rss, peak, pg, daemon in rows:
+                print(f"{mark:8d} {rss:9.1f} {peak:9.1f} {pg:19.1f} {daemon:17.1f}")
+        else:
+            print(f"{'servers':>8} {'RSS MiB':>9} {'peak MiB':>9} {'PostgreSQL PSS MiB':>19} "
+                  f"{'libvirt test domains MiB':>25} {'RSS less those':>15}")
+            for mark, rss, peak, pg, domains in rows:
+                print(f"{mark:8d} {rss:9.1f} {peak:9.1f} {pg:19.1f} {domains:25.1f} {rss - domains:15.1f}")
         if len(rows) > 1 and rows[-1][0] > rows[0][0]:
             span = rows[-1][0] - rows[0][0]
             slope = (rows[-1][1] - rows[0][1]) / span * 1024
-            own = ((rows[-1][1] - rows[-1][4]) - (rows[0][1] - rows[0][4])) / span * 1024
+            own = slope if in_libvirtd else ((rows[-1][1] - rows[-1][4]) - (rows[0][1] - rows[0][4])) / span * 1024
             print(f"growth per existing server: {slope:.2f} KiB, {own:.2f} KiB of it the service's own   "
                   f"(target: peak <= 150 MiB at 10,000 servers)")
     finally:

@@ -35,15 +35,17 @@ NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 
 
 
 @contextlib.asynccontextmanager
-async def serving(state: str, hosts: int, log: list[dict]) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+async def serving(state: str, hosts: int, log: list[dict],
+                  more: tuple[str, ...] = ()) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
     """The service and its URL while the block runs; its log is read meanwhile (the
-    scheduler's decisions go to `log`), and it is stopped at the end."""
+    scheduler's decisions go to `log`), and it is stopped at the end. `more`: further
+    arguments of `serve`."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "nova_async", "serve", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
-        "--auth", "noauth", "--simulate-hosts", str(hosts), "--libvirt-uri", "test:///default",
+        "--auth", "noauth", "--simulate-hosts", str(hosts), "--libvirt-uri", "test:///default", *more,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, limit=1 << 20)
     assert proc.stdout is not None
 

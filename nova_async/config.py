@@ -108,6 +108,9 @@ class ComputeSettings:
     sim_vcpus: int = _doc("CPUs of each simulated host", 16)
     sim_memory_mb: int = _doc("memory of each simulated host, MiB", 32768)
     sim_disk_gb: int = _doc("disk of each simulated host, GiB", 500)
+    sim_in_libvirtd: bool = _doc("simulated hosts keep their domains in libvirtd (test+unix://), where a real "
+                                 "host's guests are, instead of in this process (bench/footprint.py measures "
+                                 "the service's own memory so); libvirtd must be running", False)
     cpu_allocation_ratio: float = _doc("VCPU overcommit reported to placement", 4.0)
     ram_allocation_ratio: float = _doc("MEMORY_MB overcommit reported to placement", 1.0)
     disk_allocation_ratio: float = _doc("DISK_GB overcommit reported to placement", 1.0)

@@ -40,7 +40,7 @@ from nova_async import __version__
 from nova_async.bus import Bus
 from nova_async.bus.caps import VersionCaps
 from nova_async.bus.memory import MemoryBus
-from nova_async.common import errors, metrics, service_records, systemd
+from nova_async.common import errors, malloc, metrics, service_records, systemd
 from nova_async.common import web as common_web
 from nova_async.common.service_records import ServiceRecords
 from nova_async.common.tokens import TokenCodec
@@ -424,6 +424,7 @@ def serve(settings: Settings) -> int:
     # cost it a fifth of the CPU time they did (schedule_rate), and a cycle is still
     # freed within moments.
     gc.set_threshold(10_000, 20, 20)
+    malloc.few_arenas()   # before any thread pool: see common/malloc.py
     try:
         asyncio.run(main())
     finally:

@@ -6,7 +6,8 @@ destroyed at every wait. A service with a thousand simulated compute hosts slept
 7,000 such tasks (each host's periodic loops, bus consumer and resume watch), half of all
 its tasks at rest. A `Flag` is an
 `asyncio.Event` that also hands out one shared future, done once it is set: `first_set` and
-`set_within` wait on those futures, and fall back to a task only for a plain Event."""
+`set_within` wait on those futures, and fall back to a task only for a plain Event; `any_set`
+is a future of its own that a loop can wait on again and again."""
 
 from __future__ import annotations
 
@@ -56,6 +57,29 @@ async def _cancel(tasks: list[asyncio.Task]) -> None:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def any_set(events: Sequence[asyncio.Event]) -> asyncio.Future[None]:
+    """A future done once any of `events` is set: for Flags, callbacks on their shared futures
+    rather than a task; a task of `first_set` otherwise. Cancel it once done with it (that
+    also takes its callbacks off the Flags' futures)."""
+    if not all(isinstance(event, Flag) for event in events):
+        return asyncio.ensure_future(first_set(events))
+    combined: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    sources = [event.future() for event in events]   # type: ignore[attr-defined]
+
+    def fire(_: asyncio.Future[None]) -> None:
+        if not combined.done():
+            combined.set_result(None)
+
+    def detach(_: asyncio.Future[None]) -> None:
+        for source in sources:
+            source.remove_done_callback(fire)
+
+    for source in sources:
+        source.add_done_callback(fire)
+    combined.add_done_callback(detach)
+    return combined
 
 
 async def first_set(events: Sequence[asyncio.Event]) -> None:

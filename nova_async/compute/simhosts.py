@@ -4,6 +4,11 @@
 connection opened on a node file of its own (`test:///<path>.xml`), so each has its own
 CPUs, memory and domains: a domain started on sim-1 is invisible on sim-2, as on two real
 machines. With N = 0 there is one host, connected to `libvirt_uri`.
+
+The test driver is a library: by default each host's driver, domains included, lives in this
+process. With `sim_in_libvirtd` the same node files are opened through libvirtd
+(`test+unix:///<path>.xml`), which gives each connection a driver of its own: the domains
+then live in the daemon, as a real host's guests do, and every call is a round trip to it.
 """
 
 from __future__ import annotations
@@ -42,15 +47,16 @@ def node_xml(vcpus: int, memory_mb: int) -> str:
     return ET.tostring(node, encoding="unicode", xml_declaration=True)
 
 
-def write_node_file(directory: Path, name: str, vcpus: int, memory_mb: int) -> str:
-    """Write (atomically) the node file for simulated host `name`; return its libvirt URI."""
+def write_node_file(directory: Path, name: str, vcpus: int, memory_mb: int, *, in_libvirtd: bool = False) -> str:
+    """Write (atomically) the node file for simulated host `name`; return its libvirt URI (one
+    libvirtd opens, with `in_libvirtd`)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory.resolve() / f"{name}.xml"
     tmp = path.with_suffix(".xml.tmp")
     tmp.write_text(node_xml(vcpus, memory_mb))
     os.replace(tmp, path)
     # libvirt parses the URI: spaces and the like in the state directory must be escaped.
-    return "test://" + urllib.parse.quote(str(path))
+    return ("test+unix://" if in_libvirtd else "test://") + urllib.parse.quote(str(path))
 
 
 def host_names(settings: Settings) -> list[str]:
@@ -66,6 +72,7 @@ def host_specs(settings: Settings) -> list[HostSpec]:
     if c.simulate_hosts > 0:
         sim_dir = settings.state_path / "sim"
         return [HostSpec(name=f"sim-{i}", simulated=True, disk_gb=c.sim_disk_gb,
-                         uri=write_node_file(sim_dir, f"sim-{i}", c.sim_vcpus, c.sim_memory_mb))
+                         uri=write_node_file(sim_dir, f"sim-{i}", c.sim_vcpus, c.sim_memory_mb,
+                                             in_libvirtd=c.sim_in_libvirtd))
                 for i in range(1, c.simulate_hosts + 1)]
     return [HostSpec(name=c.host or socket.gethostname(), uri=c.libvirt_uri)]

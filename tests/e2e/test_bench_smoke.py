@@ -127,8 +127,17 @@ async def test_schedule_rate_in_batches():
 
 
 async def test_footprint_at_marks():
+    await setup_host(Path(config.default_state_dir()))   # the simulated hosts' domains live in libvirtd
     out = await run_bench("footprint.py", "--hosts", "2", "--marks", "0,3", "--batch", "2", "--settle", "0")
-    expect(out, r"hosts=2 batch=2",
+    expect(out, r"hosts=2 batch=2 domains in libvirtd",
+           *(rf"\s+{mark}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}" for mark in (0, 3)),
+           rf"growth per existing server: {NUM} KiB, {NUM} KiB of it the service's own .*")
+
+
+async def test_footprint_with_the_domains_in_the_service():
+    out = await run_bench("footprint.py", "--hosts", "2", "--marks", "0,3", "--batch", "2", "--settle", "0",
+                          "--domains", "process")
+    expect(out, r"hosts=2 batch=2 domains in process",
            *(rf"\s+{mark}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}" for mark in (0, 3)),
            rf"growth per existing server: {NUM} KiB, {NUM} KiB of it the service's own .*")
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from nova_async.common.context import RequestContext
 from nova_async.compute.client import ComputeClient
 from nova_async.compute.domain_xml import NS, domain_name
+from nova_async.compute.hypervisor import runs_in_process
 from nova_async.image.messages import GetImage
 from nova_async.network.messages import AllocatePorts, DeallocatePorts
 from nova_async.placement.messages import DeleteAllocations, EnsureProvider
@@ -88,6 +90,28 @@ async def test_build_then_terminate(pool, tmp_path, cell1):
         assert h.roles["network"].asked(DeallocatePorts, instance_uuid=uuid)
         assert h.roles["placement"].asked(DeleteAllocations, consumer_uuid=uuid)
         assert (await events(cell1, uuid, rid))["compute_terminate_instance"] == "Success"
+
+
+@pytest.mark.skipif(not Path("/run/libvirt/libvirt-sock").exists(),
+                    reason="libvirtd is not running (make test's host-setup starts it)")
+async def test_a_host_whose_domains_libvirtd_keeps_builds_and_terminates(pool, tmp_path, cell1):
+    # sim_in_libvirtd: the same test-driver host, opened through the daemon (each connection a
+    # driver of its own), so calls go through the executor and the domain lives in libvirtd.
+    async with running(pool, ROLES, tmp_path, compute={**SIM, "sim_in_libvirtd": True}) as h:
+        host = h.roles["compute"].hosts["sim-1"]
+        assert host.hypervisor.uri.startswith("test+unix:///") and not runs_in_process(host.hypervisor.uri)
+        uuid, rid = await add_instance(cell1, host="sim-1")
+        with h.bus.listen() as notes:
+            await ComputeClient(h.bus).build_and_run("sim-1", "sim-1", uuid, [], context=ctx(rid))
+            note = await next_note(notes, uuid, "instance.create.end", "instance.create.error")
+            assert note.event_type == "instance.create.end", note.payload
+            assert await host.hypervisor.is_running(domain_name(uuid)) is True
+            assert await h.roles["compute"].hosts["sim-2"].hypervisor.is_running(domain_name(uuid)) is None
+            await ComputeClient(h.bus).terminate("sim-1", uuid, context=ctx(rid))
+            await next_note(notes, uuid, "instance.delete.end")
+        assert await host.hypervisor.is_running(domain_name(uuid)) is None
+        row = await cell1.fetchrow("SELECT vm_state FROM instances WHERE uuid = $1", uuid)
+        assert row["vm_state"] == "deleted"
 
 
 async def test_an_image_in_the_cache_is_not_asked_for_again_unless_the_spec_names_another(pool, tmp_path, cell1):

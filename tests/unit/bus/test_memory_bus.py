@@ -5,7 +5,7 @@ import pytest
 
 from nova_async.bus import messages
 from nova_async.bus.base import dispatch, unwrap
-from nova_async.bus.memory import MemoryBus
+from nova_async.bus.memory import MemoryBus, _Inbox
 from nova_async.bus.messages import Message
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
@@ -126,3 +126,16 @@ async def test_stop_intake_waits_for_messages_in_flight():
     release.set()
     await task
     assert finished == [7]
+
+
+async def test_an_inbox_hands_out_items_and_ends_only_when_empty():
+    inbox, stopped = _Inbox(), asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(inbox.next_unless(stopped))
+    await asyncio.sleep(0)
+    inbox.put((b"one", None))
+    assert await asyncio.wait_for(waiting, 5) == (b"one", None)
+    inbox.put((b"two", None))
+    stopped.set_result(None)
+    assert await inbox.next_unless(stopped) == (b"two", None)   # what came first goes out first
+    assert await inbox.next_unless(stopped) is None
+    assert not inbox._waiting

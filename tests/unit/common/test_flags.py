@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nova_async.common.flags import Flag, first_set, set_within
+from nova_async.common.flags import Flag, any_set, first_set, set_within
 
 
 async def test_waiting_on_flags_makes_no_task():
@@ -59,3 +59,28 @@ async def test_plain_events_still_work_and_leave_no_task_behind():
     assert len(asyncio.all_tasks()) == before
     assert await set_within(asyncio.Event(), 0.01) is False
     assert len(asyncio.all_tasks()) == before
+
+
+async def test_any_set_is_a_future_that_leaves_nothing_behind_on_the_flags():
+    a, b = Flag(), Flag()
+    before = len(asyncio.all_tasks())
+    either = any_set([a, b])
+    assert len(asyncio.all_tasks()) == before and not either.done()
+    b.set()
+    await asyncio.wait_for(either, 5)
+    later = [any_set([a]) for _ in range(100)]
+    for one in later:
+        one.cancel()
+    await asyncio.sleep(0)   # each cancellation's callback takes its own off a's future
+    # (a Future's callbacks are only seen through this private attribute)
+    assert not a.future()._callbacks   # type: ignore[attr-defined]
+    a.set()
+    await asyncio.sleep(0)
+    assert all(one.cancelled() for one in later)
+
+
+async def test_any_set_of_a_plain_event_still_works():
+    plain, flag = asyncio.Event(), Flag()
+    either = any_set([plain, flag])
+    plain.set()
+    await asyncio.wait_for(either, 5)

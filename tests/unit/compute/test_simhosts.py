@@ -42,5 +42,7 @@ def test_host_specs(tmp_path):
     assert [s.name for s in sims] == ["sim-1", "sim-2", "sim-3"]
     assert all(s.uri.startswith("test:///") and s.disk_gb == 40 and s.simulated for s in sims)
     assert (tmp_path / "sim" / "sim-2.xml").exists()
+    daemon = host_specs(settings_for(tmp_path, compute={"simulate_hosts": 2, "sim_in_libvirtd": True}))
+    assert [s.uri for s in daemon] == [s.uri.replace("test://", "test+unix://", 1) for s in sims[:2]]
     (real,) = host_specs(settings_for(tmp_path, compute={"host": "cn1", "libvirt_uri": "qemu:///system"}))
     assert (real.name, real.uri, real.simulated) == ("cn1", "qemu:///system", False)
