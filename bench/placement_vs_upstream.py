@@ -15,7 +15,7 @@ two, over one keep-alive client, we time
 and print medians and ours/upstream per size. A sample is the time from sending the request
 to having read the whole response body; decoding the JSON is the client's own work and is
 done after the clock stops, for both sides alike. Sizes grow on the same data: the 5,000 run
-adds 4,000 providers to the 1,000 already loaded. Targets: candidates ≥20×, claims ≥10× faster.
+adds 4,000 providers to the 1,000 already loaded. Targets (issue 27): candidates ≥25×, claims ≥12× faster.
 
     .venv/bin/python bench/placement_vs_upstream.py [--sizes 1000,5000] [--repeat 15] [--claims 100]
         [--load sql|http] [--upstream-workers 4] [--upstream-venv DIR]
@@ -45,8 +45,8 @@ from bench import placement_load as bulk  # noqa: E402
 from bench import placement_servers as servers  # noqa: E402
 
 WANTED_VERSION = (1, 39)
-CANDIDATE_TARGET = 20.0
-CLAIM_TARGET = 10.0
+CANDIDATE_TARGET = 25.0   # issue 27: margins that survive a noisy machine
+CLAIM_TARGET = 12.0
 NS = uuid.UUID("5b0e9c1e-4d0c-4a9b-9a55-3c1e5d6a7b00")  # deterministic uuids: same data both sides
 PROJECT = str(uuid.uuid5(NS, "project"))
 USER = str(uuid.uuid5(NS, "user"))

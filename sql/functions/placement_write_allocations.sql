@@ -19,6 +19,16 @@
 -- for) and writes the allocations from the rows it took, the usage trigger told for that
 -- statement only that they are counted (placement.usage_counted).
 --
+-- A burst of new consumers (the scheduler's claims for a wave of boots: several consumers,
+-- every one new and with rows) is written together, with the same locks in the same order:
+-- the consumers in one INSERT in uuid order, the providers locked in id order and bumped, the
+-- room of each provider's class taken by one UPDATE for the sum of what the burst asks there
+-- (amounts are positive, so when the sum fits, each consumer fits after the ones before it,
+-- which is what step 4 checks one by one), the allocations in one INSERT. When anything
+-- there does not hold (a consumer came to exist meanwhile, a provider went, a class has no
+-- room for the sum, an amount breaks min_unit/max_unit/step_size), the block is undone and
+-- steps 2-4 run: they write what the rules say, or say why not.
+--
 -- A refusal raises an exception, which undoes everything the statement did; its DETAIL names
 -- the kind ('refused', 'placement.concurrent_update', 'placement.resource_provider.not_found')
 -- for allocations.py to map to an error.
@@ -53,6 +63,10 @@ DECLARE
     one_provider bool := cardinality(a_providers) > 0 AND a_providers[1] = ALL(a_providers);
     order_       int[];
     asked        int;
+    ids          bigint[];
+    took         int;
+    groups       int;
+    why          text;
 BEGIN
     -- The common claim: one consumer that does not exist yet, every row on one provider. The
     -- consumer is written first and the provider locked second, as below. Then one statement
@@ -120,6 +134,72 @@ BEGIN
             format('Allocation for resource provider ''%s'' that does not exist.', missing);
     END IF;
     involved := coalesce(provider_ids, '{}');
+
+    -- A burst of new consumers, written together (see the top); 'placement.one_by_one' undoes
+    -- the block, and steps 2-4 follow.
+    IF cardinality(c_uuids) > 1
+       AND NOT EXISTS (SELECT FROM unnest(c_check, c_expected) AS x(chk, expected)
+                        WHERE x.chk AND x.expected IS NOT NULL)
+       AND (SELECT count(DISTINCT u) FROM unnest(c_uuids) AS u) = cardinality(c_uuids)
+       AND (SELECT count(DISTINCT pos) FROM unnest(a_consumer) AS pos) = cardinality(c_uuids)
+       AND NOT EXISTS (SELECT FROM consumers c WHERE c.uuid = ANY(c_uuids)) THEN
+        BEGIN
+            WITH made AS (
+                INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation)
+                SELECT c.u, c.project, c.usr, c.kind, 1
+                  FROM unnest(c_uuids, c_projects, c_users, c_types) AS c(u, project, usr, kind)
+                 ORDER BY c.u
+                    ON CONFLICT (uuid) DO NOTHING
+                RETURNING consumers.uuid, consumers.id)
+            SELECT array_agg(m.id ORDER BY c.pos) INTO ids
+              FROM unnest(c_uuids) WITH ORDINALITY AS c(u, pos) LEFT JOIN made m ON m.uuid = c.u;
+            IF array_position(ids, NULL) IS NOT NULL THEN
+                RAISE EXCEPTION USING DETAIL = 'placement.one_by_one', MESSAGE = 'a consumer exists now';
+            END IF;
+            SELECT coalesce(array_agg(l.id), '{}') INTO locked
+              FROM (SELECT rp.id FROM resource_providers rp WHERE rp.id = ANY(involved)
+                     ORDER BY rp.id FOR UPDATE) l;
+            IF NOT involved <@ locked THEN
+                RAISE EXCEPTION USING DETAIL = 'placement.one_by_one', MESSAGE = 'a provider went';
+            END IF;
+            UPDATE resource_providers r SET generation = r.generation + 1, updated_at = now()
+             WHERE r.id = ANY(locked);
+            PERFORM set_config('placement.usage_counted', 'on', true);
+            WITH asked_for AS (
+                SELECT w.provider_id, w.rc, w.amount
+                  FROM unnest(provider_ids, a_classes, a_amounts) AS w(provider_id, rc, amount)),
+            wanted AS (
+                SELECT a.provider_id, a.rc, sum(a.amount) AS total, min(a.amount) AS least,
+                       max(a.amount) AS most, array_agg(a.amount) AS amounts
+                  FROM asked_for a GROUP BY a.provider_id, a.rc),
+            taken AS (
+                UPDATE inventories i
+                   SET used = i.used + w.total,
+                       summary = placement_inventory_text(i.resource_class, i.capacity, i.used + w.total)
+                  FROM wanted w
+                 WHERE i.resource_provider_id = w.provider_id AND i.resource_class = w.rc
+                   AND w.least >= i.min_unit AND w.most <= i.max_unit
+                   AND NOT EXISTS (SELECT FROM unnest(w.amounts) AS x WHERE x % i.step_size <> 0)
+                   AND w.total <= trunc((i.total - i.reserved) * i.allocation_ratio) - i.used
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM wanted) INTO took, groups;
+            IF took <> groups THEN
+                RAISE EXCEPTION USING DETAIL = 'placement.one_by_one', MESSAGE = 'no room for the sum';
+            END IF;
+            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class, used)
+            SELECT ids[w.pos], w.provider_id, w.rc, w.amount
+              FROM unnest(a_consumer, provider_ids, a_classes, a_amounts) AS w(pos, provider_id, rc, amount);
+            PERFORM set_config('placement.usage_counted', 'off', true);
+            RETURN QUERY SELECT u, 1 FROM unnest(c_uuids) AS u;
+            RETURN;
+        EXCEPTION WHEN raise_exception THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
+            IF why IS DISTINCT FROM 'placement.one_by_one' THEN
+                RAISE;
+            END IF;
+            PERFORM set_config('placement.usage_counted', 'off', true);
+        END;
+    END IF;
 
     IF cardinality(c_uuids) = 1 THEN
         order_ := '{1}';

@@ -169,6 +169,19 @@ BATCH = [
     dict(name="mappings accepted at 1.34", method="POST", url=A, version="1.34", status=204,
          data={"{c5}": {"allocations": _mine("rp2", VCPU=1), "project_id": "p", "user_id": "u",
                         "consumer_generation": None, "mappings": {"": ["{rp2}"]}}}),
+    # New consumers together (a wave of boots): their sum is what must fit, all or nothing.
+    dict(name="new consumers whose sum does not fit", method="POST", url=A, status=409,
+         data={"{c6}": _entry(_mine("rp2", VCPU=1)), "{c7}": _entry(_mine("rp2", VCPU=2))}),
+    dict(name="neither written", url="/placement/resource_providers/{rp2}/usages",
+         body={"usages": {"VCPU": 2, "DISK_GB": 100}}),
+    dict(name="c6 not created", url=A + "/{c6}", body={"allocations": {}}),
+    dict(name="new consumers that fit together", method="POST", url=A, status=204,
+         data={"{c6}": _entry(_mine("rp2", VCPU=1)),
+               "{c7}": _entry(_mine("rp2", VCPU=1) | _mine("rp1", MEMORY_MB=512))}),
+    dict(name="both written", url="/placement/resource_providers/{rp2}/usages",
+         body={"usages": {"VCPU": 4, "DISK_GB": 100}}),
+    dict(name="c7 on two providers", url=A + "/{c7}", body={"consumer_generation": 1, "allocations": {
+        "{rp1}": {"resources": {"MEMORY_MB": 512}}, "{rp2}": {"resources": {"VCPU": 1}}}}),
 ]
 
 
@@ -176,7 +189,7 @@ BATCH = [
 async def placement(pool, tmp_path):
     async with running(pool, ["placement"], tmp_path) as h:
         names = {k: str(uuid.uuid4()) for k in
-                 ("rp1", "rp2", "rp3", "missing", "c1", "c2", "c3", "c4", "c5")}
+                 ("rp1", "rp2", "rp3", "missing", "c1", "c2", "c3", "c4", "c5", "c6", "c7")}
         client = PlacementClient(h.bus)
         await client.ensure_provider(names["rp1"], "host-a", {
             "VCPU": m.InventoryRecord(total=8), "MEMORY_MB": m.InventoryRecord(total=4096)})
