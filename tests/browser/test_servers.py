@@ -280,7 +280,8 @@ async def test_actions_follow_their_states(browser, screens, served, admin):
     await act("Resume", "ACTIVE")
     await act("Hard reboot", "ACTIVE", confirm="Hard reboot")
     await act("Lock", "ACTIVE")
-    await expect(actions.get_by_role("button", name="Unlock")).to_be_enabled()
+    # A lock changes no status or task: act() is back before the page has heard of it.
+    await expect(actions.get_by_role("button", name="Unlock")).to_be_enabled(timeout=30000)
     await act("Unlock", "ACTIVE")
 
     # Resize through its dialog, then confirm it.

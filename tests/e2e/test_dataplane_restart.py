@@ -62,9 +62,10 @@ async def test_a_killed_service_restarted_takes_its_dhcp_back(database, work_dir
             assert dnsmasq_of(state_dir, net) == first   # outlived the service that started it
 
             async with serve(state_dir, *args) as served:
-                # Ready means the pass at start is over.
-                second = dnsmasq_of(state_dir, net)
-                assert second is not None and second != first
+                # Ready means the pass at start is over: the old dnsmasq stopped, a new one
+                # spawned. Its pid file is its own to write, a moment later.
+                await until(lambda: dnsmasq_of(state_dir, net), lambda pid: pid not in (None, first),
+                            what="a new dnsmasq serving the network", timeout=30)
                 assert not running(first)
                 api = Api(session, served.url, NOAUTH_ADMIN)
                 await api.call("DELETE", f"/network/v2.0/networks/{net}", 204)

@@ -131,8 +131,14 @@ async def ask(guest: str, path: str, source: str = GUEST_IP, headers: dict[str, 
 
 def threads_in_other_namespaces() -> list[str]:
     own = os.stat("/proc/self/ns/net").st_ino
-    tasks = Path("/proc/self/task")
-    return [t.name for t in tasks.iterdir() if os.stat(t / "ns" / "net").st_ino != own]
+    elsewhere = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if os.stat(task / "ns" / "net").st_ino != own:
+                elsewhere.append(task.name)
+        except FileNotFoundError:
+            pass   # a thread that ended meanwhile (an idle pool thread, say) is in none
+    return elsewhere
 
 
 def part(h, tmp_path: Path) -> Metadata:
