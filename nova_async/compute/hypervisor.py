@@ -5,16 +5,26 @@ bounded thread pool so a slow create() or a 14 s capabilities probe never stalls
 loop. libvirt's in-process test driver answers from memory in well under a millisecond
 (define/create/destroy measured at ~0.3 ms), so there the very same methods call straight
 through: one code path, one switch (`executor is None`).
+
+A daemon's connection can end under us: libvirtd restarted (a package upgrade does it), or
+its keepalive given up on a stalled loop. libvirt then calls the connection's close
+callback (on whichever thread noticed: the loop's, or the one whose call read the end); from
+there the connection is re-opened in the background, retrying with a growing pause, and the
+event watches are registered on the new one. Meanwhile a call finds no connection and fails
+as Unavailable, as a call at start before open() would. A guest being started when the
+connection ended is looked at again on the new one, and booted if it is not running. What
+guests did while nobody listened is for the power-state reconciliation to find.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,12 +44,21 @@ libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 _GONE = (libvirt.VIR_ERR_NO_DOMAIN,)
 _NOT_RUNNING = (libvirt.VIR_ERR_OPERATION_INVALID,)
 OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED event is expected
+# Re-opening a lost connection: the first try at once, then longer pauses, at most the last.
+REOPEN_PAUSES = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+# How long a start() whose connection ended waits for the next one (libvirtd restarting).
+RESTART_WAIT = 60.0
 # A live detach asks the guest to let go of the disk (a PCI hot-unplug it must acknowledge);
 # as Nova's libvirt driver, the request is sent again a few times, each time waiting for
 # libvirt's device-removed event. (libvirt's test driver has no guest to wait for: there
 # the disk is gone at once, see _redefine_simulated.)
 LIVE_DETACH_ATTEMPTS = 8
 LIVE_DETACH_TIMEOUT = 20.0   # seconds per attempt
+# Why libvirt says a connection closed, in words.
+_CLOSE_REASONS = {libvirt.VIR_CONNECT_CLOSE_REASON_ERROR: "a socket error",
+                  libvirt.VIR_CONNECT_CLOSE_REASON_EOF: "the daemon closed it",
+                  libvirt.VIR_CONNECT_CLOSE_REASON_KEEPALIVE: "keepalive timeout",
+                  libvirt.VIR_CONNECT_CLOSE_REASON_CLIENT: "closed by this process"}
 # The lifecycle events that can change what Nova shows (defined/undefined cannot).
 _POWER_EVENTS = frozenset({
     libvirt.VIR_DOMAIN_EVENT_STARTED, libvirt.VIR_DOMAIN_EVENT_SUSPENDED, libvirt.VIR_DOMAIN_EVENT_RESUMED,
@@ -114,6 +133,15 @@ class Hypervisor:
         # removal-failed) event sets them, and the detach then reads the live XML again.
         self._removals: dict[str, set[asyncio.Event]] = {}
         self._device_watches: list[int] = []
+        self._on_change: Callable[[str], None] | None = None   # watch()'s, again on a new connection
+        self._reopening: asyncio.Task[None] | None = None
+        self._lost: list[libvirt.virConnect] = []   # ended, still to be closed on our side
+        self.why_lost = ""                          # why the last one ended, in words
+        self._closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None   # where the close callback's news goes
+        self._open_again_seen = asyncio.Event()              # set while a re-opened connection is up
+        # Told when the connection is lost (False, why) and when it is open again (True, "").
+        self.on_connection: Callable[[bool, str], Awaitable[None]] | None = None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -127,17 +155,112 @@ class Hypervisor:
             raise errors.Unavailable(f"libvirt connection {self.uri} is not open")
         return self._conn
 
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
     async def open(self) -> None:
         try:
-            self._conn = await self._call(libvirt.open, self.uri)
+            conn = await self._call(libvirt.open, self.uri)
         except libvirt.libvirtError as exc:
             raise errors.Unavailable(f"cannot connect to libvirt at {self.uri}: {exc}") from None
+        if self._executor is not None:   # an in-process driver's connection cannot be lost
+            self._loop = asyncio.get_running_loop()
+            try:
+                await self._call(conn.registerCloseCallback, self._closed, conn)
+            except libvirt.libvirtError as exc:
+                log.warning("libvirt will not say when this connection ends", uri=self.uri, error=str(exc))
+        self._conn = conn
+
+    def _closed(self, _conn: libvirt.virConnect, reason: int, conn: libvirt.virConnect) -> None:
+        """libvirt's close callback: on the loop when libvirtaio's watch saw the end, or on an
+        executor thread whose call read it first. Either way the news goes to the loop."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._lost_connection, conn, reason)
+
+    def _lost_connection(self, conn: libvirt.virConnect, reason: int) -> None:
+        if self._closing or conn is not self._conn:
+            return   # closed by us, or a connection already given up
+        self.why_lost = _CLOSE_REASONS.get(reason, f"reason {reason}")
+        log.warning("libvirt connection lost; opening it again", uri=self.uri, reason=self.why_lost)
+        self._conn, self._watch, self._device_watches = None, None, []   # the watches ended with it
+        self._open_again_seen.clear()
+        self._lost.append(conn)
+        if self._reopening is None:
+            self._reopening = asyncio.create_task(self._reopen(), name=f"libvirt:reopen:{self.uri}")
+
+    async def _reopen(self) -> None:
+        """Until a connection is open and stays so while on_connection hears of it (one lost
+        meanwhile is lost again: its close callback came while this ran)."""
+        try:
+            while self._conn is None:
+                await self._close_lost()
+                if self.on_connection is not None:
+                    await self.on_connection(False, self.why_lost)
+                await self._open_again()
+                await self._close_lost()
+                if self._conn is not None:
+                    self._open_again_seen.set()
+                    if self.on_connection is not None:
+                        await self.on_connection(True, "")
+        finally:
+            self._reopening = None
+
+    async def _close_lost(self) -> None:
+        while self._lost:
+            lost = self._lost.pop()
+            try:
+                await self._call(lost.unregisterCloseCallback)
+                await self._call(lost.close)
+            except libvirt.libvirtError:
+                pass   # it is gone either way
+
+    async def _open_again(self) -> None:
+        for attempt in itertools.count():
+            await asyncio.sleep(REOPEN_PAUSES[min(attempt, len(REOPEN_PAUSES) - 1)])
+            try:
+                await self.open()
+                if self._on_change is not None:
+                    await self.watch(self._on_change)
+            except errors.NovaAsyncError as exc:
+                await self._drop()
+                if attempt % 10 == 0:
+                    log.warning("libvirt connection still down", uri=self.uri, attempts=attempt + 1, error=str(exc))
+                continue
+            log.info("libvirt connection open again", uri=self.uri, attempts=attempt + 1)
+            return
+
+    async def _drop(self) -> None:
+        """The current connection closed, its watches with it, without a word to the close
+        callback (it is ours that ends it)."""
+        conn, self._conn = self._conn, None
+        watch, self._watch = self._watch, None
+        watches = ([watch] if watch is not None else []) + self._device_watches
+        self._device_watches = []
+        if conn is None:
+            return
+        for watch in watches:
+            try:
+                await self._call(conn.domainEventDeregisterAny, watch)
+            except libvirt.libvirtError as exc:
+                log.warning("stopping libvirt events failed", uri=self.uri, error=str(exc))
+        if self._executor is not None:
+            try:
+                await self._call(conn.unregisterCloseCallback)
+            except libvirt.libvirtError:
+                pass
+        try:
+            await self._call(conn.close)
+        except libvirt.libvirtError as exc:
+            log.warning("closing libvirt connection failed", uri=self.uri, error=str(exc))
 
     async def watch(self, on_change: Callable[[str], None]) -> None:
         """Call `on_change(instance_uuid)` on the event loop whenever one of our guests starts,
         stops, pauses, resumes, crashes or suspends, whoever made it happen, but for the start
         that start() itself made. Delivered only when events.enable() ran before this
-        connection was opened."""
+        connection was opened. A connection opened again after a loss is watched the same."""
+        self._on_change = on_change
+
         def relay(_conn: Any, dom: libvirt.virDomain, event: int, _detail: int, _opaque: Any) -> None:
             try:
                 instance_uuid = uuid_from_domain_name(dom.name())
@@ -163,20 +286,12 @@ class Hypervisor:
                 "watch device events", self.conn.domainEventRegisterAny, None, event, removed, None))
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        watch, self._watch = self._watch, None
-        watches = ([watch] if watch is not None else []) + self._device_watches
-        self._device_watches = []
-        for watch in watches if conn is not None else ():
-            try:
-                await self._call(conn.domainEventDeregisterAny, watch)
-            except libvirt.libvirtError as exc:
-                log.warning("stopping libvirt events failed", uri=self.uri, error=str(exc))
-        if conn is not None:
-            try:
-                await self._call(conn.close)
-            except libvirt.libvirtError as exc:
-                log.warning("closing libvirt connection failed", uri=self.uri, error=str(exc))
+        self._closing = True
+        if self._reopening is not None:
+            self._reopening.cancel()
+            await asyncio.gather(self._reopening, return_exceptions=True)
+        await self._close_lost()
+        await self._drop()
 
     async def facts(self) -> NodeFacts:
         conn = self.conn
@@ -198,8 +313,24 @@ class Hypervisor:
 
     async def start(self, xml: str) -> None:
         """Define the domain and boot it; a domain that cannot boot is not left defined.
-        Its STARTED event is not relayed to watch(): the caller knows, and sets the state."""
-        dom = await self._libvirt("define the domain", self.conn.defineXML, xml)
+        Its STARTED event is not relayed to watch(): the caller knows, and sets the state.
+        When the connection ends meanwhile and another opens within RESTART_WAIT, the guest
+        is looked at there: libvirtd may have booted it; if not, it is booted now."""
+        conn = self.conn
+        try:
+            await self._define_and_boot(conn, xml)
+        except errors.NovaAsyncError:
+            if not await self._opened_again_after(conn):
+                raise
+            name = ET.fromstring(xml).findtext("name") or ""
+            state = await self.guest_state(name)
+            log.warning("libvirt connection was lost while a guest started; finishing on the new one",
+                        uri=self.uri, domain=name, running=state is not None and state.running)
+            if state is None or not state.running:
+                await self._define_and_boot(self.conn, xml)
+
+    async def _define_and_boot(self, conn: libvirt.virConnect, xml: str) -> None:
+        dom = await self._libvirt("define the domain", conn.defineXML, xml)
         name = dom.name()
         if self._watch is not None:
             self._own_starts[name] = time.monotonic() + OWN_START_EVENT_WINDOW
@@ -207,8 +338,19 @@ class Hypervisor:
             await self._libvirt("start the domain", dom.create)
         except BaseException:
             self._own_starts.pop(name, None)
-            await self._quietly(dom.undefine)
+            if conn is self._conn:   # a lost connection cannot undefine; start() looks again
+                await self._quietly(dom.undefine)
             raise
+
+    async def _opened_again_after(self, conn: libvirt.virConnect) -> bool:
+        """Whether `conn` was lost and a new connection opened within RESTART_WAIT."""
+        if conn is self._conn or self._closing:
+            return False
+        try:
+            await asyncio.wait_for(self._open_again_seen.wait(), RESTART_WAIT)
+        except TimeoutError:
+            return False
+        return self._conn is not None
 
     def _own_start(self, name: str) -> bool:
         """Whether a STARTED event of domain `name` is the one start() is waiting for (taken

@@ -109,6 +109,24 @@ async def refresh_inventory(host: Host, settings: ComputeSettings) -> None:
         log.warning("inventory refresh failed", host=host.name, error=str(exc))
 
 
+async def libvirt_connection(host: Host, connected: bool, reason: str) -> None:
+    """The host's service disabled while its libvirt connection is down ("AUTO: Connection to
+    libvirt lost: <why>", as Nova writes it), so the scheduler sends nothing there meanwhile;
+    enabled again when it is back, unless disabled for another reason. Said when it changes;
+    the heartbeat says it again (libvirt_states), for a change the database missed."""
+    await libvirt_states([host] if connected else [], [] if connected else [(host, reason)])
+
+
+async def libvirt_states(connected: list[Host], lost: list[tuple[Host, str]]) -> None:
+    try:
+        if up := [h.service_id for h in connected if h.service_id]:
+            await connected[0].api_pool.execute(Q.enable_after_libvirt, up)
+        if down := [(h.service_id, f"AUTO: Connection to libvirt lost: {why}") for h, why in lost if h.service_id]:
+            await lost[0][0].api_pool.execute(Q.disable_for_libvirt, [i for i, _ in down], [r for _, r in down])
+    except Exception as exc:  # the database is down too: the next heartbeat says it again
+        log.warning("could not record the libvirt connections' states", error=str(exc))
+
+
 async def heartbeat(hosts: list[Host]) -> None:
     """One UPDATE for every host of this process (a thousand simulated hosts beat as one)."""
     if not hosts:

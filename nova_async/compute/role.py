@@ -104,6 +104,9 @@ class Job:
 # A message's handler gets the host whose topic it came on, and the request id it runs under.
 HostHandler = Callable[[Host, Any, str], Awaitable[Message | None]]
 
+# A periodic duty of a host (_each_host), given its instance workers.
+HostDuty = Callable[[Host, InstanceWorkers[Job]], Awaitable[None]]
+
 # Reads of a running guest: answered at once, outside the instance's queue.
 _READS = (GetConsoleOutput, GetConsoleEndpoint, GetDiagnostics)
 
@@ -115,6 +118,7 @@ class ComputeRole(Role):
     def __init__(self, deps: Deps) -> None:
         super().__init__(deps)
         self.hosts: dict[str, Host] = {}  # by host name; tests look at their hypervisors
+        self._serving: dict[str, InstanceWorkers[Job]] = {}   # hosts taking messages, with their workers
         self.events = False               # libvirt lifecycle events reach this role
         # As in every role, by message type; but each host serves a topic of its own, so a
         # handler also gets the host (and the request id: most run later, from a queue).
@@ -163,7 +167,7 @@ class ComputeRole(Role):
         instances_root = (self.settings.state_path / "instances").resolve()
         instances_root.mkdir(parents=True, exist_ok=True)
         images = ImageCache(instances_root)
-        if not all(runs_in_process(s.uri) for s in specs):
+        if not all(s.simulated or runs_in_process(s.uri) for s in specs):   # QEMU will open these disks
             blocked = unreachable_by_qemu(instances_root)
             if blocked:
                 raise errors.Unavailable(blocked)
@@ -193,64 +197,88 @@ class ComputeRole(Role):
                                              notifications=self.settings.notifications.enabled,
                                              dataplane=dataplane_served and not spec.simulated,
                                              hooks=self.deps.hooks)
+                hypervisor.on_connection = functools.partial(registration.libvirt_connection, self.hosts[spec.name])
             # Before any host builds: nothing may be half-copied or half-removed under it.
             images.sweep_partial()
             await recovery.sweep_instance_dirs(self.cells, instances_root)
             async with asyncio.TaskGroup() as tg:
-                started = []
+                # The periodic duties of every host, one loop each for all of them: a task per
+                # host and duty was most of what a thousand simulated hosts held at rest.
+                tg.create_task(self._each_host("refreshing the inventory", c.resource_refresh_interval,
+                                               lambda host, _: registration.refresh_inventory(host, c)),
+                               name="compute:refresh")
+                tg.create_task(self._each_host("power state reconciliation", c.sync_power_state_interval,
+                                               self._reconcile), name="compute:reconcile")
+                tg.create_task(self.after_each_return(
+                    lambda: self._for_each_host("resuming interrupted work", self._resume)), name="compute:resume")
+                started = asyncio.Semaphore(0)   # each host releases it once, when it has recovered
                 for host in self.hosts.values():
-                    started.append(ready := asyncio.Event())
-                    tg.create_task(self._run_host(host, ready), name=f"compute:{host.name}")
-                for ready in started:
-                    await ready.wait()
+                    tg.create_task(self._run_host(host, started), name=f"compute:{host.name}")
+                for _ in self.hosts:
+                    await started.acquire()
+                await self._libvirt_states()   # a service an earlier run left AUTO-disabled is back
                 tg.create_task(self._heartbeat(), name="compute:heartbeat")
                 self.ready.set()
                 log.info("compute ready", hosts=",".join(self.hosts))
 
-    async def _run_host(self, host: Host, started: asyncio.Event) -> None:
+    async def _run_host(self, host: Host, started: asyncio.Semaphore) -> None:
         structlog.contextvars.bind_contextvars(host=host.name)
         await registration.register(host, self.settings.compute, version_caps.receivable(self.handlers))
         await self._recover(host)
-        started.set()
+        started.release()
         handle = functools.partial(self._handle, host)
         async with InstanceWorkers(handle, name=f"compute:{host.name}") as workers:
             if self.events:
                 await host.hypervisor.watch(functools.partial(self._sync_soon, workers))
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._refresh(host), name=f"compute:{host.name}:refresh")
-                tg.create_task(self._reconcile(host, workers), name=f"compute:{host.name}:reconcile")
-                tg.create_task(self.after_each_return(functools.partial(self._resume, host, workers)),
-                               name=f"compute:{host.name}:resume")
-                if self.settings.compute.resize_confirm_window > 0:
-                    tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")
-                if self.settings.compute.shelved_offload_time > 0:
-                    tg.create_task(self._offload_shelved(host, workers), name=f"compute:{host.name}:offload")
-                # Returns once the role is told to stop; the workers then finish their jobs.
-                intake = functools.partial(self._on_message, host, workers)
-                tg.create_task(self.serve(topic(host.name), intake),
-                               name=f"compute:{host.name}:consume")
+            # At once, as guests may have changed while the service was down; then with the
+            # other hosts' (_each_host).
+            await self._for_each_host("power state reconciliation", self._reconcile, [(host, workers)])
+            self._serving[host.name] = workers
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    if self.settings.compute.resize_confirm_window > 0:
+                        tg.create_task(self._confirm_resizes(host, workers), name=f"compute:{host.name}:confirm")
+                    if self.settings.compute.shelved_offload_time > 0:
+                        tg.create_task(self._offload_shelved(host, workers), name=f"compute:{host.name}:offload")
+                    # Returns once the role is told to stop; the workers then finish their jobs.
+                    await self.serve(topic(host.name), functools.partial(self._on_message, host, workers))
+            finally:
+                del self._serving[host.name]
         log.info("compute host stopped")
 
     async def _heartbeat(self) -> None:
         while not await self.sleep_unless_stopping(self.settings.compute.report_interval):
             await registration.heartbeat([h for h in self.hosts.values() if h.service_id])
+            await self._libvirt_states()
 
-    async def _refresh(self, host: Host) -> None:
-        interval = self.settings.compute.resource_refresh_interval
+    async def _libvirt_states(self) -> None:
+        """Every host's service as its libvirt connection is: said again each beat, for a
+        change the database missed (on_connection says each change as it happens)."""
+        hosts = [h for h in self.hosts.values() if h.service_id]
+        await registration.libvirt_states([h for h in hosts if h.hypervisor.connected],
+                                          [(h, h.hypervisor.why_lost) for h in hosts if not h.hypervisor.connected])
+
+    async def _each_host(self, what: str, interval: float, duty: HostDuty) -> None:
+        """`duty` for every host this process serves, every `interval` seconds until the role stops."""
         while not await self.sleep_unless_stopping(interval):
-            await registration.refresh_inventory(host, self.settings.compute)
+            await self._for_each_host(what, duty)
+
+    async def _for_each_host(self, what: str, duty: HostDuty,
+                             hosts: list[tuple[Host, InstanceWorkers[Job]]] | None = None) -> None:
+        """`duty` for each of `hosts` (default: those served now), one after the other; one
+        that fails is logged and does not keep the others from theirs."""
+        if hosts is None:
+            hosts = [(self.hosts[name], workers) for name, workers in self._serving.items()]
+        for host, workers in hosts:
+            with structlog.contextvars.bound_contextvars(host=host.name):
+                try:
+                    await duty(host, workers)
+                except Exception:
+                    log.exception(f"{what} failed; trying again next time")
 
     async def _reconcile(self, host: Host, workers: InstanceWorkers[Job]) -> None:
-        """At once (guests may have changed while the service was down), then periodically."""
-        interval = self.settings.compute.sync_power_state_interval
-        while True:
-            try:
-                for instance_uuid in await lifecycle.out_of_sync(host):
-                    self._sync_soon(workers, instance_uuid)
-            except Exception:
-                log.exception("power state reconciliation failed; trying again next time")
-            if await self.sleep_unless_stopping(interval):
-                return
+        for instance_uuid in await lifecycle.out_of_sync(host):
+            self._sync_soon(workers, instance_uuid)
 
     async def _confirm_resizes(self, host: Host, workers: InstanceWorkers[Job]) -> None:
         """Confirm resizes left in VERIFY_RESIZE longer than resize_confirm_window (Nova's

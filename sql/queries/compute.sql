@@ -29,6 +29,19 @@ RETURNING uuid, failed_builds;
 -- Every compute service of this process at once ($1 ids): they live and die together.
 UPDATE services SET last_seen_up = now() WHERE id = ANY($1::uuid[]);
 
+-- name: disable_for_libvirt
+-- The compute services $1 turned away from while their libvirt connections are down ($2 why,
+-- one each), as Nova does: the reason starts "AUTO: " so that the connection's return enables
+-- it again. A service an admin disabled keeps the admin's reason.
+UPDATE services s SET disabled = true, disabled_reason = w.reason, updated_at = now()
+  FROM unnest($1::uuid[], $2::text[]) AS w(id, reason)
+ WHERE s.id = w.id AND NOT s.disabled;
+
+-- name: enable_after_libvirt
+-- ...and enabled again once they are back ($1), unless disabled for another reason.
+UPDATE services SET disabled = false, disabled_reason = NULL, updated_at = now()
+ WHERE id = ANY($1::uuid[]) AND disabled AND disabled_reason LIKE 'AUTO: %';
+
 -- name: live_instances
 -- Which of the uuids $1 still have an instance (on any host: simulated hosts share a disk).
 SELECT uuid FROM instances WHERE uuid = ANY($1::uuid[]) AND deleted_at IS NULL;

@@ -141,6 +141,24 @@ async def tear_down_dataplane(args: tuple[str, ...]) -> bool:
     return True
 
 
+# How much of a served process's output a failed test prints.
+SERVICE_LOG_TAIL = 150
+LIBVIRTD_LOG_TAIL = 40
+
+
+def libvirtd_report() -> list[str]:
+    """Whether the host's libvirtd still runs, and the end of the log host-setup gave it:
+    for a failed test whose guests it ran (was a lost connection libvirtd's doing?)."""
+    import subprocess
+
+    from nova_async import config
+
+    running = subprocess.run(["pgrep", "-a", "-x", "libvirtd"], capture_output=True, text=True).stdout.strip()
+    log_file = Path(config.default_state_dir()) / "logs" / "libvirtd.log"
+    tail = log_file.read_text(errors="replace").splitlines()[-LIBVIRTD_LOG_TAIL:] if log_file.exists() else []
+    return [f"---- libvirtd: {running or 'NOT RUNNING'}; the end of {log_file} ----", *tail]
+
+
 @contextlib.asynccontextmanager
 async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: dict[str, str] | None = None,
                 keep_host_state: bool = False, module: str = "nova_async"):
@@ -174,7 +192,15 @@ async def serve(state_dir: Path, *args: str, ready_timeout: float = 120, env: di
             proc.kill()
             await proc.wait()
             pytest.fail("nova-async did not become ready:\n" + "\n".join(log[-60:]))
-        yield Served(url=f"http://127.0.0.1:{port}", state_dir=state_dir, proc=proc, log=log)
+        try:
+            yield Served(url=f"http://127.0.0.1:{port}", state_dir=state_dir, proc=proc, log=log)
+        except BaseException:
+            # A failed test shows what the service was doing: its output is in the capture.
+            print(f"---- the last {SERVICE_LOG_TAIL} lines of nova-async serve ----",
+                  *log[-SERVICE_LOG_TAIL:], sep="\n")
+            if "qemu:///system" in args:
+                print(*libvirtd_report(), sep="\n")
+            raise
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
