@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nova_async.compute.guest_image import build_or_reuse
 from tests.conftest import dsn_for
 from tests.e2e.conftest import Served, serve
 
@@ -74,7 +75,10 @@ async def log_in(page, base_url: str, user: str, password: str, project: str) ->
 @contextlib.asynccontextmanager
 async def serving_module(label: str, tmp_path_factory, pg_cluster, databases) -> AsyncIterator[Served]:
     """One `nova-async serve` on simulated hosts for a whole test module (its pages share it;
-    starting one per test would cost the suite seconds each), on a database of its own."""
+    starting one per test would cost the suite seconds each), on a database of its own. The
+    demo guest is built first, so the service registers it as the image nova-async-demo that
+    the pages' tests boot (on a fresh machine no other test may have built it yet)."""
+    await build_or_reuse()
     name = await databases.take()
     try:
         async with serve(tmp_path_factory.mktemp(label) / "state", "--database", dsn_for(pg_cluster, name),
