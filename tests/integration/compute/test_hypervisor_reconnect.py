@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -81,20 +82,33 @@ def guest_xml(instance_uuid: str) -> str:
             "<vcpu>1</vcpu><os><type>hvm</type></os></domain>")
 
 
-async def test_a_lost_libvirtd_connection_is_opened_again_with_its_event_watches(tmp_path):
+@contextlib.asynccontextmanager
+async def through_relay(tmp_path: Path) -> AsyncIterator[tuple[Relay, Hypervisor]]:
+    """A daemon connection's Hypervisor (on threads, events on) reaching libvirtd through a
+    relay, both undone at the end."""
     assert events.enable(), "libvirt's events belong to this test session's loop"
     relay = Relay(tmp_path / "libvirt-sock")
     await relay.listen()
     executor = ThreadPoolExecutor(2, thread_name_prefix="test-libvirt")
     hypervisor = Hypervisor(f"test+unix:///default?socket={relay.path}", executor)
+    try:
+        yield relay, hypervisor
+    finally:
+        await hypervisor.close()
+        with contextlib.suppress(Exception):
+            await relay.cut()
+        executor.shutdown(wait=True)
+
+
+async def test_a_lost_libvirtd_connection_is_opened_again_with_its_event_watches(tmp_path):
     changed: list[str] = []
     told: list[tuple[bool, str]] = []
 
     async def on_connection(connected: bool, reason: str) -> None:
         told.append((connected, reason))
 
-    hypervisor.on_connection = on_connection
-    try:
+    async with through_relay(tmp_path) as (relay, hypervisor):
+        hypervisor.on_connection = on_connection
         await hypervisor.open()
         await hypervisor.watch(changed.append)
         assert hypervisor.connected
@@ -127,52 +141,38 @@ async def test_a_lost_libvirtd_connection_is_opened_again_with_its_event_watches
         await until(lambda: hypervisor.connected, what="the connection opened a second time", timeout=60)
         await until(lambda: len(told) == 4, what="all four changes told", timeout=10)
         assert [connected for connected, _ in told] == [False, True, False, True], told
-    finally:
-        await hypervisor.close()
-        with contextlib.suppress(Exception):
-            await relay.cut()
-        executor.shutdown(wait=True)
 
 
 async def test_a_call_in_flight_when_libvirtd_goes_and_a_start_finished_on_the_next_connection(tmp_path):
     # A call waiting for its answer reads the end itself, on its executor thread: libvirt calls
     # the close callback there, off the loop. A start() caught so is finished on the new one.
-    assert events.enable(), "libvirt's events belong to this test session's loop"
-    relay = Relay(tmp_path / "libvirt-sock")
-    await relay.listen()
-    executor = ThreadPoolExecutor(2, thread_name_prefix="test-libvirt")
-    hypervisor = Hypervisor(f"test+unix:///default?socket={relay.path}", executor)
-    guest = str(uuid.uuid4())
-    name = f"instance-{guest}"
-    try:
-        await hypervisor.open()
-        relay.stall()
-        in_flight = asyncio.create_task(hypervisor.guests())
-        await asyncio.sleep(0.5)
-        await relay.cut()
-        with pytest.raises(errors.NovaAsyncError):
-            await in_flight
-        await until(lambda: not hypervisor.connected, what="the loss noticed off the loop", timeout=30)
-        await relay.listen()
-        await until(lambda: hypervisor.connected, what="the connection opened again", timeout=60)
-
-        relay.stall()
-        starting = asyncio.create_task(hypervisor.start(guest_xml(guest)))
-        await asyncio.sleep(0.5)   # the definition reached libvirtd; its answer is held
-        await relay.cut()
-        await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
-        assert not starting.done()   # waiting for the next connection, not failed
-        await relay.listen()
-        await asyncio.wait_for(starting, 90)
-        state = await hypervisor.guest_state(name)
-        assert state is not None and state.running, state
-    finally:
-        with contextlib.suppress(Exception):
-            await hypervisor.remove(name)
-        await hypervisor.close()
-        with contextlib.suppress(Exception):
+    name = f"instance-{uuid.uuid4()}"
+    async with through_relay(tmp_path) as (relay, hypervisor):
+        try:
+            await hypervisor.open()
+            relay.stall()
+            in_flight = asyncio.create_task(hypervisor.guests())
+            await asyncio.sleep(0.5)
             await relay.cut()
-        executor.shutdown(wait=True)
+            with pytest.raises(errors.NovaAsyncError):
+                await in_flight
+            await until(lambda: not hypervisor.connected, what="the loss noticed off the loop", timeout=30)
+            await relay.listen()
+            await until(lambda: hypervisor.connected, what="the connection opened again", timeout=60)
+
+            relay.stall()
+            starting = asyncio.create_task(hypervisor.start(guest_xml(name.removeprefix("instance-"))))
+            await asyncio.sleep(0.5)   # the definition reached libvirtd; its answer is held
+            await relay.cut()
+            await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
+            assert not starting.done()   # waiting for the next connection, not failed
+            await relay.listen()
+            await asyncio.wait_for(starting, 90)
+            state = await hypervisor.guest_state(name)
+            assert state is not None and state.running, state
+        finally:
+            with contextlib.suppress(Exception):
+                await hypervisor.remove(name)
 
 
 async def test_a_host_is_disabled_while_its_libvirt_connection_is_down_unless_an_admin_did(pool, tmp_path):
