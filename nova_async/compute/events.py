@@ -9,9 +9,13 @@ reconciliation alone.
 
 libvirt asks its event loop to watch a socket or arm a timer from whichever thread makes a
 call: for a daemon's connection, the executor thread running it (about two such requests per
-call). libvirtaio hands those straight to asyncio (add_reader, create_task), whose loop may
-only be touched from its own thread. So libvirtaio gets the loop through `LoopFromAnyThread`,
-which sends those requests to the loop thread, in the order they were made.
+call, measured). libvirtaio does both at once, on that thread. Watching a socket that way is
+sound (epoll's own calls are thread-safe, and doing it at once keeps its order with the
+socket's close, so a reused descriptor number never gets a stale watch). Tasks are another
+matter: libvirtaio makes one for each running timer and for each removed watch's free
+callback (two at every connection's close, on the closing thread, measured), and a task may
+only be made or cancelled on the loop's own thread. So libvirtaio gets the loop through
+`LoopFromAnyThread`, which makes a task asked for elsewhere on the loop's thread.
 """
 
 from __future__ import annotations
@@ -19,17 +23,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import libvirtaio
 
 
 class LoopFromAnyThread:
-    """The loop as libvirtaio uses it: watching a descriptor goes through the loop's own queue
-    from any thread (from the loop thread too, so that a later request never overtakes an
-    earlier one), and a task made off the loop thread is made there, returned as a future
-    whose cancel() is safe from anywhere. Everything else is the loop's."""
+    """The loop as libvirtaio uses it: a task asked for off the loop's thread (a timer, a free
+    callback) is made on it, and returned as a future whose cancel() is safe from any thread;
+    everything else is the loop's own."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -37,21 +40,6 @@ class LoopFromAnyThread:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loop, name)
-
-    def _in_order(self, method: Callable[..., Any], *args: Any) -> None:
-        self.loop.call_soon_threadsafe(method, *args)
-
-    def add_reader(self, fd: int, callback: Callable[..., Any], *args: Any) -> None:
-        self._in_order(self.loop.add_reader, fd, callback, *args)
-
-    def remove_reader(self, fd: int) -> None:
-        self._in_order(self.loop.remove_reader, fd)
-
-    def add_writer(self, fd: int, callback: Callable[..., Any], *args: Any) -> None:
-        self._in_order(self.loop.add_writer, fd, callback, *args)
-
-    def remove_writer(self, fd: int) -> None:
-        self._in_order(self.loop.remove_writer, fd)
 
     def create_task(self, coro: Coroutine[Any, Any, Any], **kw: Any) -> asyncio.Task | concurrent.futures.Future:
         if threading.get_ident() == self._thread:
