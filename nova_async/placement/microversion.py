@@ -9,8 +9,10 @@ range in the error body, which is how osc-placement discovers what we speak. Han
 from __future__ import annotations
 
 import email.utils
+import functools
 import http
 import re
+import time
 
 from aiohttp import web
 
@@ -94,7 +96,13 @@ async def echo_version(request: web.Request, response: web.StreamResponse) -> No
         response.headers["Vary"] = HEADER.lower()
         if version >= CACHE_HEADERS and _is_representation(request, response):
             response.headers["Cache-Control"] = "no-cache"
-            response.headers["Last-Modified"] = email.utils.formatdate(usegmt=True)
+            response.headers["Last-Modified"] = _http_date(int(time.time()))
+
+
+@functools.lru_cache(maxsize=1)
+def _http_date(second: int) -> str:
+    """The HTTP date of `second`, made once per second, not once per answer."""
+    return email.utils.formatdate(second, usegmt=True)
 
 
 def version(request: web.Request) -> Version:
