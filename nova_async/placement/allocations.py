@@ -167,21 +167,16 @@ async def delete_allocations(pool: Pool, consumer_uuid: str, *, holder: Holder |
     `holder`, only while it holds its lock (else HolderGone, nothing removed): what it
     claimed may have been replaced by whoever took the instance over.
 
-    The providers are locked (a claim on them waits, then counts the freed room) but their
-    generations stay, as upstream's DELETE leaves them: giving room back cannot make a
-    writer's view of the provider wrong."""
-    async with pool.acquire() as conn, conn.transaction():
-        consumer = await conn.fetchrow(Q.lock_consumer, consumer_uuid)
-        if consumer is None:
-            return False
-        old_ids = [r["resource_provider_id"] for r in await conn.fetch(Q.consumer_providers, consumer["id"])]
-        await conn.fetch(Q.lock_providers, sorted(old_ids))
-        await conn.execute(Q.delete_allocations_of, consumer["id"])
-        await conn.execute(Q.delete_consumer, consumer["id"])
-        if holder is not None and not await conn.fetchval(Q.holders_present, [holder[0]], [holder[1]]):
-            raise HolderGone(f"{consumer_uuid}'s allocations were kept: whoever they were released for "
-                             "no longer holds the instance")
-        return bool(old_ids)
+    One statement, the function placement_delete_allocations (sql/functions/): the providers
+    are locked (a claim on them waits, then counts the freed room) but their generations stay,
+    as upstream's DELETE leaves them: giving room back cannot make a writer's view of the
+    provider wrong."""
+    pids, keys = ([holder[0]], [holder[1]]) if holder is not None else ([], [])
+    try:
+        held_on = await pool.fetchval(Q.delete_allocations, consumer_uuid, pids, keys)
+    except asyncpg.RaiseError as exc:
+        raise _refusal(exc) from None
+    return bool(held_on)
 
 
 async def holding(pool: Pool, consumer_uuids: list[str]) -> list[str]:

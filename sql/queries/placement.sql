@@ -85,26 +85,14 @@ SELECT w.resource_class, count(rp.id) AS providers
   LEFT JOIN resource_providers rp ON rp.id = i.resource_provider_id AND rp.parent_provider_id IS NULL
  GROUP BY w.resource_class;
 
--- name: lock_consumer
-SELECT id, generation, project_id, user_id, consumer_type
-  FROM consumers WHERE uuid = $1 FOR UPDATE;
-
 -- name: consumers_among
 SELECT uuid FROM consumers WHERE uuid = ANY($1::uuid[]);
 
--- name: delete_consumer
-DELETE FROM consumers WHERE id = $1;
-
--- name: consumer_providers
-SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id = $1;
-
--- name: lock_providers
--- Always in id order, so that two writers never wait on each other in a cycle.
-SELECT id, uuid, name, generation FROM resource_providers
- WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE;
-
--- name: delete_allocations_of
-DELETE FROM allocations WHERE consumer_id = $1;
+-- name: delete_allocations
+-- Everything the consumer $1 holds given back and the consumer removed, unless a holder ($2
+-- pids, $3 lock keys) is gone (sql/functions/placement_delete_allocations.sql says how). NULL:
+-- no such consumer; else how many providers it held room on.
+SELECT placement_delete_allocations($1::uuid, $2::int[], $3::bigint[]);
 
 -- name: allocations_of
 SELECT rp.uuid AS provider_uuid, rp.generation AS provider_generation, a.resource_class,
@@ -129,6 +117,3 @@ SELECT written_consumer, new_generation
   FROM placement_write_allocations_held($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bool[],
                                         $6::int[], $7::int[], $8::uuid[], $9::text[], $10::int[],
                                         $11::int[], $12::bigint[]);
-
--- name: holders_present
-SELECT placement_holders_present($1::int[], $2::bigint[]) AS present;
