@@ -37,8 +37,8 @@ import asyncpg
 import msgspec
 
 from nova_async.common import errors
-from nova_async.db.health import DatabaseHealth, describe
 from nova_async.db import pool_order
+from nova_async.db.health import DatabaseHealth, describe
 from nova_async.db.lines import Lines
 
 COMMAND_TIMEOUT = 60.0
