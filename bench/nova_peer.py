@@ -223,6 +223,15 @@ async def spawn(name: str, argv: list[str], logs: Path, env: dict[str, str] | No
     return Daemon(name, proc, log_path)
 
 
+MARIADB_PROGRAMS = (Path("/usr/bin/mariadb-install-db"), Path("/usr/sbin/mariadbd"))
+
+
+def mariadb_missing() -> str | None:
+    """Why the private MariaDB cannot be started here, or None when it can."""
+    absent = [str(p) for p in MARIADB_PROGRAMS if not p.exists()]
+    return f"{', '.join(absent)} not found (apt-get install mariadb-server)" if absent else None
+
+
 async def run_tool(argv: list[str], what: str, env: dict[str, str] | None = None) -> str:
     proc = await asyncio.create_subprocess_exec(
         *argv, env={**os.environ, **(env or {})}, stdin=asyncio.subprocess.DEVNULL,

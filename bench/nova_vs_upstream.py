@@ -38,6 +38,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import boot_rate  # noqa: E402
 from bench import nova_peer as peer  # noqa: E402
+from tests import rabbitmq  # noqa: E402
 from tests.rabbitmq import Broker  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.2
@@ -296,6 +297,10 @@ def print_notes(args: argparse.Namespace, versions: dict[str, str], image_reques
 
 
 async def run(args: argparse.Namespace) -> None:
+    missing = [why for why in (peer.mariadb_missing(), rabbitmq.available()) if why]
+    if missing:  # said before anything is installed or started
+        raise SystemExit(f"upstream's side needs MariaDB and RabbitMQ: {'; '.join(missing)}. "
+                         f"`make bench-peer ARGS='…'` installs them and runs this.")
     venv = peer.ensure_venv(args.upstream_venv)
     versions = peer.versions(venv)
     faults: dict[str, dict[str, int]] = {"nova-async": {}, "upstream": {}}
