@@ -54,11 +54,18 @@ def remove_guests_under(state_dir: Path, uri: str = "qemu:///system") -> list[st
         return removed
     try:
         for dom in conn.listAllDomains():
-            if str(state_dir) not in dom.XMLDesc(0):
+            try:
+                if str(state_dir) not in dom.XMLDesc(0):
+                    continue
+                if dom.isActive():
+                    dom.destroy()
+                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+            except libvirt.libvirtError as exc:
+                # The list is every test's: a parallel test's guest may be undefined between
+                # the listing and the look (a failed CI run), and ours may go meanwhile too.
+                if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
+                    raise
                 continue
-            if dom.isActive():
-                dom.destroy()
-            dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
             removed.append(dom.name())
     finally:
         conn.close()
