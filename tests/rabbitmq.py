@@ -170,7 +170,11 @@ class Broker:
                 str(RABBITMQ_BIN / "rabbitmq-server"), env=env, cwd=self.base,
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT)
         # `rabbitmqctl wait` follows the pid file, then the node, until the broker's applications
-        # (and so its listener) are up; it gives up early when the server process dies.
+        # (and so its listener) are up; it gives up early when the server process dies. But it
+        # reads the pid file the moment it exists, and the VM creates it before it writes the
+        # number: read in between, an empty file ends the wait with garbage_in_pid_file. So
+        # the wait starts once the file holds a pid.
+        await self._pid_written()
         wait = await asyncio.create_subprocess_exec(
             str(RABBITMQ_BIN / "rabbitmqctl"), "-q", "-n", self.nodename, "wait", "--timeout",
             str(int(START_TIMEOUT)), str(self.base / "rabbitmq.pid"), env=env, cwd=self.base,
@@ -180,6 +184,14 @@ class Broker:
             await self.stop()
             raise RuntimeError(f"RabbitMQ did not start (rabbitmqctl wait: {out.decode(errors='replace')})\n"
                                + self.log_tail())
+
+    async def _pid_written(self) -> None:
+        """Until the pid file holds a number, the server has exited, or START_TIMEOUT passed
+        (the last two are then reported by `rabbitmqctl wait`)."""
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT
+        while (self._vm_pid() is None and self.running
+               and asyncio.get_running_loop().time() < deadline):
+            await asyncio.sleep(0.05)
 
     def _vm_pid(self) -> int | None:
         try:
