@@ -25,6 +25,7 @@ file and a crash mid-copy leaves only a `.part` file for the next start to sweep
 from __future__ import annotations
 
 import asyncio
+import functools
 import grp
 import hashlib
 import json
@@ -185,20 +186,42 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
 def _fresh_dir(path: Path, base: Path | None) -> int:
     """The instance's directory made anew (empty); the size of `base` (0: none given)."""
     size = base.stat().st_size if base is not None else 0
-    if path.exists():
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError:   # an earlier attempt's
         shutil.rmtree(path)
-    path.mkdir(parents=True)
+        path.mkdir()
     return size
 
 
+BLOCK = 4096
+
+
+@functools.lru_cache(maxsize=64)
+def _template_blocks(template: Path) -> tuple[int, tuple[tuple[int, bytes], ...]]:
+    """A template's length and its blocks that are not all zeros, with their offsets (a new
+    qcow2 is a few such blocks: header, refcount table and block, L1 table). The same key
+    always names the same bytes (see _new_qcow2), so they are read once."""
+    data = template.read_bytes()
+    blocks = ((at, data[at:at + BLOCK]) for at in range(0, len(data), BLOCK))
+    return len(data), tuple((at, block) for at, block in blocks if block.count(0) != len(block))
+
+
 def _copy_of(template: Path, target: Path) -> bool:
-    """`target` made a copy of `template`; False when there is no template yet."""
+    """`target` made a copy of `template`, False when there is no template yet. Written as a
+    sparse file, its zeros left as holes (they read as zeros): a new disk is one create and
+    a few small writes, and allocates only what qemu-img's output holds besides zeros."""
     try:
-        shutil.copyfile(template, target)
+        size, blocks = _template_blocks(template)
     except FileNotFoundError:
-        if template.exists():   # it was the target's directory that was missing
-            raise
         return False
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        for at, block in blocks:
+            os.pwrite(fd, block, at)
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
     return True
 
 
@@ -222,7 +245,7 @@ async def _new_qcow2(instances_root: Path, target: Path, options: list[str], siz
         os.replace(tmp, template)
     finally:
         tmp.unlink(missing_ok=True)
-    await asyncio.to_thread(shutil.copyfile, template, target)
+    await asyncio.to_thread(_copy_of, template, target)
 
 
 QEMU_USER = "libvirt-qemu"   # whom Debian's libvirt runs QEMU as (qemu.conf `user`)

@@ -82,6 +82,19 @@ async def test_prepare_makes_overlay_ephemeral_and_swap(tmp_path):
     assert (await info(made[0].path))["virtual-size"] == 65536  # root_gb 0: the image's size
 
 
+async def test_a_new_disk_is_what_qemu_img_writes_with_its_zeros_left_as_holes(tmp_path):
+    base = tmp_path / "base"
+    base.write_bytes(b"\0" * 65536)
+    own = tmp_path / "own.qcow2"
+    await disks.qemu_img("create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base), str(own), "2G")
+    for attempt in range(2):   # the first makes the template, the second copies it
+        instance = str(uuid.uuid4())
+        [root] = await prepare(tmp_path, instance, base, root_gb=2, ephemeral_gb=0, swap_mb=0)
+        made = Path(root.path)
+        assert made.read_bytes() == own.read_bytes(), attempt
+        assert made.stat().st_blocks * 512 < own.stat().st_size / 4   # mostly holes
+
+
 async def test_flavor_disk_smaller_than_image_is_refused(tmp_path):
     base = tmp_path / "base"
     with base.open("wb") as fh:
