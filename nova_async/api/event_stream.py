@@ -5,7 +5,7 @@ order, with a cursor to come back with.
 Where the events come from: each cell's `server_events` (0069), written by triggers in the
 writer's own transaction, so nothing that commits is missed and nothing that rolls back is
 sent. Rows are numbered (`seq`) after they commit, by a sequencer (one statement,
-sql/functions/server_events_sequence.sql) that runs one at a time per cell under an advisory
+sql/functions/server_events_number.sql) that runs one at a time per cell under an advisory
 lock, so that positions are contiguous and follow commit order: a reader of `seq > cursor`
 never skips a row that committed late with a small id, and a reader can tell a gap from a
 quiet spell.
@@ -127,8 +127,16 @@ class CellFeed:
     async def _pass(self, conn: asyncpg.Connection, *, prune: bool) -> None:
         """Number what committed (waiting for another process's pass to commit first, so that
         what it could not see yet is seen here), then hand every new position out: those just
-        numbered as the numbering returned them, any another process numbered read back."""
-        numbered = sorted(await conn.fetch(Q.sequence, SEQUENCER_LOCK), key=lambda r: r["seq"])
+        numbered as the numbering returned them, any another process numbered read back.
+        With no stream to hand them to (most of the time), only the positions are asked for:
+        the head moves past every one given."""
+        if not self._hub.streaming:
+            given = await conn.fetchrow(Q.number, SEQUENCER_LOCK)
+            if prune:
+                await conn.execute(Q.prune, self._hub.settings.event_backlog)
+            self.head = given["last"]
+            return
+        numbered = await conn.fetch(Q.sequence, SEQUENCER_LOCK)
         if prune:
             await conn.execute(Q.prune, self._hub.settings.event_backlog)
         upto = numbered[0]["seq"] - 1 if numbered else _END
@@ -143,7 +151,7 @@ class CellFeed:
     def _publish(self, rows: list[Any]) -> None:
         if rows:
             self.head = rows[-1]["seq"]
-            if self._hub.streaming:    # rendered only for someone: most of the time nobody follows
+            if self._hub.streaming:    # rendered only for someone: a stream may have gone since
                 self._hub.publish(views.render(self.cell.uuid, rows))
 
 

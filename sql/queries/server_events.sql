@@ -1,8 +1,13 @@
 -- The public event stream (api/event_stream.py) over each cell's server_events (0069).
 
 -- name: sequence
--- A pass of the sequencer (sql/functions/server_events_sequence.sql): $1 its lock.
+-- A pass of the sequencer, with the rows it numbered (sql/functions/server_events_sequence.sql):
+-- $1 its lock.
 SELECT * FROM server_events_sequence($1);
+
+-- name: number
+-- A pass of the sequencer, positions only (sql/functions/server_events_number.sql): $1 its lock.
+SELECT first, last FROM server_events_number($1);
 
 -- name: head
 -- The last position given (every position up to it is committed).
