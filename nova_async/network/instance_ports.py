@@ -5,10 +5,12 @@
 - allocate: an instance gets all its ports, or none. It is idempotent: a per-instance
   advisory lock plus "ports with this device_id already exist" means a retried or duplicated
   request gets the same ports back, rebound to the new host. When every NIC is a new port on
-  a whole network (most boots), an instance's ports are one statement (sql/functions/
-  network_allocate_ports.sql), and the instances whose ports are asked for at once share one transaction
-  (network_allocate_ports_many.sql), each still made or refused alone. Ports named by id and fixed addresses take
-  the general path below, one transaction per instance, which gives the same answers.
+  a whole network (most boots), the instances whose ports are asked for at once share one
+  statement and transaction (sql/functions/network_allocate_ports_many.sql): their ports are
+  made together, a set at a time, with the answers each would have got alone; a call that is
+  refused or retried is answered alone (network_allocate_ports.sql). Ports named by id and
+  fixed addresses take the general path below, one transaction per instance, which gives the
+  same answers.
   The ports made for an instance join the security groups it asked for (by default the
   project's `default` group); ports the user made keep their own.
 - deallocate: ports made for the instance are deleted; ports the user made are released.
@@ -33,8 +35,9 @@ from nova_async.network import messages as m
 Q = queries("network")
 L3 = queries("l3")
 # The common case's allocations, shared by the boots that reach it at once (one transaction).
-# Each call is a subtransaction: past 64 in one transaction (PostgreSQL's cache of them per
-# session), every other session's snapshot has to look them up while it runs.
+# A call answered alone (refused, retried) is a subtransaction: past 64 in one transaction
+# (PostgreSQL's cache of them per session), every other session's snapshot has to look them up
+# while it runs.
 ALLOCATE_PORTS = Coalesced(Q.allocate_ports, many=True, most=64)
 NETWORK_TARGET = SharedRead(Q.network_target, many=True)   # a burst of boots names the same network
 Db = Pool | asyncpg.Connection

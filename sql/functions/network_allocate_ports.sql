@@ -15,9 +15,9 @@
 --     undoes the whole statement, so no port is left half made.
 --
 -- The lowest free address is searched from the subnet's `allocated_below` mark (every pool
--- address below it is taken), moved on by each allocation here and back by any release below
--- it (subnet_release_below), so the first try almost always fits, where trying each allocated
--- address + 1 in turn took thousands of probes per port on a full subnet.
+-- address below it is taken: subnet_free_addresses), moved on by each allocation here and back
+-- by any release below it (subnet_release_below), so the first try almost always fits, where
+-- trying each allocated address + 1 in turn took thousands of probes per port on a full subnet.
 --
 -- $wanted NULL: the project's usable networks (own or shared, not external), which must be at
 -- most one. Rows: one per port, as the query device_vifs shows them, in NIC order.
@@ -89,38 +89,10 @@ BEGIN
     END IF;
 
     FOR k IN 1..coalesce(cardinality(nets), 0) LOOP
-        SELECT s.id, s.network_id, s.cidr, s.gateway_ip, s.ip_version, s.allocation_pools, s.allocated_below
+        SELECT s.id, s.network_id, s.cidr, s.gateway_ip, s.ip_version
           INTO sub FROM subnets s WHERE s.id = subnet_of[k];
         SELECT n.name, n.mtu INTO net FROM networks n WHERE n.id = nets[k];
-        -- the lowest free address of the first pool that has one, searched from where the
-        -- subnet's mark says the free ones begin: most often the mark itself, one index probe
-        address := NULL;
-        IF sub.allocated_below IS NOT NULL AND EXISTS (
-                SELECT 1 FROM jsonb_array_elements(sub.allocation_pools) AS x(p)
-                 WHERE sub.allocated_below BETWEEN (x.p->>'start')::inet AND (x.p->>'end')::inet)
-           AND NOT EXISTS (SELECT 1 FROM ip_allocations a
-                            WHERE a.subnet_id = sub.id AND a.ip_address = sub.allocated_below) THEN
-            address := sub.allocated_below;
-        ELSE
-            SELECT c.candidate INTO address
-              FROM jsonb_array_elements(sub.allocation_pools) WITH ORDINALITY AS x(p, ord)
-             CROSS JOIN LATERAL (SELECT greatest((x.p->>'start')::inet, sub.allocated_below) AS first,
-                                        (x.p->>'end')::inet AS last) r
-             CROSS JOIN LATERAL (
-                SELECT f.candidate FROM (
-                    SELECT r.first AS candidate
-                    UNION ALL
-                    SELECT a.ip_address + 1 FROM ip_allocations a
-                     WHERE a.subnet_id = sub.id AND a.ip_address >= r.first AND a.ip_address < r.last
-                ) f
-                 WHERE NOT EXISTS (SELECT 1 FROM ip_allocations a
-                                    WHERE a.subnet_id = sub.id AND a.ip_address = f.candidate)
-                 ORDER BY f.candidate
-                 LIMIT 1) c
-             WHERE r.first <= r.last
-             ORDER BY x.ord
-             LIMIT 1;
-        END IF;
+        address := (subnet_free_addresses(sub.id, 1))[1];
         IF address IS NULL THEN
             RAISE EXCEPTION USING DETAIL = 'ip_exhausted', MESSAGE = format(
                 'No more IP addresses available on network %s (subnet %s, %s).', sub.network_id, sub.id, sub.cidr);
