@@ -34,7 +34,7 @@ from nova_async.conductor.messages import (RescheduleInstance, ResizeInstance, S
 from nova_async.conductor import stranded
 from nova_async.conductor.resize import Resizer
 from nova_async.conductor.unshelve import Unshelver
-from nova_async.db import instances
+from nova_async.db import instances, statistics
 from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
 from nova_async.db.queries import queries
@@ -104,8 +104,14 @@ class ConductorRole(Role):
                            name="conductor:stranded")
             tg.create_task(lease.Lease(self.deps.locks, "conductor:resume").run(self._lead_resume, self.stopping),
                            name="conductor:resume")
+            tg.create_task(lease.periodic(self.deps.locks, "conductor:statistics", self._refresh_statistics,
+                                          seconds=statistics.INTERVAL, stopping=self.stopping, at_once=False),
+                           name="conductor:statistics")
             # returns once the role is stopping: so does tidy
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
+
+    async def _refresh_statistics(self) -> None:
+        await statistics.refresh([self.cells.api, *(cell.pool for cell in self.cells.all())])
 
     async def _lead_resume(self) -> None:
         """What the conductor that holds the resume lease does: resume once when it takes it

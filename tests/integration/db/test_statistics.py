@@ -1,0 +1,47 @@
+"""Statistics for tables that grow fast: a table is analyzed when it has changed more since
+its last statistics than it held then (db/statistics.py), and left alone otherwise."""
+
+from __future__ import annotations
+
+from nova_async.db import statistics
+from tests.harness import running
+from tests.waiting import until
+
+
+async def grow(pool, rows):
+    async with pool.acquire() as conn:
+        await conn.execute("INSERT INTO growing SELECT g FROM generate_series(1, $1) g", rows)
+        # counted changes reach the shared statistics at a transaction's end, at most once a second
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+        await conn.execute("SELECT 1")
+
+
+async def analyzed(pool):
+    return await pool.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'growing'")
+
+
+async def test_a_table_is_analyzed_each_time_it_doubles(pool):
+    await pool.execute("CREATE TABLE growing (id int)")
+    await grow(pool, statistics.LEAST_ROWS - 1)
+    assert "growing" not in await statistics.refresh([pool])   # too few rows to matter yet
+    await grow(pool, 2)
+    assert "growing" in await statistics.refresh([pool])
+    assert await analyzed(pool) == 1
+    assert "growing" not in await statistics.refresh([pool])
+    await grow(pool, statistics.LEAST_ROWS - 10)   # not yet doubled
+    assert "growing" not in await statistics.refresh([pool])
+    await grow(pool, 20)
+    assert "growing" in await statistics.refresh([pool])
+    assert await analyzed(pool) == 2
+
+
+async def test_the_conductor_keeps_every_database_analyzed(pool, cell1, tmp_path):
+    """One conductor (a lease) looks at the API database and each cell's, every few seconds."""
+    for db in (pool, cell1):
+        await db.execute("CREATE TABLE growing (id int)")
+    async with running(pool, ["conductor"], tmp_path):
+        for db in (pool, cell1):
+            await grow(db, 2 * statistics.LEAST_ROWS)
+        for db in (pool, cell1):
+            await until(lambda: analyzed(db), lambda n: n and n >= 1, what="statistics of the grown table",
+                        timeout=4 * statistics.INTERVAL + 10)
