@@ -1,7 +1,7 @@
 -- statistics_refresh: ANALYZE this database's tables that changed more since their last
 -- statistics than they held then (pg_class.reltuples; -1 when there are none yet), once at
--- least `least_rows` rows changed; answers their names. A table that is locked by another
--- ANALYZE or by autovacuum is skipped: it is being taken care of.
+-- least `least_rows` rows changed; answers their names. A table another ANALYZE (autovacuum's)
+-- holds is skipped, and named all the same: it is being analyzed.
 --
 -- Why (db/statistics.py): a table that starts empty and fills in a burst keeps, in every
 -- connection, the plans made for it while it was empty — whole-table scans — until it has

@@ -194,3 +194,24 @@ async def test_a_pool_that_ends_at_the_last_address_there_is(pool):
         assert [str(a) for a in got][3:] == ["ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe"]
         await take(conn, net, "ffff::fffd", "ffff::fffe", "ffff::ffff", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe")
         assert await conn.fetchval("SELECT subnet_free_addresses($1, 2)", sub) == []
+
+
+async def test_a_mac_address_already_taken_is_drawn_again(pool):
+    """The MACs are random: with the session's random() seeded, the first draw is known, so a
+    port given that MAC beforehand makes the burst's first port draw again."""
+    draw = ("SELECT ('fa:16:3e:' || lpad(to_hex(floor(random() * 256)::int), 2, '0') || ':'"
+            " || lpad(to_hex(floor(random() * 256)::int), 2, '0') || ':'"
+            " || lpad(to_hex(floor(random() * 256)::int), 2, '0'))::macaddr")
+    async with pool.acquire() as conn:
+        net = await add_network(conn, "p", [("10.0.0.2", "10.0.0.250")])
+        await conn.execute("SELECT setseed(0.25)")
+        taken = await conn.fetchval(draw)
+        await conn.execute("INSERT INTO ports (id, network_id, project_id, mac_address) VALUES ($1, $2, 'x', $3)",
+                           uuid.uuid4(), uuid.UUID(net), taken)
+        await conn.execute("SELECT setseed(0.25)")
+        devices = [str(uuid.uuid4()) for _ in range(3)]
+        rows = await conn.fetch(MANY, devices, ["h"] * 3, ["p"] * 3, [None] * 3)
+        ports = await conn.fetch("SELECT device_id, mac_address FROM ports WHERE device_id = ANY($1)", devices)
+    assert sorted(str(r["ip_address"]) for r in rows) == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    assert len({p["mac_address"] for p in ports}) == 3 and taken not in {p["mac_address"] for p in ports}
+    assert {r["mac_address"] for r in rows} == {p["mac_address"] for p in ports}
