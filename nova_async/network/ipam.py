@@ -154,12 +154,8 @@ async def allocate(conn: asyncpg.Connection, subnet: asyncpg.Record, port_id: st
                                   code="ip_in_use")
         chosen: str | None = str(addr)
     else:
-        chosen = None
-        for pool in subnet["allocation_pools"]:
-            found = await conn.fetchval(Q.lowest_free_ip, subnet["id"], pool["start"], pool["end"])
-            if found is not None:
-                chosen = host(found)
-                break
+        found = await conn.fetchval(Q.lowest_free_ip, subnet["id"])
+        chosen = host(found) if found is not None else None
         if chosen is None:
             raise errors.Conflict(f"No more IP addresses available on network {subnet['network_id']} "
                                   f"(subnet {subnet['id']}, {net}).", code="ip_exhausted")

@@ -122,7 +122,7 @@ async def _make_port_with_ip(conn: asyncpg.Connection, new: NewPort, port_id: st
             row = await conn.fetchrow(
                 Q.insert_port_with_ip, port_id, new.network["id"], new.project_id, new.name, new.description,
                 mac, new.device_id, new.device_owner, status, new.admin_state_up, new.host, new.auto_created,
-                new.device_index, subnet["id"], subnet["allocation_pools"])
+                new.device_index, subnet["id"])
         except asyncpg.ForeignKeyViolationError:
             raise networks.not_found(str(new.network["id"])) from None
         if row is None:

@@ -82,19 +82,9 @@ SELECT EXISTS (SELECT 1 FROM ip_allocations WHERE subnet_id = $1);
 DELETE FROM subnets WHERE id = $1;
 
 -- name: lowest_free_ip
--- The lowest free address in the pool [$2, $3] of subnet $1: the pool's first address, or
--- the one after an allocated address, whichever is lowest and not taken. The caller holds
--- the subnet's row lock, so nobody else allocates from this subnet meanwhile.
-SELECT candidate FROM (
-    SELECT $2::inet AS candidate
-    UNION ALL
-    SELECT ip_address + 1 FROM ip_allocations
-     WHERE subnet_id = $1 AND ip_address >= $2::inet AND ip_address < $3::inet
-) c
- WHERE NOT EXISTS (SELECT 1 FROM ip_allocations a
-                    WHERE a.subnet_id = $1 AND a.ip_address = c.candidate)
- ORDER BY candidate
- LIMIT 1;
+-- The lowest free address of subnet $1's pools (sql/functions/subnet_free_addresses.sql);
+-- NULL: none. The caller holds the subnet's row lock, so nobody else allocates from it meanwhile.
+SELECT (subnet_free_addresses($1::uuid, 1))[1];
 
 -- name: ip_taken
 SELECT EXISTS (SELECT 1 FROM ip_allocations WHERE subnet_id = $1 AND ip_address = $2::inet);
@@ -213,28 +203,12 @@ SELECT p.id AS port_id, p.network_id, p.mac_address, n.name AS network_name, n.m
 
 -- name: insert_port_with_ip
 -- insert_port, lowest_free_ip and insert_ip as one statement, for a port with one address
--- from subnet $14 (whose row lock the caller holds): the lowest free address of the first of
--- its pools ($15, [{"start", "end"}]) that has one. No row: the subnet is full, and no port
--- was made; a row whose port columns are NULL: the MAC is taken (pick another).
-WITH pool AS (
-    SELECT (p->>'start')::inet AS first, (p->>'end')::inet AS last, ord
-      FROM jsonb_array_elements($15::jsonb) WITH ORDINALITY AS x(p, ord)
-), free AS (
-    SELECT c.candidate
-      FROM pool
-     CROSS JOIN LATERAL (
-        SELECT candidate FROM (
-            SELECT pool.first AS candidate
-            UNION ALL
-            SELECT ip_address + 1 FROM ip_allocations
-             WHERE subnet_id = $14::uuid AND ip_address >= pool.first AND ip_address < pool.last
-        ) c
-         WHERE NOT EXISTS (SELECT 1 FROM ip_allocations a
-                            WHERE a.subnet_id = $14 AND a.ip_address = c.candidate)
-         ORDER BY candidate
-         LIMIT 1) c
-     ORDER BY pool.ord
-     LIMIT 1
+-- from subnet $14 (whose row lock the caller holds): the lowest free address of its pools.
+-- No row: the subnet is full, and no port was made; a row whose port columns are NULL: the
+-- MAC is taken (pick another).
+WITH free AS (
+    SELECT f.candidate FROM (SELECT (subnet_free_addresses($14::uuid, 1))[1] AS candidate) f
+     WHERE f.candidate IS NOT NULL
 ), port AS (
     INSERT INTO ports (id, network_id, project_id, name, description, mac_address, device_id,
                        device_owner, status, admin_state_up, binding_host, auto_created, device_index)

@@ -117,6 +117,14 @@ async def test_subnet_choices(h):
     # Without a choice, a port's address comes from the network's first IPv4 subnet.
     port = (await post(h, PORT, h.alice, {"port": {"network_id": net["id"]}}))["port"]
     assert port["fixed_ips"] == [{"subnet_id": sub["id"], "ip_address": "192.168.5.1"}]
+    # The lowest free address, across pools; one given back is the next one handed out.
+    on_mid = [(await post(h, PORT, h.alice, {"port": {"network_id": net["id"], "fixed_ips": [{"subnet_id": mid["id"]}]}}))
+              ["port"] for _ in range(3)]
+    assert [p["fixed_ips"][0]["ip_address"] for p in on_mid] == ["192.168.6.1", "192.168.6.2", "192.168.6.4"]
+    resp = await h.http.delete(f"{PORT}/{on_mid[1]['id']}", headers=h.alice)
+    assert resp.status == 204
+    again = (await post(h, PORT, h.alice, {"port": {"network_id": net["id"], "fixed_ips": [{"subnet_id": mid["id"]}]}}))
+    assert again["port"]["fixed_ips"][0]["ip_address"] == "192.168.6.2"
 
 
 async def test_bad_requests_are_neutron_errors_never_500(h):
