@@ -212,16 +212,19 @@ async def test_reserved_attachments_nothing_maps_are_cleaned_up(h, client):
     # a user's reservation through the volume API (Cinder's attachments, no connector yet)
     by_hand, _ = await attachments.reserve(api, volume_id=by_hand_vol, instance_uuid=str(uuid.uuid4()),
                                            project_id="proj-a", is_admin=False, made_by="volume-api")
-    await h.pool.execute("UPDATE volume_attachments SET updated_at = now() - interval '1 hour'"
+    # Two minutes old, and the clean-up below counts one minute as stale: the role's own pass
+    # (at its start, counting RESERVED_ORPHAN_AFTER) may run at any moment and must not get there first.
+    assert attachments.RESERVED_ORPHAN_AFTER > 120
+    await h.pool.execute("UPDATE volume_attachments SET updated_at = now() - interval '2 minutes'"
                          " WHERE id <> $1", young.attachment_id)
 
-    removed = await attachments.clean_up_reserved(api, cells)
+    removed = await attachments.clean_up_reserved(api, cells, older_than=60)
     assert sorted(removed) == sorted([orphan.attachment_id, gone.attachment_id])
     assert await volume_status(h, orphan_vol) == "available" and await volume_status(h, gone_vol) == "available"
     assert await volume_status(h, mapped_vol) == "reserved" and await volume_status(h, young_vol) == "reserved"
     assert await attachment_status(h, str(by_hand["id"])) == "reserved"   # its maker's to finish or delete
     assert await attachment_status(h, mapped.attachment_id) == "reserved"
-    assert await attachments.clean_up_reserved(api, cells) == []
+    assert await attachments.clean_up_reserved(api, cells, older_than=60) == []
 
 
 async def test_a_multiattach_volume_stays_in_use_until_its_last_attachment_goes(h, client):
