@@ -111,20 +111,23 @@ UPDATE instance_actions SET finish_time = now(), updated_at = now(), message = c
 -- name: start_event
 -- Event $3 of instance $1's action of request $2 started, on host $4; `id` is the event's
 -- (no row: there is no such action). Coalesced (db/coalesce.py): each $n is an array, one
--- element per call, and `ord` says which call a row answers.
+-- element per call, and `ord` says which call a row answers. Each call's action is one probe
+-- of its unique key (LATERAL … LIMIT 1): as a join, the generic plan hashed the whole table
+-- until it held tens of thousands of actions. An instance is in a statement once, so an
+-- action is too, and `action_id` says which call an event row is.
 WITH w AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
         WITH ORDINALITY AS w(uuid, request_id, event, host, ord)
+), found AS (
+    SELECT w.ord, w.event, w.host, a.id AS action_id FROM w
+     CROSS JOIN LATERAL (SELECT a.id FROM instance_actions a
+                          WHERE a.instance_uuid = w.uuid AND a.request_id = w.request_id LIMIT 1) a
 ), started AS (
     INSERT INTO instance_action_events (action_id, event, host)
-    SELECT a.id, w.event, w.host FROM w
-      JOIN instance_actions a ON a.instance_uuid = w.uuid AND a.request_id = w.request_id
-     ORDER BY w.ord
+    SELECT action_id, event, host FROM found ORDER BY ord
     RETURNING id, action_id
 )
-SELECT s.id, w.ord FROM started s
-  JOIN instance_actions a ON a.id = s.action_id
-  JOIN w ON w.uuid = a.instance_uuid AND w.request_id = a.request_id;
+SELECT s.id, f.ord FROM started s JOIN found f ON f.action_id = s.action_id;
 
 -- name: finish_event
 -- Event $1 finished with result $2 (and traceback $3). Coalesced, as start_event.
