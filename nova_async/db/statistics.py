@@ -11,9 +11,10 @@ during the run, and whole-table scans read ~2.9 million rows (~1.8 million with 
 So one process (the lease `conductor:statistics`) looks at every database every few seconds
 and ANALYZEs the tables that hold twice the rows they held at their last statistics: a few
 times as a table grows to thousands of rows, rarely once it is large. New statistics make the
-plans be made again. Rows updated or replaced do not count (the event stream adds and prunes
-as many rows as it keeps, and analyzing it for that cost ~0.15 ms of PostgreSQL per boot in
-that bench): autovacuum follows churn with its own ANALYZEs; a table one holds is left to it."""
+plans be made again. Rows updated or replaced do not count (the event stream, once at its
+backlog, prunes as many rows as it adds; analyzing it for that churn cost ~0.15 ms of
+PostgreSQL's CPU per boot in that bench): autovacuum follows churn with its own ANALYZEs, and
+a table one of them holds is left to it."""
 
 from __future__ import annotations
 
