@@ -6,8 +6,12 @@
 -- Each statement here takes a new snapshot: what a sequencer that held the lock before
 -- committed is seen. Rows still uncommitted are not: they get theirs in a later pass, after
 -- every row seen here, so a reader of `seq > cursor` never skips one.
+-- A pass numbers a few rows of a table that holds the whole backlog: each is found by its key.
+-- Left to choose, the planner hashed the whole table for them whenever its statistics were
+-- older than the table (a site filling up, the backlog growing): twice the cost per row
+-- numbered (sql/0069 and bench/schedule_rate.py).
 CREATE OR REPLACE FUNCTION server_events_number(lock_key bigint, OUT first bigint, OUT last bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     given bigint;
 BEGIN
