@@ -47,6 +47,7 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _TARGET = re.compile(r"^(vd|sd|hd)[a-z]{1,2}$")
 _SERIAL = re.compile(r"^[0-9a-f-]{1,36}$")
 # Characters XML 1.0 cannot carry at all, even escaped.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _MAX_TEXT = 255
 # The kernel command line: printable text on one line; x86 Linux takes at most 2048 bytes.
@@ -87,6 +88,8 @@ def uuid_from_domain_name(name: str) -> str | None:
 
 
 def canonical_uuid(value: str) -> str:
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):   # as the database gives it: no parse
+        return value
     try:
         return str(uuidlib.UUID(str(value)))
     except ValueError:
