@@ -24,6 +24,7 @@ META = w.validator({"type": "object", "required": ["meta"], "additionalPropertie
                     "properties": {"meta": {"type": "object", "minProperties": 1, "maxProperties": 1,
                                             "additionalProperties": _VALUE, "propertyNames": _KEY}}})
 _TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
+TAG = w.validator(_TAG)
 TAGS = w.validator({"type": "object", "required": ["tags"], "additionalProperties": False,
                     "properties": {"tags": {"type": "array", "maxItems": 50, "items": _TAG}}})
 
@@ -110,7 +111,7 @@ async def delete_tags(request: web.Request) -> web.Response:
 
 def _tag(request: web.Request) -> str:
     tag = request.match_info["tag"]
-    w.check(w.validator(_TAG), tag)
+    w.check(TAG, tag)
     return tag
 
 

@@ -119,6 +119,8 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 
 def _check_auth(body: Any) -> dict[str, Any]:
+    if w.passes(AUTH, body):
+        return body["auth"]
     found = list(AUTH.iter_errors(body))
     if found:
         # The outermost problem first, and of those a wrong type before what follows from it.
