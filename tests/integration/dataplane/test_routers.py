@@ -245,7 +245,12 @@ async def test_an_administratively_down_router_is_not_on_the_host(cloud, lab):
 
 
 async def snapshot(cloud: Cloud) -> tuple:
-    links = await links_in(cloud.netns)
+    # Once the kernel's duplicate address detection is over (in its own time): until then the
+    # ports' IPv6 link-local addresses are tentative, and their local routes not there yet.
+    links = await until(lambda: links_in(cloud.netns),
+                        lambda found: not any(a.get("tentative") for link in found.values()
+                                              for a in link.get("addr_info", ())),
+                        what="duplicate address detection over")
     taps = [(t, master_of(t), Path(f"/sys/class/net/{t}/ifindex").read_text()) for t in
             (cloud.interface.tap, cloud.gateway.tap)]
     routes = await netlab.sh("ip", "-n", cloud.netns, "route", "show", "table", "all")
