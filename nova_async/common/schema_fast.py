@@ -1,22 +1,32 @@
-"""A request body's schema checked without jsonschema's machinery, for the bodies that pass.
+"""Request bodies checked without jsonschema's machinery, for the bodies that pass.
 
 jsonschema builds a validator object for every subschema it descends into: checking a boot
-request's body took ~0.3 ms, most of a POST's own work. `compiled(schema, formats)` turns a
+request's body took ~0.3 ms, most of a POST's own work. `compiled(schema, conforms)` turns a
 schema into nested closures that answer only "valid or not", for the keywords our schemas
-use; a schema with any other keyword gets None, and is checked by jsonschema alone. A body
-the closures refuse is checked again by jsonschema, which says why (common/web.check), so
-every message a client sees is still jsonschema's. The verdicts are jsonschema's (draft
-2020-12, the one `validator_for` picks for our schemas): tests/unit/common/test_schema_fast.py
-compares them over every schema the service builds.
+use; a schema with any other keyword gets None, and is checked by jsonschema alone.
+
+`remember(v)` compiles a validator's schema when it is made; `passes(v, body)` is then the
+fast answer. A body it refuses is checked again by jsonschema, which says why
+(common/web.check, placement/media.validate), so every message a client sees is still
+jsonschema's. The verdicts are jsonschema's (draft 2020-12, the one `validator_for` picks
+for our schemas): tests/unit/common/test_schema_fast.py compares them over every schema the
+service builds.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+import jsonschema
+
 Check = Callable[[Any], bool]
+
+# Each validator's check, by id, with the validator it was made for (an id can be reused once
+# that one is gone): jsonschema's validators cannot be hashed.
+_MADE: dict[int, tuple[weakref.ref[Any], Check | None]] = {}
 
 # Keywords that only describe (jsonschema asserts nothing for them); `name` is one Glance's
 # metadefs schemas carry, unknown to JSON Schema, so ignored by it; `then` and `else` are
@@ -38,6 +48,20 @@ _TYPES: dict[str, Check] = {
 
 class _Unsupported(Exception):
     pass
+
+
+def remember(v: jsonschema.protocols.Validator) -> None:
+    """Compile `v`'s schema for passes(); one of another draft is left to jsonschema."""
+    if type(v) is jsonschema.Draft202012Validator:
+        _MADE[id(v)] = (weakref.ref(v), compiled(v.schema, v.format_checker.conforms))
+        weakref.finalize(v, _MADE.pop, id(v), None)
+
+
+def passes(v: jsonschema.protocols.Validator, body: Any) -> bool:
+    """Whether `body` is valid, when `v` was remembered and its schema compiled. False can
+    also mean "ask jsonschema": it says why, or that it is valid after all."""
+    made = _MADE.get(id(v))
+    return made is not None and made[0]() is v and made[1] is not None and made[1](body)
 
 
 def compiled(schema: Any, conforms: Callable[[Any, str], bool]) -> Check | None:

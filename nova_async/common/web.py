@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -339,31 +338,17 @@ def _refuse_unusable(body: Any) -> None:
                 stack.extend((item, depth + 1) for item in value)
 
 
-# Each validator's fast check (common/schema_fast.py), by id, with the validator it was made
-# for (an id can be reused once that one is gone). jsonschema's validators cannot be hashed.
-_FAST: dict[int, tuple[weakref.ref[Any], schema_fast.Check | None]] = {}
-
-
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     v = cls(schema, format_checker=cls.FORMAT_CHECKER)
-    if cls is jsonschema.Draft202012Validator:
-        _FAST[id(v)] = (weakref.ref(v), schema_fast.compiled(schema, v.format_checker.conforms))
-        weakref.finalize(v, _FAST.pop, id(v), None)
+    schema_fast.remember(v)
     return v
-
-
-def passes(v: jsonschema.protocols.Validator, body: Any) -> bool:
-    """Whether `body` is valid, by the fast check when `v` has one (its verdicts are
-    jsonschema's). False can also mean "ask jsonschema": it says why, or that it is valid."""
-    made = _FAST.get(id(v))
-    return made is not None and made[0]() is v and made[1] is not None and made[1](body)
 
 
 def check(v: jsonschema.protocols.Validator, body: Any) -> None:
     """Raise InvalidInput naming the offending field, Nova-style."""
-    if passes(v, body):
+    if schema_fast.passes(v, body):
         return
     error = jsonschema.exceptions.best_match(v.iter_errors(body))
     if error is None:

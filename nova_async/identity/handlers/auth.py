@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from nova_async.common import errors
+from nova_async.common import errors, schema_fast
 from nova_async.common import web as w
 from nova_async.common.tokens import TokenBody
 from nova_async.identity import tokens, views
@@ -119,7 +119,7 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 
 def _check_auth(body: Any) -> dict[str, Any]:
-    if w.passes(AUTH, body):
+    if schema_fast.passes(AUTH, body):
         return body["auth"]
     found = list(AUTH.iter_errors(body))
     if found:

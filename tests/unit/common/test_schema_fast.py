@@ -32,7 +32,7 @@ def every_validator() -> list[Any]:
             importlib.import_module(info.name)
         except ImportError:   # a module for another platform's part, not ours to judge here
             continue
-    found = [ref() for ref, _ in w._FAST.values()]
+    found = [ref() for ref, _ in schema_fast._MADE.values()]
     return [v for v in found if v is not None]
 
 
@@ -109,7 +109,7 @@ def leaves(schema: dict[str, Any], kind: str) -> list[Any]:
 def test_the_service_s_schemas_are_checked_fast():
     validators = every_validator()
     assert len(validators) > 60
-    slow = [v.schema for v in validators if w._FAST[id(v)][1] is None]
+    slow = [v.schema for v in validators if schema_fast._MADE[id(v)][1] is None]
     assert slow == []   # a new keyword: teach schema_fast, or say here why it stays slow
 
 
@@ -117,7 +117,7 @@ def test_the_service_s_schemas_are_checked_fast():
 def test_every_verdict_is_jsonschema_s(noise):
     rng = random.Random(f"schema_fast {noise}")
     for v in every_validator():
-        fast = w._FAST[id(v)][1]
+        fast = schema_fast._MADE[id(v)][1]
         for _ in range(40):
             body = near(v.schema, rng, noise)
             assert fast(body) == v.is_valid(body), (v.schema, body)
