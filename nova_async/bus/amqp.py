@@ -41,7 +41,9 @@ redelivered to another (handlers are idempotent). A call is acknowledged when it
 its caller is waiting and decides what a lost answer means, and running a claim twice behind
 its back would be worse. Only a call whose handler is idempotent (Message.REDELIVERABLE:
 deleting allocations, deallocating ports) is acknowledged once answered, so that a node dying
-with it leaves it to another copy instead of to the caller's timeout. Retries can duplicate a
+with it leaves it to another copy instead of to the caller's timeout; and its caller asks again
+when its reply queue is declared anew while it waits (a broker restart takes that queue, with
+an answer in it or on its way). Retries can duplicate a
 message; each carries a message id, and a
 consumer does not handle again an id it is handling or has just handled.
 """
@@ -73,7 +75,7 @@ from nova_async.bus.brokers import broker_urls, redacted, shown
 from nova_async.bus.messages import Message, Notification
 from nova_async.common import errors
 from nova_async.common.context import RequestContext
-from nova_async.common.flags import first_set
+from nova_async.common.flags import Flag, first_set
 
 log = structlog.get_logger("bus")
 
@@ -159,6 +161,7 @@ class AmqpBus(Bus):
         self._notify_queues: set[str] = set()   # versioned_notifications.<priority> declared
         self._reply_queue = f"{PREFIX}reply.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         self._pending: dict[str, asyncio.Future[bytes]] = {}
+        self._replies_declared = Flag()   # set, then replaced, each time the reply queue is declared
         self._declared: set[str] = set()
         self._intake: list[KeptConsumer] = []        # of the reply and notification queues
         self._renewing = asyncio.Lock()
@@ -208,7 +211,8 @@ class AmqpBus(Bus):
         # declared again wherever it reconnects), each kept attached by a consumer of its own.
         self._intake = [
             KeptConsumer(connection, self._reply_queue, declare=self._declare_replies, deliver=self._on_reply,
-                         no_ack=True, reconnect_interval=self._reconnect_interval),
+                         no_ack=True, reconnect_interval=self._reconnect_interval,
+                         attached=self._reply_queue_declared),
             KeptConsumer(connection, f"{self._reply_queue}.notifications", declare=self._declare_notes,
                          deliver=self._on_notification, no_ack=True, reconnect_interval=self._reconnect_interval)]
         for consumer in self._intake:
@@ -241,6 +245,10 @@ class AmqpBus(Bus):
         with contextlib.suppress(*_LOST):
             async with asyncio.timeout(CONFIRM_TIMEOUT):
                 await refused.close()
+
+    def _reply_queue_declared(self) -> None:
+        declared, self._replies_declared = self._replies_declared, Flag()
+        declared.set()
 
     async def _declare_replies(self, channel: aio_pika.abc.AbstractChannel) -> AbstractQueue:
         return await channel.declare_queue(self._reply_queue, exclusive=True, timeout=CONFIRM_TIMEOUT)
@@ -307,7 +315,22 @@ class AmqpBus(Bus):
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT, expiration=timeout,
             headers={REDELIVER_HEADER: True} if type(msg).REDELIVERABLE else None)
         async def sent_and_answered() -> bytes:
-            await self._send(topic, message, deadline=asyncio.get_running_loop().time() + timeout)
+            deadline = asyncio.get_running_loop().time() + timeout
+            declared = self._replies_declared
+            await self._send(topic, message, deadline=deadline)
+            while type(msg).REDELIVERABLE:
+                await asyncio.wait((reply, declared.future()), return_when=asyncio.FIRST_COMPLETED)
+                if reply.done():
+                    break
+                # The reply queue was declared again (it is not durable: a broker restart takes it,
+                # and an answer in it or on its way), while this answer was due. Asking twice is
+                # harmless here: ask again, as a new message (a copy of the same one is dropped
+                # by a consumer that handled it).
+                declared = self._replies_declared
+                log.info("asking again: the answer may have gone with the reply queue", topic=topic,
+                         message=type(msg).__name__)
+                await self._send(topic, _asked_again(message, deadline - asyncio.get_running_loop().time()),
+                                 deadline=deadline)
             return await reply
         try:
             return await self.answer_within(topic, msg, timeout, sent_and_answered)
@@ -573,6 +596,14 @@ class AmqpBus(Bus):
                                  unroutable_retries=True)
         except errors.Unavailable as exc:
             log.warning("answer to a call lost; the caller will time out", topic=topic, error=exc.message)
+
+
+def _asked_again(message: aio_pika.Message, remaining: float) -> aio_pika.Message:
+    """`message` under a new id, expiring when its caller stops waiting."""
+    return aio_pika.Message(message.body, content_type=message.content_type, message_id=uuid.uuid4().hex,
+                            correlation_id=message.correlation_id, reply_to=message.reply_to,
+                            delivery_mode=message.delivery_mode, expiration=max(remaining, 0.001),
+                            headers=message.headers)
 
 
 def oslo_body(note: Notification) -> bytes:

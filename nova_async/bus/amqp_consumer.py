@@ -53,8 +53,10 @@ class KeptConsumer:
 
     def __init__(self, connection: aio_pika.abc.AbstractConnection, name: str, *, declare: Declare,
                  deliver: Deliver, reconnect_interval: float, prefetch: int = 0, no_ack: bool = False,
-                 topic: str | None = None, waiting: Callable[[], int] = lambda: 0) -> None:
+                 topic: str | None = None, waiting: Callable[[], int] = lambda: 0,
+                 attached: Callable[[], None] = lambda: None) -> None:
         self._connection = connection
+        self._attached = attached   # told after each attachment, the first one too
         self.name = name          # for logs
         self.topic = topic
         self._prefetch = prefetch
@@ -114,6 +116,7 @@ class KeptConsumer:
         self._channel, self._queue, self._tag, self._lost = channel, queue, tag, lost
         self._unsettled = {}
         self.attachments += 1
+        self._attached()
 
     def _note_lost(self, lost: asyncio.Event, why: str) -> None:
         if not lost.is_set():

@@ -16,7 +16,7 @@ import aiormq
 import pytest
 import structlog
 
-from nova_async.bus import messages
+from nova_async.bus import amqp, messages
 from nova_async.bus.amqp import AmqpBus, queue_name
 from nova_async.bus.base import unwrap
 from nova_async.bus.messages import Message, Notification
@@ -603,3 +603,22 @@ async def test_a_redeliverable_call_held_by_a_consumer_that_dies_is_answered_by_
 
     async with consuming(other_bus, topic, handler):
         assert await asyncio.wait_for(asking, WAIT) == Answer(n=7)
+
+
+async def test_a_redeliverable_call_whose_answer_went_with_the_reply_queue_is_asked_again(
+        broker, bus, other_bus, monkeypatch):
+    """The caller's reply queue is gone when the answer is sent (a broker restart takes it: it
+    is not durable), and the answer with it: once the queue is declared again, the caller asks
+    again rather than waiting out its timeout."""
+    topic, asked = fresh_topic("ask-again"), []
+    monkeypatch.setattr(amqp, "REPLY_WINDOW", 0)   # an answer finding no queue is lost at once
+
+    async def handler(msg, ctx):
+        asked.append(msg.n)
+        if len(asked) == 1:
+            await broker.rabbitmqctl("delete_queue", bus._reply_queue)
+        return Answer(n=msg.n)
+
+    async with consuming(other_bus, topic, handler):
+        assert await bus.call(topic, Forget(n=3), timeout=WAIT) == Answer(n=3)
+    assert asked == [3, 3]
