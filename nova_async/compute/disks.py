@@ -156,18 +156,22 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
     for the ephemeral disk `keep_ephemeral` names (set_aside_ephemeral), which is put back as
     it is. No `base`: a volume-backed instance, whose root (vda) is its volume; only the
     flavor's ephemeral and swap disks are local."""
-    # The file system's calls go to a thread, in one hop: a burst of builds is many of them.
-    size = await asyncio.to_thread(_fresh_dir, instance_dir(instances_root, instance_uuid),
-                                   base if root_gb else None)
+    path = instance_dir(instances_root, instance_uuid)
+    root = path / "disk"
+    root_options = ["-F", "raw", "-b", str(base)]
+    root_size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
+    # The file system's calls go to a thread, in one hop (the root disk too, once its template
+    # is made): a burst of builds is many of them.
+    size, root_made = await asyncio.to_thread(
+        _fresh_dir, path, base if root_gb else None, root_gb * GiB,
+        (_template(instances_root, root_options, root_size), root) if base is not None else None)
     if base is not None and root_gb and size > root_gb * GiB:
         raise errors.InvalidInput(f"Flavor's disk is too small for requested image: the image is "
                                   f"{size} bytes, the flavor's disk {root_gb} GiB.")
-    path = instance_dir(instances_root, instance_uuid)
     disks = []
     if base is not None:
-        root = path / "disk"
-        size = [f"{root_gb}G"] if root_gb else []  # 0: as big as the image, like Nova
-        await _new_qcow2(instances_root, root, ["-F", "raw", "-b", str(base)], size)
+        if not root_made:
+            await _new_qcow2(instances_root, root, root_options, root_size)
         disks.append(Disk(path=str(root), target="vda"))
     if ephemeral_gb:
         eph = path / "disk.eph0"
@@ -183,15 +187,20 @@ async def prepare(instances_root: Path, instance_uuid: str, base: Path | None, *
     return disks
 
 
-def _fresh_dir(path: Path, base: Path | None) -> int:
-    """The instance's directory made anew (empty); the size of `base` (0: none given)."""
+def _fresh_dir(path: Path, base: Path | None, room: int,
+               copy: tuple[Path, Path] | None) -> tuple[int, bool]:
+    """The instance's directory made anew (empty), and the size of `base` (0: none given).
+    Then, when `base` fits in `room` bytes, `copy` (template, target) made, if that template
+    exists (_copy_of): whether it was."""
     size = base.stat().st_size if base is not None else 0
     try:
         path.mkdir(parents=True)
     except FileExistsError:   # an earlier attempt's
         shutil.rmtree(path)
         path.mkdir()
-    return size
+    if copy is None or (base is not None and size > room):
+        return size, False
+    return size, _copy_of(*copy)
 
 
 BLOCK = 4096
@@ -225,6 +234,12 @@ def _copy_of(template: Path, target: Path) -> bool:
     return True
 
 
+def _template(instances_root: Path, options: list[str], size: list[str]) -> Path:
+    """Where the template of `qemu-img create -f qcow2 <options> <target> <size>` is kept."""
+    key = hashlib.sha256("\0".join([*options, "--", *size]).encode()).hexdigest()[:32]
+    return instances_root / BASE_DIR / TEMPLATE_DIR / f"{key}.qcow2"
+
+
 async def _new_qcow2(instances_root: Path, target: Path, options: list[str], size: list[str]) -> None:
     """`qemu-img create -f qcow2 <options> <target> <size>`, as a copy of the same command's output
     made once. A fresh overlay (or blank disk) is a header and empty tables, byte for byte the
@@ -234,12 +249,11 @@ async def _new_qcow2(instances_root: Path, target: Path, options: list[str], siz
     The template is kept beside the base images, under a name derived from the arguments;
     it is written under a temporary name and renamed, so a concurrent build or a crash never
     sees half of one (two builds racing both make it; the rename makes that harmless)."""
-    key = hashlib.sha256("\0".join([*options, "--", *size]).encode()).hexdigest()[:32]
-    template = instances_root / BASE_DIR / TEMPLATE_DIR / f"{key}.qcow2"
+    template = _template(instances_root, options, size)
     if await asyncio.to_thread(_copy_of, template, target):
         return
     template.parent.mkdir(parents=True, exist_ok=True)
-    tmp = template.parent / f".{key}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
+    tmp = template.parent / f".{template.stem}.{uuidlib.uuid4().hex}{PART_SUFFIX}"
     try:
         await qemu_img("create", "-q", "-f", "qcow2", *options, str(tmp), *size)
         os.replace(tmp, template)

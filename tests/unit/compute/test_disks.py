@@ -101,6 +101,14 @@ async def test_flavor_disk_smaller_than_image_is_refused(tmp_path):
         fh.truncate(2 * 1024 ** 3)  # sparse
     with pytest.raises(InvalidInput, match="too small"):
         await prepare(tmp_path, str(uuid.uuid4()), base, root_gb=1, ephemeral_gb=0, swap_mb=0)
+    # nor is a root disk made from a template already there
+    template = disks._template(tmp_path, ["-F", "raw", "-b", str(base)], ["1G"])
+    template.parent.mkdir(parents=True, exist_ok=True)
+    template.write_bytes(b"qcow2 header")
+    instance = str(uuid.uuid4())
+    with pytest.raises(InvalidInput, match="too small"):
+        await prepare(tmp_path, instance, base, root_gb=1, ephemeral_gb=0, swap_mb=0)
+    assert list((tmp_path / instance).iterdir()) == []
 
 
 def test_a_directory_qemu_cannot_search_is_named_before_any_guest_fails():
