@@ -43,9 +43,8 @@ its back would be worse. Only a call whose handler is idempotent (Message.REDELI
 deleting allocations, deallocating ports) is acknowledged once answered, so that a node dying
 with it leaves it to another copy instead of to the caller's timeout; and its caller asks again
 when its reply queue is declared anew while it waits (a broker restart takes that queue, with
-an answer in it or on its way). Retries can duplicate a
-message; each carries a message id, and a
-consumer does not handle again an id it is handling or has just handled.
+an answer in it or on its way). Retries can duplicate a message; each carries a message id,
+and a consumer does not handle again an id it is handling or has just handled.
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     ADDED_IN: ClassVar[dict[str, str]] = {}
     # A call that may be handled twice (its handler is idempotent): the receiver acknowledges
     # it once answered, not on arrival, so a receiver that dies with it (a node lost) leaves it
-    # to another copy, which answers instead of the caller waiting out its timeout.
+    # to another copy, which answers instead of the caller waiting out its timeout; and its
+    # caller asks again when its answer may have been lost with its reply queue (bus/amqp.py).
     REDELIVERABLE: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
