@@ -152,13 +152,13 @@ async def allocate(conn: asyncpg.Connection, subnet: asyncpg.Record, port_id: st
         if await conn.fetchval(Q.ip_taken, subnet["id"], str(addr)):
             raise errors.Conflict(f"IP address {addr} already allocated in subnet {subnet['id']}.",
                                   code="ip_in_use")
-        chosen: str | None = str(addr)
+        chosen = str(addr)
     else:
         found = await conn.fetchval(Q.lowest_free_ip, subnet["id"])
-        chosen = host(found) if found is not None else None
-        if chosen is None:
+        if found is None:
             raise errors.Conflict(f"No more IP addresses available on network {subnet['network_id']} "
                                   f"(subnet {subnet['id']}, {net}).", code="ip_exhausted")
+        chosen = host(found)
     await conn.execute(Q.insert_ip, subnet["id"], chosen, port_id)
     return chosen
 
