@@ -34,6 +34,9 @@ _MADE: dict[int, tuple[weakref.ref[Any], Check | None]] = {}
 _NOTES = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
                     "writeOnly", "name", "then", "else"})
 
+# Which of an object's members each subschema applies to depends on all three at once.
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
+
 _TYPES: dict[str, Check] = {
     "array": lambda x: isinstance(x, list),
     "boolean": lambda x: isinstance(x, bool),
@@ -95,7 +98,7 @@ def _compile(schema: Any, conforms: Callable[[Any, str], bool]) -> Check:
         raise _Unsupported(schema)
     checks: list[Check] = []
     for keyword, value in schema.items():
-        if keyword in _NOTES or keyword in ("properties", "patternProperties", "additionalProperties"):
+        if keyword in _NOTES or keyword in _OBJECT_KEYWORDS:   # the latter read together, below
             continue
         if keyword == "if":
             checks.append(_if(value, schema.get("then", True), schema.get("else", True), conforms))
@@ -104,7 +107,7 @@ def _compile(schema: Any, conforms: Callable[[Any, str], bool]) -> Check:
         if make is None:
             raise _Unsupported(keyword)
         checks.append(make(value, conforms))
-    if any(k in schema for k in ("properties", "patternProperties", "additionalProperties")):
+    if any(k in schema for k in _OBJECT_KEYWORDS):
         checks.append(_object_properties(schema, conforms))
     if len(checks) == 1:
         return checks[0]
