@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 
+from tests.e2e import warm_cli
 from tests.waiting import until
 
 BIN = Path(sys.executable).parent   # this virtualenv's commands: openstack, nova, nova-async
@@ -145,10 +146,13 @@ class Api:
                            what=f"{wanted} on the console", timeout=timeout, interval=0.25)
 
 
-def os_env(served, **extra: str) -> dict[str, str]:
+def os_env(served, *, warm: bool = True, **extra: str) -> dict[str, str]:
     """The environment the OpenStack clients read: this virtualenv's commands first on the
-    PATH, the served process's Keystone, its admin; no OS_CLOUD from the caller's."""
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
+    PATH (behind the worker's warm `openstack` unless not `warm`: warm_cli.py), the served
+    process's Keystone, its admin; no OS_CLOUD from the caller's."""
+    shims = warm_cli.shim_dir() if warm else None
+    path = f"{shims}:{BIN}" if shims else f"{BIN}"
+    env = {**os.environ, "PATH": f"{path}:{os.environ['PATH']}", "OS_AUTH_URL": f"{served.url}/v3",
            "OS_USERNAME": "admin", "OS_PROJECT_NAME": "admin", "OS_USER_DOMAIN_NAME": "Default",
            "OS_PROJECT_DOMAIN_NAME": "Default", "OS_PASSWORD": served.password, **extra}
     env.pop("OS_CLOUD", None)
@@ -158,7 +162,11 @@ def os_env(served, **extra: str) -> dict[str, str]:
 async def run(*argv: str | Path, env: dict[str, str], cwd: Path | None = None, stdin: bytes | None = None,
               timeout: float = WAIT, stderr_on_failure_only: bool = False) -> tuple[int, str]:
     """(exit code, output) of a command: stdout and stderr together, or stderr only when it
-    failed (for output parsed as JSON, where a warning would get in the way)."""
+    failed (for output parsed as JSON, where a warning would get in the way). The installed
+    `openstack` named by its path is the warm one when `env` has it on its PATH."""
+    if Path(argv[0]) == warm_cli.REAL and (shims := warm_cli.shim_dir()) \
+            and str(shims) in env.get("PATH", "").split(":"):
+        argv = (shims / "openstack", *argv[1:])
     proc = await asyncio.create_subprocess_exec(
         *argv, env=env, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE if stderr_on_failure_only else asyncio.subprocess.STDOUT)
