@@ -7,6 +7,7 @@ one response that creates it, and nowhere else."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -23,6 +24,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9 _.-]{1,255}$")
 _SAFE_NAME_292 = re.compile(r"^[A-Za-z0-9 _.@-]{1,255}$")   # 2.92 allows '@'
 
 
+@functools.cache   # one validator per microversion, not one per request
 def _schema(version) -> Any:
     keypair: dict[str, Any] = {"type": "object", "required": ["name"], "additionalProperties": False,
                                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255},

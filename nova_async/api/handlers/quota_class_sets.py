@@ -6,6 +6,7 @@ until 2.56."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aiohttp import web
@@ -29,6 +30,7 @@ def _names(version) -> list[str]:
     return names
 
 
+@functools.cache   # one validator per microversion, not one per request
 def _schema(version) -> Any:
     return w.validator({"type": "object", "required": ["quota_class_set"], "additionalProperties": False,
                         "properties": {"quota_class_set": {

@@ -6,6 +6,7 @@ the microversion: the nova-network resources left at 2.36, the personality-file 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aiohttp import web
@@ -21,6 +22,7 @@ _MAX = 2**31 - 1
 _LIMIT = {"type": ["integer", "string"], "pattern": "^-?[0-9]+$", "minimum": -1, "maximum": _MAX}
 
 
+@functools.cache   # one validator per microversion, not one per request
 def _update_schema(version) -> Any:
     names = list(quotas.RESOURCES)
     if version < (2, 57):

@@ -7,6 +7,7 @@ Up to 2.63 a group is created with `policies` (a list of exactly one); from 2.64
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import asyncpg
@@ -22,6 +23,7 @@ _HARD = ["affinity", "anti-affinity"]
 _ALL = _HARD + ["soft-affinity", "soft-anti-affinity"]
 
 
+@functools.cache   # one validator per microversion, not one per request
 def _create_schema(version) -> Any:
     if version >= (2, 64):
         group = {"type": "object", "required": ["name", "policy"], "additionalProperties": False,

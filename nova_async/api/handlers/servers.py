@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -103,6 +104,7 @@ async def show_server(request: web.Request) -> web.Response:
                                                  groups.get(str(row["uuid"])), volumes.get(str(row["uuid"])))})
 
 
+@functools.cache   # one validator per microversion, not one per request
 def _update_schema(version) -> Any:
     props: dict[str, Any] = {"name": {"type": "string", "minLength": 1, "maxLength": 255,
                                       "pattern": "^[^\\x00-\\x1f]*$"},
