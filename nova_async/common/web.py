@@ -339,8 +339,9 @@ def _refuse_unusable(body: Any) -> None:
 
 
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator for one of the service's body schemas. That each schema is valid is a
+    test's to check (tests/unit/common/test_schema_fast.py), not each start's."""
     cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
     v = cls(schema, format_checker=cls.FORMAT_CHECKER)
     schema_fast.remember(v)
     return v
