@@ -188,7 +188,7 @@ def _run(request: dict, fds: list[int]) -> None:
             if name in sys.modules:
                 importlib.reload(sys.modules[name])
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        sys.argv = ["openstack", *request["argv"]]
+        sys.argv = [str(REAL), *request["argv"]]
         from openstackclient.shell import main
         try:
             code = main(request["argv"])
