@@ -32,6 +32,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -58,6 +59,7 @@ from nova_async.db.session_locks import SessionLocks
 from nova_async.hooks import runner as hook_runner
 from nova_async.identity import revocations
 from nova_async.image import cloud, demo
+from nova_async.image.blobs import BuiltFile
 from nova_async.network import external
 from nova_async.notifications.feed import Feed
 from nova_async.role import Deps, Role
@@ -90,6 +92,13 @@ async def _token_key(pool) -> bytes:
     return await pool.fetchval(SQ.get_key, "token")
 
 
+def built_file(path: Path, facts: dict[str, dict[str, Any]], virtual_size: int | None = None) -> BuiltFile:
+    """One of a built guest's files with the size and hashes its build recorded (`facts`, by
+    file name), for the image service to adopt."""
+    f = facts[path.name]
+    return BuiltFile(path=path, size=f["size"], md5=f["md5"], sha512=f["sha512"], virtual_size=virtual_size)
+
+
 async def register_demo_guest(pool, roles: list[Role]) -> None:
     """Once per database: the demo guest as images, so that a fresh install can boot something.
     Skipped (and tried again next start) while the guest has not been built."""
@@ -102,7 +111,8 @@ async def register_demo_guest(pool, roles: list[Role]) -> None:
                  "registers it", cache=str(default_cache_dir()))
         return
     try:
-        await demo.register(pool, image_role.files, guest.kernel, guest.initrd)
+        await demo.register(pool, image_role.files, built_file(guest.kernel, guest.facts),
+                            built_file(guest.initrd, guest.facts))
     except Exception:
         log.exception("could not register the demo guest's images; trying again next start")
         return
@@ -135,14 +145,10 @@ async def register_cloud_image(pool, roles: list[Role]) -> None:
                  "start registers it as debian-cloud", cache=str(cloud_image.default_cache_dir()))
         return
 
-    def facts(path: Path, virtual_size: int | None = None) -> cloud.BuiltFile:
-        f = built.facts[path.name]
-        return cloud.BuiltFile(path=path, size=f["size"], md5=f["md5"], sha512=f["sha512"],
-                               virtual_size=virtual_size)
-
     try:
-        await cloud.register(pool, image_role.files, facts(built.kernel), facts(built.initrd),
-                             facts(built.disk, built.virtual_size), built.properties(),
+        await cloud.register(pool, image_role.files, built_file(built.kernel, built.facts),
+                             built_file(built.initrd, built.facts),
+                             built_file(built.disk, built.facts, built.virtual_size), built.properties(),
                              min_disk=built.min_disk_gb, min_ram=cloud_image.MIN_RAM_MB)
     except Exception:
         log.exception("could not register the Debian cloud image; trying again next start")

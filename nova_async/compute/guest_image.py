@@ -36,12 +36,14 @@ import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nova_async.common import build_cache, errors, process
 
-RECIPE = 1                  # bump when the init script or module list changes: rebuilds caches
+RECIPE = 2                  # bump when the init script or module list changes: rebuilds caches
+                            # (2: the manifest records Glance's md5 and sha512 of each file)
 KERNEL_META = "linux-image-amd64"
 BUSYBOX = Path("/bin/busybox")
 CMDLINE = "console=ttyS0 quiet no_timer_check"   # see build.DEFAULT_CMDLINE
@@ -283,6 +285,9 @@ class GuestImage:
     kernel_version: str
     built: bool             # False: reused from the cache
     note: str = ""
+    # per file name: size, md5, sha512, as the build recorded them (image/demo.py adopts the
+    # files with them instead of hashing them again at each fresh database)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> str:
         how = "built" if self.built else "cached"
@@ -300,7 +305,9 @@ def load_cached(out: Path) -> GuestImage | None:
             if (out / name).stat().st_size != size:
                 return None
         return GuestImage(kernel=out / m["kernel"], initrd=out / "initrd.img", cmdline=CMDLINE,
-                          kernel_version=m["kernel_version"], built=False, note=m.get("note", ""))
+                          kernel_version=m["kernel_version"], built=False, note=m.get("note", ""),
+                          facts={n: {"size": m["sizes"][n], "md5": m["md5"][n], "sha512": m["sha512"][n]}
+                                 for n in m["sizes"]})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -375,7 +382,9 @@ async def build(out: Path) -> GuestImage:
         manifest = {"recipe": RECIPE, "kernel": kernel, "kernel_version": version,
                     "note": note, "modules": [n for n, _ in modules],
                     "sizes": {n: len(b) for n, b in staged.items()},
-                    "sha256": {n: hashlib.sha256(b).hexdigest() for n, b in staged.items()}}
+                    "sha256": {n: hashlib.sha256(b).hexdigest() for n, b in staged.items()},
+                    "md5": {n: hashlib.md5(b, usedforsecurity=False).hexdigest() for n, b in staged.items()},
+                    "sha512": {n: hashlib.sha512(b).hexdigest() for n, b in staged.items()}}
         (out / "manifest.json").unlink(missing_ok=True)
         for name in staged:
             os.replace(work / name, out / name)

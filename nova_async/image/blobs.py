@@ -43,6 +43,21 @@ def virtual_size(head: bytes, size: int, disk_format: str | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class BuiltFile:
+    """A file nova-async built and hashed itself (the demo guest's, the cloud image's), and
+    what Glance reports about it: what `ImageFiles.adopt` takes without hashing it again."""
+    path: Path
+    size: int
+    md5: str
+    sha512: str
+    virtual_size: int | None = None
+
+    def written(self) -> Written:
+        return Written(size=self.size, checksum=self.md5, hash_value=self.sha512,
+                       virtual_size=self.virtual_size)
+
+
 class _Sink:
     """A temporary file being filled; every method runs in a worker thread."""
 

@@ -15,35 +15,18 @@ Its properties say what a user needs to log in and the scheduler to place it: Gl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import structlog
 
 from nova_async.common import errors
 from nova_async.common.context import admin_context
 from nova_async.db.pool import Pool
 from nova_async.image import store
-from nova_async.image.blobs import ImageFiles, Written
+from nova_async.image.blobs import BuiltFile, ImageFiles
 from nova_async.image.demo import image_id
 
 log = structlog.get_logger("image.cloud")
 
 NAME = "debian-cloud"
-
-
-@dataclass(frozen=True)
-class BuiltFile:
-    """A file nova-async built, and what Glance reports about it."""
-    path: Path
-    size: int
-    md5: str
-    sha512: str
-    virtual_size: int | None = None
-
-    def written(self) -> Written:
-        return Written(size=self.size, checksum=self.md5, hash_value=self.sha512,
-                       virtual_size=self.virtual_size)
 
 
 async def _ensure(pool: Pool, files: ImageFiles, name: str, disk_format: str, data: BuiltFile,

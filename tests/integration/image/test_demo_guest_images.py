@@ -12,10 +12,13 @@ from tests.harness import running
 
 
 def fake_guest(tmp_path: Path) -> GuestImage:
+    """A built guest, its files hashed as the build records them."""
     kernel, initrd = tmp_path / "vmlinux", tmp_path / "initrd.img"
-    kernel.write_bytes(b"\x7fELF kernel" * 100_000)   # more than one read's worth
+    kernel.write_bytes(b"\x7fELF kernel" * 100_000)
     initrd.write_bytes(b"070701 ramdisk")
-    return GuestImage(kernel=kernel, initrd=initrd, cmdline="", kernel_version="test", built=False)
+    facts = {p.name: {"size": p.stat().st_size, "md5": hashlib.md5(p.read_bytes()).hexdigest(),
+                      "sha512": hashlib.sha512(p.read_bytes()).hexdigest()} for p in (kernel, initrd)}
+    return GuestImage(kernel=kernel, initrd=initrd, cmdline="", kernel_version="test", built=False, facts=facts)
 
 
 async def images(h) -> dict[str, dict]:
@@ -38,6 +41,11 @@ async def test_first_start_registers_kernel_ramdisk_and_machine_image_once(pool,
         assert all(i["status"] == "active" and i["visibility"] == "public" for i in found.values())
         assert kernel["checksum"] == hashlib.md5(guest.kernel.read_bytes()).hexdigest()
         assert kernel["size"] == guest.kernel.stat().st_size
+        assert kernel["os_hash_value"] == hashlib.sha512(guest.kernel.read_bytes()).hexdigest()
+        # Its data is the built file itself (a hard link where the store shares its file
+        # system), served back byte for byte.
+        resp = await h.http.get(f"/image/v2/images/{kernel['id']}/file", headers=h.bob)
+        assert resp.status == 200 and await resp.read() == guest.kernel.read_bytes()
 
         # A user deletes one; later starts do not bring it back (the step is recorded).
         resp = await h.http.delete(f"/image/v2/images/{machine['id']}", headers=h.admin)
@@ -50,11 +58,12 @@ async def test_an_interrupted_registration_completes_the_same_images(pool, tmp_p
     guest = fake_guest(tmp_path)
     async with running(pool, ["image"], tmp_path / "state") as h:
         files = h.roles["image"].files
-        first = await demo.register(pool, files, guest.kernel, guest.initrd)
+        kernel, initrd = (service.built_file(p, guest.facts) for p in (guest.kernel, guest.initrd))
+        first = await demo.register(pool, files, kernel, initrd)
         # As if the start was cut off after the kernel: the ramdisk's data never came.
         await pool.execute("UPDATE images SET status = 'queued', size = NULL WHERE name = $1",
                            "nova-async-demo-ramdisk")
-        again = await demo.register(pool, files, guest.kernel, guest.initrd)
+        again = await demo.register(pool, files, kernel, initrd)
         assert again == first
         found = await images(h)
         assert len(found) == 3 and all(i["status"] == "active" for i in found.values())

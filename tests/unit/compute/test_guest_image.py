@@ -1,4 +1,5 @@
 import gzip
+import hashlib
 import json
 import lzma
 import re
@@ -162,10 +163,13 @@ field ethernet_mac_address network_data.json 0-9a-fA-F:
 
 
 def write_manifest(out, **over):
-    for name, body in {"vmlinux": ELF, "vmlinuz": b"z", "initrd.img": b"i"}.items():
+    files = {"vmlinux": ELF, "vmlinuz": b"z", "initrd.img": b"i"}
+    for name, body in files.items():
         (out / name).write_bytes(body)
     manifest = {"recipe": guest_image.RECIPE, "kernel": "vmlinux", "kernel_version": "6.1.0-test",
-                "sizes": {"vmlinux": len(ELF), "vmlinuz": 1, "initrd.img": 1}}
+                "sizes": {n: len(b) for n, b in files.items()},
+                "md5": {n: hashlib.md5(b).hexdigest() for n, b in files.items()},
+                "sha512": {n: hashlib.sha512(b).hexdigest() for n, b in files.items()}}
     (out / "manifest.json").write_text(json.dumps({**manifest, **over}))
 
 
@@ -181,12 +185,15 @@ def test_a_complete_cache_is_reused(tmp_path):
     image = load_cached(tmp_path)
     assert image is not None and not image.built
     assert image.kernel == tmp_path / "vmlinux" and image.initrd == tmp_path / "initrd.img"
+    assert image.facts["vmlinux"] == {"size": len(ELF), "md5": hashlib.md5(ELF).hexdigest(),
+                                      "sha512": hashlib.sha512(ELF).hexdigest()}
     assert image.cmdline == guest_image.CMDLINE
 
 
-@pytest.mark.parametrize("damage", ["old recipe", "truncated", "no manifest"])
+@pytest.mark.parametrize("damage", ["old recipe", "truncated", "no manifest", "no hashes"])
 def test_a_stale_or_damaged_cache_is_rebuilt(tmp_path, damage):
-    write_manifest(tmp_path, **({"recipe": guest_image.RECIPE - 1} if damage == "old recipe" else {}))
+    write_manifest(tmp_path, **({"recipe": guest_image.RECIPE - 1} if damage == "old recipe" else
+                                {"md5": {}} if damage == "no hashes" else {}))
     if damage == "truncated":
         (tmp_path / "vmlinux").write_bytes(ELF[:100])
     if damage == "no manifest":
