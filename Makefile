@@ -104,10 +104,13 @@ run: venv host-setup
 # PYTHONDONTWRITEBYTECODE, set in some environments, would make every `nova-async serve` a
 # test starts compile the package again; empty, it is off.
 # --durations: every run (CI's too) ends with its twenty slowest tests, where the time goes.
+# --no-loadscope-reorder: keep the order tests/conftest.py gives (tests marked `long` first).
+# Otherwise xdist queues the xdist_groups with the most tests first, and the longest test (a
+# README block booting three Debian guests) started 200 s into the run.
 TEST_WORKERS ?= 4
 test: test-deps venv host-setup cloud-image
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup \
-		--durations=20 $(PYTEST_ARGS)
+		--no-loadscope-reorder --durations=20 $(PYTEST_ARGS)
 
 # Numbers, not verdicts: each script prints its results beside a peer measured in the same run.
 bench: test-deps venv host-setup guest-image
