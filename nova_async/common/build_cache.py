@@ -8,7 +8,7 @@ import fcntl
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -31,3 +31,10 @@ async def build_once(out: Path, load: Callable[[Path], T | None], build: Callabl
         for leftover in out.glob(leftovers):
             shutil.rmtree(leftover, ignore_errors=True)
         return await build(out)
+
+
+def recorded_facts(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per file of a built thing, the size and hashes (md5, sha512: what Glance reports) its
+    manifest recorded; a KeyError when the manifest predates them."""
+    return {n: {"size": manifest["sizes"][n], "md5": manifest["md5"][n], "sha512": manifest["sha512"][n]}
+            for n in manifest["sizes"]}

@@ -165,8 +165,7 @@ def load_cached(out: Path) -> CloudImage | None:
         return CloudImage(disk=out / "disk.qcow2", kernel=out / m["kernel"], initrd=out / "initrd.img",
                           cmdline=CMDLINE, kernel_version=m["kernel_version"], cloud_init=m["cloud_init"],
                           virtual_size=m["virtual_size"], built=False, build_seconds=m["build_seconds"],
-                          facts={n: {"size": m["sizes"][n], "md5": m["md5"][n], "sha512": m["sha512"][n]}
-                                 for n in m["sizes"]})
+                          facts=build_cache.recorded_facts(m))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

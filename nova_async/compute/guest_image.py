@@ -306,8 +306,7 @@ def load_cached(out: Path) -> GuestImage | None:
                 return None
         return GuestImage(kernel=out / m["kernel"], initrd=out / "initrd.img", cmdline=CMDLINE,
                           kernel_version=m["kernel_version"], built=False, note=m.get("note", ""),
-                          facts={n: {"size": m["sizes"][n], "md5": m["md5"][n], "sha512": m["sha512"][n]}
-                                 for n in m["sizes"]})
+                          facts=build_cache.recorded_facts(m))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
