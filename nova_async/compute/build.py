@@ -83,6 +83,7 @@ IMG_CONFIG_DRIVE = "img_config_drive"     # the image property: "mandatory" or "
 BUILD_EVENT = "compute_build_and_run_instance"
 NETWORK_EVENT = "compute_allocate_network"
 BLOCK_DEVICES_EVENT = "compute_prepare_block_devices"
+SPAWN_EVENT = "compute_spawn"
 
 
 class DeleteRaced(errors.Conflict):
@@ -186,18 +187,25 @@ async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: st
                 keep_ephemeral: Path | None = None) -> None:
     """Ports and disks at once, then the guest running: a build's (made ACTIVE by `_activate`),
     a rebuild's and an offloaded server's unshelve (shelve.py), each from the row it gives.
-    `keep_ephemeral`: a rebuild's preserved ephemeral disk (disks.set_aside_ephemeral)."""
+    `keep_ephemeral`: a rebuild's preserved ephemeral disk (disks.set_aside_ephemeral).
+    Its three steps are recorded together once they have ended, within the action's own
+    event that the caller opened."""
+    steps = instances.Steps(host.pool, str(row["uuid"]), request_id, host.name)
+    try:
+        await _spawn(host, row, steps, keep_ephemeral)
+    finally:
+        await steps.record()
+
+
+async def _spawn(host: Host, row: asyncpg.Record | dict[str, Any], steps: instances.Steps,
+                 keep_ephemeral: Path | None) -> None:
     instance_uuid = str(row["uuid"])
     flavor = Flavor.from_row(row["flavor"])  # the row is the truth: what the API wrote, or a resize
     requested = requested_networks(row["requested_networks"])
-
-    def event(name: str) -> contextlib.AbstractAsyncContextManager[None]:
-        return instances.event(host.pool, instance_uuid, request_id, name, host.name)
-
     async with asyncio.TaskGroup() as tg:
-        net = tg.create_task(_settled(_network(host, row, requested, event(NETWORK_EVENT))),
+        net = tg.create_task(_settled(_network(host, row, requested, steps.step(NETWORK_EVENT))),
                              name=f"compute:{instance_uuid}:network")
-        blk = tg.create_task(_settled(_block_devices(host, row, flavor, event(BLOCK_DEVICES_EVENT),
+        blk = tg.create_task(_settled(_block_devices(host, row, flavor, steps.step(BLOCK_DEVICES_EVENT),
                                                      keep_ephemeral)),
                              name=f"compute:{instance_uuid}:block-devices")
     for outcome in (net.result(), blk.result()):
@@ -205,7 +213,7 @@ async def spawn(host: Host, row: asyncpg.Record | dict[str, Any], request_id: st
             raise outcome
     vifs: list[Vif] = net.result()  # type: ignore[assignment]
     disk_list, boot, properties, to_complete = blk.result()  # type: ignore[misc]
-    async with event("compute_spawn"):
+    async with steps.step(SPAWN_EVENT):
         console_log = ""
         if host.real_guests:
             if needs_config_drive(row["config_drive"], properties, host.force_config_drive):

@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import AsyncIterator
+from datetime import datetime, timezone
 from typing import Protocol
 
 import asyncpg
+import msgspec
 import structlog
 
 from nova_async.common import errors
@@ -30,6 +32,7 @@ _ANY = object()  # set_state without a compare-and-swap on task_state
 # Steps that many instances reach at once (a burst of boots) are recorded together.
 START_EVENT = Coalesced(Q.start_event)
 FINISH_EVENT = Coalesced(Q.finish_event)
+RECORD_STEPS = Coalesced(Q.record_steps)
 
 
 async def get(db: Pool | asyncpg.Connection, uuid: str) -> asyncpg.Record:
@@ -162,6 +165,41 @@ async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncItera
         raise
     if event_ids:
         await FINISH_EVENT.each(db, [(event_id, "Success", None) for event_id in event_ids])
+
+
+class Steps:
+    """Steps of one instance's action recorded once each, when they have ended, and together
+    (`record`): for the short steps inside a longer one that `event` records as it starts
+    (a build's network, disks and spawn), whose starts nobody needs to see while they run.
+    Each is one row, written once, where `event` writes it twice, and the event stream
+    shows the action once for all of them. Their times are this process's clock, as
+    Nova's events are their service's."""
+
+    def __init__(self, db, uuid: str, request_id: str, host: str | None = None) -> None:
+        self._db = db
+        self._key = (uuid, request_id, host)
+        self._ended: list[tuple[datetime, datetime, str, str, str | None]] = []
+
+    @contextlib.asynccontextmanager
+    async def step(self, name: str) -> AsyncIterator[None]:
+        """One step, kept with its outcome (Success, or Error with the reason) when it ends."""
+        started = datetime.now(timezone.utc)
+        outcome: tuple[str, str | None] = ("Success", None)
+        try:
+            yield
+        except BaseException as exc:
+            outcome = ("Error", _error_text(exc))
+            raise
+        finally:
+            self._ended.append((started, datetime.now(timezone.utc), name, *outcome))
+
+    async def record(self) -> None:
+        """Every step that ended and is not recorded yet, in the order they started."""
+        ended, self._ended = sorted(self._ended), []
+        if ended:
+            steps = [{"event": name, "start_time": start.isoformat(), "finish_time": finish.isoformat(),
+                      "result": result, "traceback": tb} for start, finish, name, result, tb in ended]
+            await RECORD_STEPS(self._db, *self._key, msgspec.json.encode(steps).decode())
 
 
 def _error_text(exc: BaseException) -> str:

@@ -1,8 +1,9 @@
 -- Instance actions, their events, and faults written, for the event stream (0069
 -- server_events): the fields the stream shows, as written (an action with its latest event;
--- one of its events with its action). One INSERT per statement, from its transition tables
--- (a coalesced write records many at once); an update only where what is shown changed. A
--- deleted action or fault is not an event: they go with their server, whose delete is.
+-- an event with its action, once per action and statement). One INSERT per statement, from
+-- its transition tables (a coalesced write records many at once); an update only where what
+-- is shown changed. A deleted action or fault is not an event: they go with their server,
+-- whose delete is.
 -- Quiet during a move, as server_events_instance.
 CREATE OR REPLACE FUNCTION server_events_record() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -31,11 +32,14 @@ BEGIN
          WHERE (o.finish_time, o.message) IS DISTINCT FROM (n.finish_time, n.message)
          ORDER BY n.id;
     ELSIF TG_TABLE_NAME = 'instance_action_events' AND TG_OP = 'INSERT' THEN
+        -- several events of one action in a statement (instances.Steps): the action once,
+        -- with the last of them, as the statement committed it
         INSERT INTO server_events (kind, instance_uuid, project_id, ref_id, request_id, action, start_time,
                                    finish_time, message, event, result)
         SELECT 'action', a.instance_uuid, a.project_id, a.id, a.request_id, a.action, a.start_time,
                a.finish_time, a.message, n.event, n.result
-          FROM new_rows n JOIN instance_actions a ON a.id = n.action_id
+          FROM (SELECT DISTINCT ON (action_id) * FROM new_rows ORDER BY action_id, id DESC) n
+          JOIN instance_actions a ON a.id = n.action_id
          ORDER BY n.id;
     ELSIF TG_TABLE_NAME = 'instance_action_events' THEN
         INSERT INTO server_events (kind, instance_uuid, project_id, ref_id, request_id, action, start_time,

@@ -129,6 +129,30 @@ WITH w AS (
 )
 SELECT s.id, f.ord FROM started s JOIN found f ON f.action_id = s.action_id;
 
+-- name: record_steps
+-- Steps of instance $1's action of request $2 on host $3 that have ended, recorded at once
+-- ($4: JSON text, an array of {event, start_time, finish_time, result, traceback} in the
+-- order they started): one statement, one row each, where start_event and finish_event
+-- would write each twice. No row: there is no such action. Coalesced, as start_event.
+WITH w AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
+        WITH ORDINALITY AS w(uuid, request_id, host, steps, ord)
+), found AS (
+    SELECT w.ord, w.host, w.steps, a.id AS action_id FROM w
+     CROSS JOIN LATERAL (SELECT a.id FROM instance_actions a
+                          WHERE a.instance_uuid = w.uuid AND a.request_id = w.request_id LIMIT 1) a
+), recorded AS (
+    INSERT INTO instance_action_events (action_id, event, host, start_time, finish_time, result, traceback)
+    SELECT f.action_id, s.event, f.host, s.start_time, s.finish_time, s.result, s.traceback
+      FROM found f
+     CROSS JOIN LATERAL ROWS FROM (jsonb_to_recordset(f.steps::jsonb) AS (
+               event text, start_time timestamptz, finish_time timestamptz, result text, traceback text))
+           WITH ORDINALITY AS s(event, start_time, finish_time, result, traceback, n)
+     ORDER BY f.ord, s.n
+    RETURNING action_id
+)
+SELECT f.ord FROM found f WHERE f.action_id IN (SELECT action_id FROM recorded);
+
 -- name: finish_event
 -- Event $1 finished with result $2 (and traceback $3). Coalesced, as start_event.
 WITH w AS (

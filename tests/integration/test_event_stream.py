@@ -112,6 +112,12 @@ async def test_a_servers_life_arrives_in_order_and_a_reconnect_gets_exactly_what
     actions = [d for _, k, d in seen if k == "action"]
     assert {"create", "stop"} <= {a["action"] for a in actions}
     assert {"request_id", "start_time", "finish_time", "message", "event", "result"} <= set(actions[0])
+    # the build's network, disks and spawn, recorded together once they have ended, arrive
+    # as one change of the action, between the build's start and end: with the last to start
+    latest = [a["event"] for a in actions if a["action"] == "create"]
+    build = latest.index("compute_build_and_run_instance")
+    assert latest[build:build + 3] == ["compute_build_and_run_instance", "compute_spawn",
+                                       "compute_build_and_run_instance"]
     assert seen[-1][2] == {"id": sid, "tenant_id": "proj-a", "deleted": True}
 
     # Reconnecting with an id replays exactly what came after it, by header or by since=.
