@@ -230,6 +230,52 @@ class DomainSpec:
         return NAME_PREFIX + self.instance_uuid
 
 
+# What ElementTree escapes in text and in attribute values ("&" first, so that no entity is
+# escaped twice).
+_TEXT_MARKS = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+_ATTR_MARKS = (*_TEXT_MARKS, ('"', "&quot;"), ("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
+_TEXT_MARKED = re.compile("[&<>]").search
+_ATTR_MARKED = re.compile('[&<>"\r\n\t]').search
+
+
+def _escaped(text: str, marks: tuple[tuple[str, str], ...]) -> str:
+    for mark, entity in marks:
+        text = text.replace(mark, entity)
+    return text
+
+
+def _to_string(root: ET.Element) -> str:
+    """`ET.tostring(root, encoding="unicode")`, for the trees made here (a tag, attributes,
+    text and children; no tails, no comments; names in no namespace or ours): the same
+    characters, escaped the same way, in a fraction of the time. Serialising its domain
+    cost a build more than anything else of its own (tests/unit/compute/test_domain_xml.py
+    compares the two on every kind of domain)."""
+    ours = f"{{{NS}}}"
+    out: list[str] = []
+    add = out.append
+
+    def write(el: ET.Element) -> None:
+        tag = el.tag.replace(ours, "nova-async:")
+        add("<" + tag)
+        for key, value in el.attrib.items():
+            add(f' {key}="{_escaped(value, _ATTR_MARKS) if _ATTR_MARKED(value) else value}"')
+        text = el.text
+        if text is None and not len(el):
+            add(" />")
+            return
+        add(">")
+        if text:
+            add(_escaped(text, _TEXT_MARKS) if _TEXT_MARKED(text) else text)
+        for child in el:
+            write(child)
+        add(f"</{tag}>")
+
+    write(root)
+    if any(el.tag.startswith(ours) for el in root.iter()):   # declared on the root, as ElementTree does
+        out.insert(1, f' xmlns:nova-async="{NS}"')
+    return "".join(out)
+
+
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
     el = ET.SubElement(parent, tag, attrs)
     if text is not None:
@@ -274,7 +320,7 @@ def _disk(devices: ET.Element, disk: Disk) -> ET.Element:
 def disk_xml(disk: Disk) -> str:
     """One <disk> element alone, as attachDeviceFlags and detachDeviceFlags take it."""
     holder = ET.Element("devices")
-    return ET.tostring(_disk(holder, disk), encoding="unicode")
+    return _to_string(_disk(holder, disk))
 
 
 def _interface(devices: ET.Element, vif: Interface) -> None:
@@ -323,6 +369,10 @@ def _consoles(devices: ET.Element, spec: DomainSpec) -> None:
 
 
 def domain_xml(spec: DomainSpec) -> str:
+    return _to_string(domain_tree(spec))
+
+
+def domain_tree(spec: DomainSpec) -> ET.Element:
     dom = ET.Element("domain", type=spec.domain_type)
     _sub(dom, "name", spec.name)
     _sub(dom, "uuid", spec.instance_uuid)
@@ -359,4 +409,4 @@ def domain_xml(spec: DomainSpec) -> str:
     for vif in spec.interfaces:
         _interface(devices, vif)
     _consoles(devices, spec)
-    return ET.tostring(dom, encoding="unicode")
+    return dom
