@@ -4,11 +4,11 @@ order, with a cursor to come back with.
 
 Where the events come from: each cell's `server_events` (0069), written by triggers in the
 writer's own transaction, so nothing that commits is missed and nothing that rolls back is
-sent. Rows are numbered (`seq`) after they commit, by a sequencer (one statement,
-sql/functions/server_events_number.sql) that runs one at a time per cell under an advisory
-lock, so that positions are contiguous and follow commit order: a reader of `seq > cursor`
-never skips a row that committed late with a small id, and a reader can tell a gap from a
-quiet spell.
+sent. What one statement wrote is a batch (0076); batches are numbered after they commit, by
+a sequencer (sql/functions/server_events_number.sql) that runs one at a time per cell under
+an advisory lock, so that positions (a row's is its batch's first plus its place in it) are
+contiguous and follow commit order: a reader of positions past its cursor never skips a row
+that committed late, and a reader can tell a gap from a quiet spell.
 
 One `CellFeed` per API process and cell owns a connection that LISTENs: a trigger's NOTIFY
 (new rows) makes it sequence (whichever process gets the lock does it; the others then find

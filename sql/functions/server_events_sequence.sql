@@ -14,12 +14,12 @@ BEGIN
     -- Its own statement: the one below then sees the positions it gave.
     SELECT * INTO pass FROM server_events_number(lock_key);
     RETURN QUERY
-    SELECT e.seq, e.kind, e.instance_uuid::text, e.project_id, e.name, e.vm_state, e.task_state,
+    SELECT b.first + e.pos - 1, e.kind, e.instance_uuid::text, e.project_id, e.name, e.vm_state, e.task_state,
            e.power_state, e.host, e.locked, e.image_ref, e.flavor_name, e.network_info, e.created,
            e.updated, e.deleted, e.request_id, e.action, e.start_time, e.finish_time, e.message, e.event,
            e.result, e.code, e.details
-      FROM server_events e
-     WHERE e.seq BETWEEN pass.first AND pass.last
-     ORDER BY e.seq;
+      FROM server_event_batches b JOIN server_events e ON e.batch = b.id
+     WHERE b.first BETWEEN pass.first AND pass.last
+     ORDER BY b.first, e.pos;
 END;
 $$;

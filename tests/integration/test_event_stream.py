@@ -368,8 +368,9 @@ async def test_a_change_whose_notification_was_lost_arrives_with_the_next_safety
         watch = await open_stream(h, h.alice)
         sid = str(uuid.uuid4())
         # A row as a trigger writes it, but no NOTIFY: as if the listening connection missed it.
-        await h.cell1.execute("INSERT INTO server_events (kind, instance_uuid, project_id, deleted)"
-                              " VALUES ('deleted', $1, 'proj-a', true)", sid)
+        await h.cell1.execute("WITH b AS (INSERT INTO server_event_batches (size) VALUES (1) RETURNING id)"
+                              " INSERT INTO server_events (batch, pos, kind, instance_uuid, project_id, deleted)"
+                              " SELECT b.id, 1, 'deleted', $1, 'proj-a', true FROM b", sid)
         _, kind, data = await watch.next()
         assert (kind, data) == ("server", {"id": sid, "tenant_id": "proj-a", "deleted": True})
         await watch.close()
