@@ -197,8 +197,8 @@ class Steps:
         """Every step that ended and is not recorded yet, in the order they started."""
         ended, self._ended = sorted(self._ended), []
         if ended:
-            steps = [{"event": name, "start_time": start.isoformat(), "finish_time": finish.isoformat(),
-                      "result": result, "traceback": tb} for start, finish, name, result, tb in ended]
+            steps = [{"event": name, "start_time": start, "finish_time": finish, "result": result, "traceback": tb}
+                     for start, finish, name, result, tb in ended]
             await RECORD_STEPS(self._db, *self._key, msgspec.json.encode(steps).decode())
 
 
