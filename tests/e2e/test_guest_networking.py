@@ -116,13 +116,26 @@ async def ours_on_host(table: str, state_dir: Path, names: list[str]) -> list[st
     return left
 
 
+async def consoles(env: dict[str, str], *servers: str) -> str:
+    """The last lines each guest printed, for a failure's message: whether it booted, got
+    its address and keys, or where it stopped."""
+    shown = ""
+    for server in servers:
+        _, console = await run(f"{BIN}/openstack", "console", "log", "show", "--lines", "80", server, env=env)
+        shown += f"\n--- {server}'s console ---\n{console}"
+    return shown
+
+
 async def volumes_block(osc, env: dict[str, str], served, work_dir: Path, fip: str) -> None:
     """The README's `volumes` block, continuing the `guests` one (vm1 runs at `fip`): a
     volume attached to vm1 and written there, detached, attached to vm2 (booted from a new
     volume) and read back; vm2 is deleted and its root volume stays, and vm3 booted from it
     reads what vm2 wrote there. Then everything the block made is deleted again."""
-    output = await run_ok("bash", "-euxo", "pipefail", "-c", f"ip={fip}\n" + block("volumes"), env=env,
-                          cwd=work_dir, served=served, timeout=BLOCK_TIMEOUT)
+    try:
+        output = await run_ok("bash", "-euxo", "pipefail", "-c", f"ip={fip}\n" + block("volumes"), env=env,
+                              cwd=work_dir, served=served, timeout=BLOCK_TIMEOUT)
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}{await consoles(env, 'vm2', 'vm3')}") from None
     # vm2 read what vm1 wrote to data1 (`head` prints it alone on its line); vm3, booted from
     # vm2's root volume, found the file vm2 wrote on it (after `tee` echoed it once).
     assert re.search(r"^written-in-vm1$", output, re.M), output[-4000:]
@@ -175,8 +188,7 @@ async def test_readme_guests_block_ssh_into_a_stock_cloud_image(database, work_d
                 output = await run_ok("bash", "-euxo", "pipefail", "-c", block("guests"), env=env, cwd=work_dir,
                                       served=served, timeout=BLOCK_TIMEOUT)
             except (AssertionError, TimeoutError) as exc:
-                _, console = await run(f"{BIN}/openstack", "console", "log", "show", "--lines", "80", "vm1", env=env)
-                raise AssertionError(f"{exc}\n--- vm1's console ---\n{console}") from None
+                raise AssertionError(f"{exc}{await consoles(env, 'vm1')}") from None
             fip = re.search(r"\+ openstack server add floating ip vm1 (\S+)", output).group(1)
             # hostname, then the guest's address on net1 and its default route via the router
             assert re.search(r"^vm1$", output, re.M), output[-3000:]
