@@ -78,8 +78,10 @@ class Relay:
 
 
 def guest_xml(instance_uuid: str) -> str:
-    return (f"<domain type='test'><name>instance-{instance_uuid}</name><memory unit='MiB'>64</memory>"
-            "<vcpu>1</vcpu><os><type>hvm</type></os></domain>")
+    # With its uuid, as every domain the compute host defines: defining it again (a start
+    # finished on the next connection) then updates it instead of clashing with the first.
+    return (f"<domain type='test'><name>instance-{instance_uuid}</name><uuid>{instance_uuid}</uuid>"
+            "<memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type>hvm</type></os></domain>")
 
 
 @contextlib.asynccontextmanager
