@@ -6,7 +6,8 @@ compute role opens `qemu:///system`, so the first build does not fail on a missi
 Why not just `systemctl start libvirtd`? The lab boxes and CI containers this runs on have
 no systemd as PID 1 (no D-Bus, no udev). There we start `virtlogd -d` and run libvirtd under
 `tini -s`: libvirtd forks a QEMU per guest, and without a reaping subreaper above it the
-orphans of destroyed domains linger and a destroy takes ~1.6 s instead of ~0.2 s.
+orphans of destroyed domains linger and a destroy takes ~1.6 s instead of ~0.2 s. A small
+shell loop under tini starts libvirtd again when it dies, as systemd's unit would.
 
 Why probe KVM instead of trusting `/dev/kvm`? Some machines expose a paravirtual /dev/kvm on
 which real guests abort (`failed to set MSR 0x10a`) or, with another host kernel, run
@@ -130,6 +131,29 @@ async def fix_kvm_device() -> str | None:
     return "set /dev/kvm to root:kvm 0660"
 
 
+# libvirtd kept up as systemd keeps its unit (Restart=on-failure): one that dies of a signal
+# or exits with an error is started again after a pause (the script's argument, seconds), and its guests, which outlive it,
+# are taken over by the new one; a clean stop (SIGTERM, exit 0) is left stopped. A libvirtd
+# that dies five times in a row within a minute of its start is left down, as systemd's start
+# limit does. What happened goes to libvirtd's log.
+KEEP_LIBVIRTD = """# nova-async host-setup: libvirtd, started again when it dies (this line is what ps shows)
+quick=0
+while :; do
+    started=$(date +%s)
+    libvirtd
+    rc=$?
+    [ "$rc" -eq 0 ] && exit 0
+    if [ $(( $(date +%s) - started )) -lt 60 ]; then quick=$((quick + 1)); else quick=1; fi
+    if [ "$quick" -ge 5 ]; then
+        echo "nova-async: libvirtd exited with status $rc, five times in a row within a minute; not started again" >&2
+        exit "$rc"
+    fi
+    echo "nova-async: libvirtd exited with status $rc; starting it again in $1 s" >&2
+    sleep "$1"
+done
+"""
+
+
 async def start_daemons(log_dir: Path) -> list[str]:
     if _running("virtlogd") and _running("libvirtd"):
         return []
@@ -151,12 +175,12 @@ async def start_daemons(log_dir: Path) -> list[str]:
         # our session, and we leave no child process behind to reap.
         with open(log_file, "ab") as out:
             proc = await asyncio.create_subprocess_exec(
-                *prefix, "setsid", "-f", "tini", "-s", "--", "libvirtd",
+                *prefix, "setsid", "-f", "tini", "-s", "--", "sh", "-c", KEEP_LIBVIRTD, "nova-async-libvirtd", "1",
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out)
             rc = await proc.wait()
         if rc != 0:
             raise HostSetupError(f"cannot start libvirtd (exit {rc}); see {log_file}")
-        done.append(f"started libvirtd under tini (log: {log_file})")
+        done.append(f"started libvirtd under tini, started again if it dies (log: {log_file})")
     return done
 
 

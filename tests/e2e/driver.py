@@ -137,10 +137,20 @@ class Api:
         out = await self.call("POST", f"{V}/servers/{server_id}/action", 200, json={"os-getConsoleOutput": body})
         return out["output"]
 
+    async def console_polled(self, server_id: str) -> str:
+        """The console for a wait: "" (not yet) while the compute host answers 503, its libvirt
+        connection being opened again (libvirtd died and host-setup's loop is starting it
+        again); any other failure fails."""
+        got, body = await self.once("POST", f"{V}/servers/{server_id}/action", json={"os-getConsoleOutput": {}})
+        if got == 503:
+            return ""
+        assert got == 200, f"console of {server_id}: {got} {body}"
+        return body["output"]
+
     async def console_until(self, server_id: str, wanted: list[str], timeout: float = 120) -> list[str]:
         """The console's lines once every one of `wanted` is among them."""
         async def lines() -> list[str]:
-            return (await self.console(server_id)).splitlines()
+            return (await self.console_polled(server_id)).splitlines()
 
         return await until(lines, lambda seen: all(w in seen for w in wanted),
                            what=f"{wanted} on the console", timeout=timeout, interval=0.25)

@@ -136,14 +136,15 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
                 await api.call("POST", f"{V}/servers/{server_id}/action", 202, json=body)
                 await api.status(server_id, *statuses)
 
-            async def boots() -> int:  # how often the console says the guest came up
-                return (await api.console(server_id)).count("nova-async-guest: ready")
+            def boots(console: str) -> int:   # how often the console says the guest came up
+                return console.count("nova-async-guest: ready")
 
             async def boots_again(before: int) -> None:
-                await until(boots, lambda n: n > before, what="the guest up again", timeout=120, interval=0.25)
+                await until(lambda: api.console_polled(server_id), lambda out: boots(out) > before,
+                            what="the guest up again", timeout=120, interval=0.25, show=lambda out: out[-2000:])
 
             for reboot_type in ("SOFT", "HARD"):   # SOFT: ACPI, the guest powers off, then boots
-                before = await boots()
+                before = boots(await api.console(server_id))
                 await act({"reboot": {"type": reboot_type}}, "ACTIVE")
                 await boots_again(before)
             await act({"pause": None}, "PAUSED")
@@ -153,7 +154,7 @@ async def test_tcg_guest_boots_through_the_api_and_shows_its_console(database, w
             await act({"resume": None}, "ACTIVE")
             await act({"os-stop": None}, "SHUTOFF")
             await api.call("POST", f"{V}/servers/{server_id}/action", 409, json={"os-stop": None})
-            before = await boots()
+            before = boots(await api.console(server_id))
             await act({"os-start": None}, "ACTIVE")
             await boots_again(before)   # its ACPI handler is up
             # The guest shuts down by itself (its ACPI button pressed outside nova-async):

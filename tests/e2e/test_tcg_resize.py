@@ -84,7 +84,7 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
             server = await api.status(server_id, "VERIFY_RESIZE", timeout=180)
             assert server["flavor"]["original_name"] == "tcg.big"
             assert await _memory_kib(server_id) == (384 * 1024, 2)
-            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 2,
+            await until(lambda: api.console_polled(server_id), lambda out: out.count(READY) >= 2,
                         what="the guest booted again, with the new flavor", timeout=240, interval=0.25)
             await api.call("POST", f"{V}/servers/{server_id}/action", 204, json={"confirmResize": None})
             await api.status(server_id, "ACTIVE")
@@ -125,11 +125,11 @@ async def test_tcg_guest_resize_confirm_and_snapshot(database, work_dir):
             rescued = await api.call("POST", f"{V}/servers/{server_id}/action", 200, json={"rescue": None})
             assert rescued["adminPass"]
             await api.status(server_id, "RESCUE", timeout=180)
-            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 2,
+            await until(lambda: api.console_polled(server_id), lambda out: out.count(READY) >= 2,
                         what="the rescue guest booted", timeout=240, interval=0.25)
             await api.call("POST", f"{V}/servers/{server_id}/action", 202, json={"unrescue": None})
             await api.status(server_id, "ACTIVE", timeout=180)
-            await until(lambda: api.console(server_id), lambda out: out.count(READY) >= 3,
+            await until(lambda: api.console_polled(server_id), lambda out: out.count(READY) >= 3,
                         what="its own guest booted again", timeout=240, interval=0.25)
 
             for sid in server_ids:
