@@ -168,16 +168,18 @@ async def events(db, uuids: list[str], request_id: str, name: str) -> AsyncItera
 
 
 class Steps:
-    """Steps of one instance's action recorded once each, when they have ended, and together
-    (`record`): for the short steps inside a longer one that `event` records as it starts
-    (a build's network, disks and spawn), whose starts nobody needs to see while they run.
-    Each is one row, written once, where `event` writes it twice, and the event stream
-    shows the action once for all of them. Their times are this process's clock, as
-    Nova's events are their service's."""
+    """Steps of an action recorded once each, when they have ended, and together (`record`):
+    for the steps inside a longer one that `event` records as it starts (the scheduler's
+    decision inside the conductor's; a build's network, disks and spawn inside the build),
+    whose starts nobody needs to see while they run. Each is one row, written once, where
+    `event` writes it twice, and the event stream shows the action once for all of them.
+    The same steps may be recorded for several instances (one request's). Their times are
+    this process's clock, as Nova's events are their service's."""
 
-    def __init__(self, db, uuid: str, request_id: str, host: str | None = None) -> None:
+    def __init__(self, db, uuids: str | list[str], request_id: str, host: str | None = None) -> None:
         self._db = db
-        self._key = (uuid, request_id, host)
+        self._uuids = [uuids] if isinstance(uuids, str) else uuids
+        self._request_id, self._host = request_id, host
         self._ended: list[tuple[datetime, datetime, str, str, str | None]] = []
 
     @contextlib.asynccontextmanager
@@ -197,9 +199,10 @@ class Steps:
         """Every step that ended and is not recorded yet, in the order they started."""
         ended, self._ended = sorted(self._ended), []
         if ended:
-            steps = [{"event": name, "start_time": start, "finish_time": finish, "result": result, "traceback": tb}
-                     for start, finish, name, result, tb in ended]
-            await RECORD_STEPS(self._db, *self._key, msgspec.json.encode(steps).decode())
+            steps = msgspec.json.encode([
+                {"event": name, "start_time": start, "finish_time": finish, "result": result, "traceback": tb}
+                for start, finish, name, result, tb in ended]).decode()
+            await RECORD_STEPS.each(self._db, [(uuid, self._request_id, self._host, steps) for uuid in self._uuids])
 
 
 def _error_text(exc: BaseException) -> str:

@@ -49,9 +49,14 @@ class SchedulerRole(Role):
             db = cell.pool if cell else self.cells.default.pool
 
             async def decide() -> m.Selections:
-                async with instances.events(db, msg.instance_uuids, ctx.request_id, m.SELECT_EVENT):
-                    return m.Selections(selections=await self.scheduler.select_destinations(
-                        msg.instance_uuids, msg.spec, msg.holders))
+                # Recorded when it has ended: the conductor's step around it is seen from its start.
+                steps = instances.Steps(db, msg.instance_uuids, ctx.request_id)
+                try:
+                    async with steps.step(m.SELECT_EVENT):
+                        return m.Selections(selections=await self.scheduler.select_destinations(
+                            msg.instance_uuids, msg.spec, msg.holders))
+                finally:
+                    await steps.record()
 
             answer = await self.answers.once(msg.question_id, decide)
             result = "placed"
