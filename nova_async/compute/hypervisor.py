@@ -342,6 +342,23 @@ class Hypervisor:
                 await self._quietly(dom.undefine)
             raise
 
+    async def _boot(self, dom: libvirt.virDomain) -> None:
+        """Boot the defined domain `dom` (a power-on, a reboot). As in start(): when the
+        connection ends meanwhile and another opens within RESTART_WAIT, the guest is looked
+        at there, and booted if it is not running."""
+        conn = self.conn
+        try:
+            await self._libvirt("start the domain", dom.create)
+        except errors.NovaAsyncError:
+            if not await self._opened_again_after(conn):
+                raise
+            name = dom.name()
+            state = await self.guest_state(name)
+            log.warning("libvirt connection was lost while a guest booted; finishing on the new one",
+                        uri=self.uri, domain=name, running=state is not None and state.running)
+            if state is None or not state.running:
+                await self._libvirt("start the domain", (await self._domain(name)).create)
+
     async def _opened_again_after(self, conn: libvirt.virConnect) -> bool:
         """Whether `conn` was lost and a new connection opened within RESTART_WAIT."""
         if conn is self._conn or self._closing:
@@ -413,7 +430,7 @@ class Hypervisor:
         dom = await self._domain(name)
         if not hard and await self._call(dom.isActive):
             if await self._shut_down(dom, timeout):
-                await self._libvirt("start the domain", dom.create)
+                await self._boot(dom)
                 return
             log.info("the guest did not shut down for a soft reboot; rebooting hard", domain=name,
                      timeout=timeout)
@@ -421,7 +438,7 @@ class Hypervisor:
             await self._libvirt("power off the domain", dom.destroy)
         if await self._call(dom.hasManagedSaveImage, 0):
             await self._libvirt("discard the saved memory image", dom.managedSaveRemove, 0)
-        await self._libvirt("start the domain", dom.create)
+        await self._boot(dom)
 
     async def power_off(self, name: str, *, timeout: float) -> None:
         """Ask the guest to shut down; pull the plug if it has not within `timeout` seconds."""
@@ -468,7 +485,7 @@ class Hypervisor:
                 return
             if not await self._off_within(dom, timeout):
                 await self._libvirt("power off the domain", dom.destroy)
-        await self._libvirt("start the domain", dom.create)
+        await self._boot(dom)
 
     async def pause(self, name: str) -> None:
         dom = await self._domain(name)

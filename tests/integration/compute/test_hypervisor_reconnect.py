@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import libvirt
 import pytest
 
 from nova_async.common import errors
@@ -175,6 +176,35 @@ async def test_a_call_in_flight_when_libvirtd_goes_and_a_start_finished_on_the_n
         finally:
             with contextlib.suppress(Exception):
                 await hypervisor.remove(name)
+
+
+async def test_a_boot_in_flight_when_libvirtd_goes_is_finished_on_the_next_connection(tmp_path):
+    # The boot of a power-on or a reboot (_boot: its define and shutdown come before it) whose
+    # answer the end of the connection took: looked at on the next one and booted there.
+    # libvirtd's test:///default lives while a connection to it does, so one stays open
+    # around the cut (with QEMU, a defined guest outlives every connection).
+    name = f"instance-{uuid.uuid4()}"
+    keeper = await asyncio.to_thread(libvirt.open, "test+unix:///default")
+    async with through_relay(tmp_path) as (relay, hypervisor):
+        try:
+            await hypervisor.open()
+            await hypervisor.start(guest_xml(name.removeprefix("instance-")))
+            await hypervisor.power_off(name, timeout=0)
+            dom = await hypervisor._domain(name)
+            relay.stall()
+            booting = asyncio.create_task(hypervisor._boot(dom))
+            await asyncio.sleep(0.5)   # the request reached libvirtd; its answer is held
+            await relay.cut()
+            await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
+            assert not booting.done()   # waiting for the next connection, not failed
+            await relay.listen()
+            await asyncio.wait_for(booting, 90)
+            state = await hypervisor.guest_state(name)
+            assert state is not None and state.running, state
+        finally:
+            with contextlib.suppress(Exception):
+                await hypervisor.remove(name)
+            await asyncio.to_thread(keeper.close)
 
 
 async def test_a_host_is_disabled_while_its_libvirt_connection_is_down_unless_an_admin_did(pool, tmp_path):
