@@ -137,7 +137,10 @@ class Databases:
             while True:
                 name = f"test_{os.getpid()}_{next(_counter)}"
                 for each in self._names(name):
-                    await admin.execute(f'CREATE DATABASE "{each}" TEMPLATE "{self._template}"')
+                    # FILE_COPY copies the template's files; the default (WAL_LOG) writes each of
+                    # its ~10 MB through the WAL and shared buffers: 20-30 ms of the server's CPU
+                    # per database against 11-13, and a drop costs twice as much after it.
+                    await admin.execute(f'CREATE DATABASE "{each}" TEMPLATE "{self._template}" STRATEGY FILE_COPY')
                 await self._ready.put(name)
         finally:
             await admin.close()
