@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -103,6 +103,21 @@ async def through_relay(tmp_path: Path) -> AsyncIterator[tuple[Relay, Hypervisor
         executor.shutdown(wait=True)
 
 
+async def running_after_a_cut(relay: Relay, hypervisor: Hypervisor, name: str, starting: Coroutine) -> None:
+    """`starting` (a start of guest `name`) sent, the connection cut before its answer came, and
+    opened again: it waits for the new connection rather than fail, and the guest runs."""
+    relay.stall()
+    task = asyncio.create_task(starting)
+    await asyncio.sleep(0.5)   # the request reached libvirtd; its answer is held
+    await relay.cut()
+    await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
+    assert not task.done()   # waiting for the next connection, not failed
+    await relay.listen()
+    await asyncio.wait_for(task, 90)
+    state = await hypervisor.guest_state(name)
+    assert state is not None and state.running, state
+
+
 async def test_a_lost_libvirtd_connection_is_opened_again_with_its_event_watches(tmp_path):
     changed: list[str] = []
     told: list[tuple[bool, str]] = []
@@ -163,16 +178,7 @@ async def test_a_call_in_flight_when_libvirtd_goes_and_a_start_finished_on_the_n
             await relay.listen()
             await until(lambda: hypervisor.connected, what="the connection opened again", timeout=60)
 
-            relay.stall()
-            starting = asyncio.create_task(hypervisor.start(guest_xml(name.removeprefix("instance-"))))
-            await asyncio.sleep(0.5)   # the definition reached libvirtd; its answer is held
-            await relay.cut()
-            await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
-            assert not starting.done()   # waiting for the next connection, not failed
-            await relay.listen()
-            await asyncio.wait_for(starting, 90)
-            state = await hypervisor.guest_state(name)
-            assert state is not None and state.running, state
+            await running_after_a_cut(relay, hypervisor, name, hypervisor.start(guest_xml(name.removeprefix("instance-"))))
         finally:
             with contextlib.suppress(Exception):
                 await hypervisor.remove(name)
@@ -190,17 +196,7 @@ async def test_a_boot_in_flight_when_libvirtd_goes_is_finished_on_the_next_conne
             await hypervisor.open()
             await hypervisor.start(guest_xml(name.removeprefix("instance-")))
             await hypervisor.power_off(name, timeout=0)
-            dom = await hypervisor._domain(name)
-            relay.stall()
-            booting = asyncio.create_task(hypervisor._boot(dom))
-            await asyncio.sleep(0.5)   # the request reached libvirtd; its answer is held
-            await relay.cut()
-            await until(lambda: not hypervisor.connected, what="the loss noticed", timeout=30)
-            assert not booting.done()   # waiting for the next connection, not failed
-            await relay.listen()
-            await asyncio.wait_for(booting, 90)
-            state = await hypervisor.guest_state(name)
-            assert state is not None and state.running, state
+            await running_after_a_cut(relay, hypervisor, name, hypervisor._boot(await hypervisor._domain(name)))
         finally:
             with contextlib.suppress(Exception):
                 await hypervisor.remove(name)
