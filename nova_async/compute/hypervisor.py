@@ -48,6 +48,9 @@ OWN_START_EVENT_WINDOW = 60.0  # seconds within which start()'s own STARTED even
 REOPEN_PAUSES = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 # How long a start() whose connection ended waits for the next one (libvirtd restarting).
 RESTART_WAIT = 60.0
+# How long the first connection to a daemon is tried for: one that is being started again
+# (host-setup's loop after a crash, or systemd's unit) answers within seconds.
+FIRST_OPEN_WAIT = 30.0
 # A live detach asks the guest to let go of the disk (a PCI hot-unplug it must acknowledge);
 # as Nova's libvirt driver, the request is sent again a few times, each time waiting for
 # libvirt's device-removed event. (libvirt's test driver has no guest to wait for: there
@@ -159,11 +162,23 @@ class Hypervisor:
     def connected(self) -> bool:
         return self._conn is not None
 
-    async def open(self) -> None:
-        try:
-            conn = await self._call(libvirt.open, self.uri)
-        except libvirt.libvirtError as exc:
-            raise errors.Unavailable(f"cannot connect to libvirt at {self.uri}: {exc}") from None
+    async def open(self, wait: float = 0.0) -> None:
+        """Connect. A daemon that does not answer is asked again, with REOPEN_PAUSES between,
+        for up to `wait` seconds (the compute role's start: libvirtd may be starting again);
+        then Unavailable."""
+        deadline = time.monotonic() + wait
+        for attempt in itertools.count():
+            try:
+                conn = await self._call(libvirt.open, self.uri)
+                break
+            except libvirt.libvirtError as exc:
+                pause = REOPEN_PAUSES[min(attempt + 1, len(REOPEN_PAUSES) - 1)]
+                if time.monotonic() + pause > deadline:
+                    raise errors.Unavailable(f"cannot connect to libvirt at {self.uri}: {exc}") from None
+                if attempt == 0:
+                    log.warning("libvirt does not answer yet; waiting for it", uri=self.uri, error=str(exc),
+                                wait_s=wait)
+                await asyncio.sleep(pause)
         if self._executor is not None:   # an in-process driver's connection cannot be lost
             self._loop = asyncio.get_running_loop()
             try:

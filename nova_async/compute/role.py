@@ -51,7 +51,7 @@ from nova_async.compute.messages import GetConsoleEndpoint, GetDiagnostics
 from nova_async.compute.disks import ImageCache, unreachable_by_qemu
 from nova_async.compute.domain_xml import canonical_uuid
 from nova_async.compute.host import GuestTimeouts, Host
-from nova_async.compute.hypervisor import Hypervisor, runs_in_process
+from nova_async.compute.hypervisor import FIRST_OPEN_WAIT, Hypervisor, runs_in_process
 from nova_async.compute.messages import (
     AttachVolume,
     BuildAndRunInstance,
@@ -185,8 +185,9 @@ class ComputeRole(Role):
                 executor = ThreadPoolExecutor(LIBVIRT_THREADS, thread_name_prefix="libvirt")
                 stack.callback(executor.shutdown, wait=True)  # last: connections close through it
             for spec in specs:
-                hypervisor = Hypervisor(spec.uri, None if runs_in_process(spec.uri) else executor)
-                await hypervisor.open()
+                in_process = runs_in_process(spec.uri)
+                hypervisor = Hypervisor(spec.uri, None if in_process else executor)
+                await hypervisor.open(wait=0.0 if in_process else FIRST_OPEN_WAIT)
                 stack.push_async_callback(hypervisor.close)
                 cell = await self.cells.map_host(spec.name, self.cells.named(c.cell))
                 self.hosts[spec.name] = Host(name=spec.name, hypervisor=hypervisor, pool=cell.pool,

@@ -161,6 +161,21 @@ async def test_a_lost_libvirtd_connection_is_opened_again_with_its_event_watches
         assert [connected for connected, _ in told] == [False, True, False, True], told
 
 
+async def test_a_first_connection_waits_for_a_libvirtd_being_started_again(tmp_path):
+    # The compute role's start while libvirtd is down for a moment (being started again):
+    # asked again until it answers, within the wait; with none left, refused at once.
+    async with through_relay(tmp_path) as (relay, hypervisor):
+        await relay.cut()   # nobody listens at the socket
+        with pytest.raises(errors.Unavailable, match="cannot connect to libvirt"):
+            await hypervisor.open()
+        opening = asyncio.create_task(hypervisor.open(wait=30))
+        await asyncio.sleep(1.0)   # a few attempts fail meanwhile
+        assert not opening.done()
+        await relay.listen()
+        await asyncio.wait_for(opening, 30)
+        assert hypervisor.connected and await hypervisor.guests() is not None
+
+
 async def test_a_call_in_flight_when_libvirtd_goes_and_a_start_finished_on_the_next_connection(tmp_path):
     # A call waiting for its answer reads the end itself, on its executor thread: libvirt calls
     # the close callback there, off the loop. A start() caught so is finished on the new one.
