@@ -132,10 +132,10 @@ async def fix_kvm_device() -> str | None:
 
 
 # libvirtd kept up as systemd keeps its unit (Restart=on-failure): one that dies of a signal
-# or exits with an error is started again after a pause (the script's argument, seconds), and its guests, which outlive it,
-# are taken over by the new one; a clean stop (SIGTERM, exit 0) is left stopped. A libvirtd
-# that dies five times in a row within a minute of its start is left down, as systemd's start
-# limit does. What happened goes to libvirtd's log.
+# or exits with an error is started again after a pause (the script's argument, in seconds),
+# and its guests, which outlive it, are taken over by the new one; a clean stop (SIGTERM,
+# exit 0) is left stopped. A libvirtd that dies five times in a row within a minute of its
+# start is left down, as systemd's start limit does. What happened goes to libvirtd's log.
 KEEP_LIBVIRTD = """# nova-async host-setup: libvirtd, started again when it dies (this line is what ps shows)
 quick=0
 while :; do
