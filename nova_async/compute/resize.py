@@ -209,9 +209,11 @@ async def _finish(host: Host, row: asyncpg.Record, migration: asyncpg.Record, re
             await _place_guest(host, claimed, Flavor.from_row(new_flavor), running=running)
             disks.mark_moving(host.instances_root, uuid, host.name)
         power = PowerState.RUNNING if running else PowerState.SHUTDOWN
-        if await host.pool.fetchval(MQ.set_resized, uuid, power) is None:
-            return
-        await host.pool.execute(MQ.set_migration_status, mig, "finished", ["post-migrating"])
+        # Together: a confirm or revert that VERIFY_RESIZE invites must find the resize finished.
+        async with host.pool.acquire() as conn, conn.transaction():
+            if await conn.fetchval(MQ.set_resized, uuid, power) is None:
+                return
+            await conn.execute(MQ.set_migration_status, mig, "finished", ["post-migrating"])
     except Exception as exc:
         await _roll_back(host, uuid, migration, request_id, exc)
         return
@@ -235,8 +237,9 @@ async def _confirm(host: Host, row: asyncpg.Record, migration: asyncpg.Record, r
         else:
             await disks.drop_resize_backup(host.instances_root, uuid)
         await host.placement.delete_allocations(mig)
-        await host.pool.execute(MQ.set_confirmed, uuid)
-        await host.pool.execute(MQ.set_migration_status, mig, "confirmed", ["confirming"])
+        async with host.pool.acquire() as conn, conn.transaction():   # the server and its migration agree
+            await conn.execute(MQ.set_confirmed, uuid)
+            await conn.execute(MQ.set_migration_status, mig, "confirmed", ["confirming"])
     log.info("resize confirmed")
     await instances.finish_action(host.pool, uuid, request_id)
     await host.notify("instance.resize_confirm.end", uuid, request_id=request_id)
@@ -276,11 +279,12 @@ async def _finish_revert(host: Host, row: asyncpg.Record, migration: asyncpg.Rec
             await _place_guest(host, row, Flavor.from_row(old_flavor), running=running)
             # its server group counts it here again (the scheduler recorded the destination)
             await host.api_pool.execute(GQ.set_member_host, uuid, host.name)
-            await host.pool.execute(MQ.set_reverted, uuid, host.name, migration["source_node"], old_flavor,
-                                    migration["old_request_spec"], migration["old_vm_state"],
-                                    PowerState.RUNNING if running else PowerState.SHUTDOWN)
-            if not failed:
-                await host.pool.execute(MQ.set_migration_status, mig, "reverted", ["reverting"])
+            async with host.pool.acquire() as conn, conn.transaction():   # the server and its migration agree
+                await conn.execute(MQ.set_reverted, uuid, host.name, migration["source_node"], old_flavor,
+                                   migration["old_request_spec"], migration["old_vm_state"],
+                                   PowerState.RUNNING if running else PowerState.SHUTDOWN)
+                if not failed:
+                    await conn.execute(MQ.set_migration_status, mig, "reverted", ["reverting"])
     except Exception as exc:
         await _set_error(host, uuid, request_id, exc)
         return
