@@ -10,6 +10,7 @@ resolve the same way twice."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from nova_async.config import SchedulerSettings
@@ -22,8 +23,9 @@ class FreeResourceWeigher:
     resource_class: str
     multiplier: float
 
-    def raw(self, host: HostState) -> float:
-        return float(host.free(self.resource_class))
+    def raw(self, hosts: list[HostState]) -> list[float]:
+        rc = self.resource_class
+        return [float(h.capacity.get(rc, 0) - h.used.get(rc, 0)) for h in hosts]
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,8 @@ class IoOpsWeigher:
     name: str
     multiplier: float
 
-    def raw(self, host: HostState) -> float:
-        return float(host.building)
+    def raw(self, hosts: list[HostState]) -> list[float]:
+        return [float(h.building) for h in hosts]
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class BuildFailureWeigher:
     multiplier: float
     normalised = False
 
-    def raw(self, host: HostState) -> float:
-        return -float(host.failed_builds)
+    def raw(self, hosts: list[HostState]) -> list[float]:
+        return [-float(h.failed_builds) for h in hosts]
 
 
 Weigher = FreeResourceWeigher | IoOpsWeigher | BuildFailureWeigher
@@ -58,21 +60,30 @@ def from_settings(settings: SchedulerSettings) -> list[Weigher]:
     return [w for w in weighers if w.multiplier]
 
 
-def _normalise(values: list[float]) -> list[float]:
-    lo, hi = min(values), max(values)
-    if hi == lo:
-        return [0.0] * len(values)
-    return [(v - lo) / (hi - lo) for v in values]
-
-
 def order(weighers: list[Weigher], hosts: list[HostState]) -> list[HostState]:
-    """Hosts best first."""
+    """Hosts best first.
+
+    Weighed a column at a time (each weigher's numbers for every host), as this runs once
+    per instance placed, over every candidate host. A column that is the same for every
+    host (normalised: all zeros) adds nothing and is skipped."""
     if len(hosts) < 2:
         return list(hosts)
-    totals = [0.0] * len(hosts)
+    totals: list[float] | None = None
     for w in weighers:
-        raw = [w.raw(h) for h in hosts]
-        for i, value in enumerate(_normalise(raw) if getattr(w, "normalised", True) else raw):
-            totals[i] += w.multiplier * value
-    ranked = sorted(range(len(hosts)), key=lambda i: -totals[i])
-    return [hosts[i] for i in ranked]
+        column = w.raw(hosts)
+        lo, hi = min(column), max(column)
+        if getattr(w, "normalised", True):
+            if hi == lo:
+                continue
+            span, multiplier = hi - lo, w.multiplier
+            column = [multiplier * ((v - lo) / span) for v in column]
+        elif lo == hi == 0.0:
+            continue
+        else:
+            multiplier = w.multiplier
+            column = [multiplier * v for v in column]
+        totals = column if totals is None else list(map(operator.add, totals, column))
+    if totals is None:
+        return list(hosts)
+    # reverse keeps equal weights in placement's order, as an ascending sort would
+    return [hosts[i] for i in sorted(range(len(hosts)), key=totals.__getitem__, reverse=True)]
