@@ -47,9 +47,17 @@ class _Inbox:
                 return None
             waiter = asyncio.get_running_loop().create_future()
             self._waiting.append(waiter)
+
+            # A callback on `stopped` rather than asyncio.wait on both: an idle topic waits
+            # once per message it gets, and wait's own futures and set cost more than this.
+            def wake(_: asyncio.Future[None], waiter: asyncio.Future[None] = waiter) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+            stopped.add_done_callback(wake)
             try:
-                await asyncio.wait((waiter, stopped), return_when=asyncio.FIRST_COMPLETED)
+                await waiter
             finally:
+                stopped.remove_done_callback(wake)
                 waiter.cancel()
                 if waiter in self._waiting:
                     self._waiting.remove(waiter)
@@ -62,17 +70,17 @@ class MemoryBus(Bus):
         self._inboxes: dict[str, _Inbox] = {}
 
     def _inbox(self, topic: str) -> _Inbox:
-        if topic not in self._inboxes:
-            self._inboxes[topic] = _Inbox()
-        return self._inboxes[topic]
+        inbox = self._inboxes.get(topic)
+        if inbox is None:
+            inbox = self._inboxes[topic] = _Inbox()
+            metrics.read_queue_depth(topic, inbox.items.__len__)
+        return inbox
 
     def depth(self, topic: str) -> int:
         return len(self._inbox(topic).items)
 
     def _put(self, topic: str, item: _Item) -> None:
-        inbox = self._inbox(topic)
-        inbox.put(item)
-        metrics.set_queue_depth(topic, len(inbox.items))
+        self._inbox(topic).put(item)
 
     async def call(self, topic: str, msg: Message, *, context: RequestContext | None = None,
                    timeout: float | None = None, version: str | None = None) -> Message | None:
@@ -107,7 +115,6 @@ class MemoryBus(Bus):
                         slots.release()
                         break
                     data, reply = arrived
-                    metrics.set_queue_depth(topic, len(inbox.items))
                     tg.create_task(self._handle(topic, data, reply, handler, slots),
                                    name=f"bus:{topic}:handler")
         finally:

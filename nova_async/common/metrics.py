@@ -13,6 +13,7 @@ these series plus the process's own (memory, CPU, open files)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
                                ProcessCollector, generate_latest)
@@ -99,6 +100,12 @@ def scheduling_decided(result: str, seconds: float) -> None:
 
 def set_queue_depth(topic: str, depth: int) -> None:
     _queue_depth(topic).set(depth)
+
+
+def read_queue_depth(topic: str, depth: Callable[[], int]) -> None:
+    """The topic's depth, asked of `depth` when scraped (a queue in this process: nothing is
+    written per message)."""
+    _queue_depth(topic).set_function(depth)
 
 
 def observe_rpc(topic: str, seconds: float, *, message: str = "", outcome: str = "ok") -> None:

@@ -7,7 +7,7 @@ from nova_async.bus import messages
 from nova_async.bus.base import dispatch, unwrap
 from nova_async.bus.memory import MemoryBus, _Inbox
 from nova_async.bus.messages import Message
-from nova_async.common import errors
+from nova_async.common import errors, metrics
 from nova_async.common.context import RequestContext
 from tests.waiting import until
 
@@ -139,3 +139,17 @@ async def test_an_inbox_hands_out_items_and_ends_only_when_empty():
     assert await inbox.next_unless(stopped) == (b"two", None)   # what came first goes out first
     assert await inbox.next_unless(stopped) is None
     assert not inbox._waiting
+
+
+async def test_the_queue_depth_gauge_reads_what_waits_when_scraped():
+    def depth(topic):
+        line = f'nova_async_bus_queue_depth{{topic="{topic}"}} '
+        return [float(row[len(line):]) for row in metrics.render().decode().splitlines() if row.startswith(line)]
+
+    bus = MemoryBus()
+    await bus.cast("depth-topic", Ping(n=1))
+    await bus.cast("depth-topic", Ping(n=2))
+    assert depth("depth-topic") == [2.0]
+    inbox = bus._inbox("depth-topic")
+    inbox.items.popleft()
+    assert depth("depth-topic") == [1.0]   # nothing wrote it: the scrape asked the inbox
