@@ -64,10 +64,16 @@ def locks_for(pool: Pool, name: str = "nova-async second copy") -> SessionLocks:
     return SessionLocks(_DSN[id(pool)], health=pool.health, name=name)
 
 
+# The bootstrap admin's password in every harness unless a test says otherwise: one
+# password for all of a worker's tests, so the identity role hashes it once per worker, not
+# once per test (identity/store.py, _BOOTSTRAP_HASHES).
+ADMIN_PASSWORD = "harness-admin"
+
+
 def settings_for(state_dir: Path, **sections: dict[str, Any]) -> config.Settings:
     # libvirt's test driver unless a test asks for more: real guests are the e2e tests' job.
     overrides = {("service", "state_dir"): str(state_dir), ("identity", "auth"): "noauth",
-                 ("compute", "libvirt_uri"): "test:///default"}
+                 ("identity", "admin_password"): ADMIN_PASSWORD, ("compute", "libvirt_uri"): "test:///default"}
     for section, values in sections.items():
         for name, value in values.items():
             overrides[(section, name)] = value

@@ -71,21 +71,34 @@ def admin_password(state_dir: Path, configured: str) -> tuple[str, bool]:
     return password, True
 
 
+# A hash of each password this process bootstrapped an admin with, made or checked here: a
+# stored hash that is this one matches its password with no scrypt. A service bootstraps its
+# one database once; the tests' harness bootstraps a fresh database for each test with the
+# same password, and an scrypt (~50 ms of CPU) each was a fifth of what those tests cost.
+_BOOTSTRAP_HASHES: dict[str, str] = {}
+
+
 async def bootstrap(pool: Pool, password: str) -> None:
     """Make sure user `admin` (project `admin`, role admin) exists and has `password`.
-    One scrypt at most (~60 ms of CPU, in a thread): a hash for a new admin, else a check
-    of the one stored, and a new hash only when the configured password changed."""
+    One scrypt at most (~50 ms of CPU, in a thread): a hash for a new admin, else a check
+    of the one stored, and a new hash only when the configured password changed; none when
+    this process has made or checked a hash of that password before (_BOOTSTRAP_HASHES)."""
+    known = _BOOTSTRAP_HASHES.get(password)
     async with pool.acquire() as conn, conn.transaction():
         project_id = await conn.fetchval(Q.upsert_project, uuid.uuid4().hex, "admin", "Bootstrap project")
         user = await conn.fetchrow(Q.user_by_name, "admin", DOMAIN_ID)
         if user is None:
-            await conn.execute(Q.upsert_user, uuid.uuid4().hex, "admin",
-                               await asyncio.to_thread(hash_password, password))
+            stored = known or await asyncio.to_thread(hash_password, password)
+            await conn.execute(Q.upsert_user, uuid.uuid4().hex, "admin", stored)
             user = await conn.fetchrow(Q.user_by_name, "admin", DOMAIN_ID)
-        elif not await asyncio.to_thread(check_password, password, user["password_hash"]):
-            await conn.execute(Q.set_password, "admin", await asyncio.to_thread(hash_password, password))
-            log.info("admin password updated from configuration")
+        else:
+            stored = user["password_hash"]
+            if stored != known and not await asyncio.to_thread(check_password, password, stored):
+                stored = await asyncio.to_thread(hash_password, password)
+                await conn.execute(Q.set_password, "admin", stored)
+                log.info("admin password updated from configuration")
         await conn.execute(Q.assign_role, user["id"], project_id, "admin")
+    _BOOTSTRAP_HASHES[password] = stored
 
 
 def _domain_id(ref: dict | None) -> str:
