@@ -68,16 +68,27 @@ def _cpu_s(pid: int, children_too: bool = True) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-async def db_transactions(state: str) -> int:
-    """Transactions the service's private PostgreSQL has ended so far (committed or rolled
-    back), over every database: a statement sent on its own is one, so this counts round
-    trips to the database, near enough, without pg_stat_statements."""
+async def db_counters(state: str) -> tuple[int, int]:
+    """Over every database of the service's private PostgreSQL: the transactions ended so far
+    (committed or rolled back; a statement sent on its own is one, so this counts round trips,
+    near enough, without pg_stat_statements), and the blocks read (from shared buffers or not):
+    the work its statements did, which unlike CPU time does not swing with what else runs."""
     import asyncpg
     conn = await asyncpg.connect(host=os.path.join(state, "postgres", "run"), user="nova", database="postgres")
     try:
-        return await conn.fetchval("SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database")
+        row = await conn.fetchrow("SELECT sum(xact_commit + xact_rollback)::bigint,"
+                                  " sum(blks_hit + blks_read)::bigint FROM pg_stat_database")
+        return row[0], row[1]
     finally:
         await conn.close()
+
+
+async def bus_calls(s: aiohttp.ClientSession, url: str) -> int:
+    """Bus calls (request and answer) the service has made so far, from its /metrics."""
+    async with s.get(url + "/metrics") as r:
+        text = await r.text()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("nova_async_bus_rpc_duration_seconds_count{")))
 
 
 def service_cpu_s(pid: int, state: str) -> float:

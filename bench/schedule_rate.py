@@ -28,8 +28,8 @@ from datetime import datetime
 
 import aiohttp
 
-from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, db_transactions, pct, peak_rss_mb, prepare,
-                       service_cpu_s, stop, watch)
+from boot_rate import (NOVA_FAKE_DRIVER_MEDIAN_S, _cpu_s, boot_one, bus_calls, db_counters, pct, peak_rss_mb,
+                       prepare, service_cpu_s, stop, watch)
 
 NOVA_SCHEDULER_DECISIONS_PER_S = 4.0   # published: Nova's filter scheduler, ~4 decisions/s
 
@@ -104,7 +104,7 @@ async def main() -> None:
                 base = await prepare(s, url)
                 done: dict[str, tuple[float, str]] = {}
                 posted = []
-                xacts0 = await db_transactions(state)
+                (xacts0, blocks0), calls0 = await db_counters(state), await bus_calls(s, url)
                 cpu0, own0 = service_cpu_s(proc.pid, state), _cpu_s(proc.pid, children_too=False)
                 mine0 = time.process_time()
                 t0 = time.perf_counter()
@@ -118,7 +118,9 @@ async def main() -> None:
                 own = _cpu_s(proc.pid, children_too=False) - own0
                 mine = time.process_time() - mine0
                 # (settled: every server ACTIVE; the pollers' reads are the API's, counted too)
-                xacts = await db_transactions(state) - xacts0 - 1
+                xacts, blocks = await db_counters(state)
+                xacts, blocks = xacts - xacts0 - 1, blocks - blocks0
+                calls = await bus_calls(s, url) - calls0
             rss = peak_rss_mb(proc.pid)
         active = [done[sid][0] - t for sid, t, _ in posted if done[sid][1] == "ACTIVE"]
         placed = sum(line["instances"] for line in decisions)
@@ -144,6 +146,9 @@ async def main() -> None:
         print(f"  of which the service     {own / args.servers * 1000:8.1f} ms   (its Python process alone)")
         print(f"database transactions/server {xacts / args.servers:5.1f}   (statements sent on their own "
               f"count one each: round trips, near enough; the poller's GETs included)")
+        print(f"database blocks/server   {blocks / args.servers:8.0f}   (read by its statements, from shared buffers "
+              f"or not: their work, which a busy box does not change)")
+        print(f"bus calls/server         {calls / args.servers:8.1f}   (request and answer, between roles)")
         print(f"bench client CPU/server {mine / args.servers * 1000:8.1f} ms   (this script: the POSTs and the poller, "
               f"on the same cores)")
         print(f"peak RSS                 {rss:8.1f} MiB")

@@ -123,6 +123,8 @@ async def test_schedule_rate_in_batches():
            rf"scheduling decisions/s\s+{NUM} .*",
            rf"POST->ACTIVE\s+p50\s+{NUM} ms\s+p95\s+{NUM} ms .*",
            rf"service CPU per server\s+{NUM} ms .*",
+           rf"database blocks/server\s+{NUM} .*",
+           rf"bus calls/server\s+{NUM} .*",
            rf"peak RSS\s+{NUM} MiB")
 
 
