@@ -154,6 +154,27 @@ done
 """
 
 
+# The loop's name in `ps` ($0 of its shell), by which a later host-setup knows it runs.
+KEEPER = "nova-async-libvirtd"
+
+
+def _keeper_running(name: str = KEEPER) -> bool:
+    """Whether a KEEP_LIBVIRTD loop named `name` runs: between a libvirtd's death and its new
+    start (a second) libvirtd is not running, but is about to be, and a second loop would
+    only start a libvirtd that finds the first one's pid file taken."""
+    script, wanted = KEEP_LIBVIRTD.encode(), name.encode()
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                try:
+                    argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if script in argv and wanted in argv:
+                    return True
+    return False
+
+
 async def start_daemons(log_dir: Path) -> list[str]:
     if _running("virtlogd") and _running("libvirtd"):
         return []
@@ -166,6 +187,9 @@ async def start_daemons(log_dir: Path) -> list[str]:
         await _checked([*prefix, "virtlogd", "-d"], "start virtlogd")
         done.append("started virtlogd -d")
     if not _running("libvirtd"):
+        if _keeper_running():   # between two of its starts: the loop starts it in a moment
+            done.append("libvirtd is being started again by the loop that keeps it up")
+            return done
         for tool in ("tini", "setsid", "libvirtd"):
             if not shutil.which(tool) and not Path("/usr/sbin", tool).exists():
                 raise HostSetupError(f"{tool} is missing: apt-get install tini util-linux libvirt-daemon-system")
@@ -175,7 +199,7 @@ async def start_daemons(log_dir: Path) -> list[str]:
         # our session, and we leave no child process behind to reap.
         with open(log_file, "ab") as out:
             proc = await asyncio.create_subprocess_exec(
-                *prefix, "setsid", "-f", "tini", "-s", "--", "sh", "-c", KEEP_LIBVIRTD, "nova-async-libvirtd", "1",
+                *prefix, "setsid", "-f", "tini", "-s", "--", "sh", "-c", KEEP_LIBVIRTD, KEEPER, "1",
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out)
             rc = await proc.wait()
         if rc != 0:

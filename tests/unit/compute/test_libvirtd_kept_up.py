@@ -5,10 +5,13 @@ chooses: the loop is what is tested here; the real daemon it starts is everywher
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import uuid
 from pathlib import Path
 
-from nova_async.compute.host_setup import KEEP_LIBVIRTD
+from nova_async.compute.host_setup import KEEP_LIBVIRTD, _keeper_running
+from tests.waiting import until
 
 
 def keep_up(tmp_path: Path, exits: list[int]) -> tuple[int, list[int], str]:
@@ -43,3 +46,24 @@ def test_a_libvirtd_that_keeps_dying_at_once_is_given_up_on_the_fifth_time(tmp_p
     rc, ran, said = keep_up(tmp_path, [1] * 9)
     assert (rc, ran) == (1, [1] * 5), said
     assert "five times in a row within a minute; not started again" in said
+
+
+async def test_a_loop_between_two_starts_is_seen_so_host_setup_starts_no_second_one(tmp_path):
+    # A loop whose libvirtd is down for now (the stand-in fails at once, and the loop sleeps
+    # before the next start): libvirtd is not running, the loop is. Named uniquely, so that
+    # host-setup's own loop on this machine does not count.
+    name = f"keeper-test-{uuid.uuid4().hex[:8]}"
+    stand_in = tmp_path / "bin" / "libvirtd"
+    stand_in.parent.mkdir()
+    stand_in.write_text("#!/bin/sh\nexit 1\n")
+    stand_in.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stand_in.parent}:{os.environ['PATH']}"}
+    assert not _keeper_running(name)
+    loop = subprocess.Popen(["sh", "-c", KEEP_LIBVIRTD, name, "30"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await until(lambda: _keeper_running(name), what="the loop seen")
+    finally:
+        os.killpg(loop.pid, signal.SIGKILL)
+        loop.wait()
+    assert not _keeper_running(name)
