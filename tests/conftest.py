@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import asyncpg
+import libvirt
 import pytest
 
 from nova_async.db import pool_order
@@ -52,10 +54,44 @@ def scratch_root() -> str | None:
     return "/dev/shm"
 
 
+SCRATCH_PREFIX = "nova-async-test-"
+
+
+def remove_guests_of_ended_runs(uri: str = "qemu:///system") -> list[str]:
+    """Destroy and undefine the domains whose files are all under scratch directories that are
+    gone: a run's, which has ended. A test cut off with libvirtd down (killed under it) could
+    not remove its guests itself; a run still going has its directory, and nothing outside
+    a test scratch directory is looked at."""
+    try:
+        conn = libvirt.open(uri)
+    except libvirt.libvirtError:   # no daemon to ask: nothing of ours can be defined either
+        return []
+    removed = []
+    try:
+        for dom in conn.listAllDomains():
+            try:
+                dirs = set(re.findall(rf"(/[^'\"<>]*?/{SCRATCH_PREFIX}[^/'\"<>]+)/", dom.XMLDesc(0)))
+                if not dirs or any(Path(d).exists() for d in dirs):
+                    continue
+                if dom.isActive():
+                    dom.destroy()
+                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+            except libvirt.libvirtError as exc:   # another worker's sweep got there first
+                if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
+                    raise
+                continue
+            removed.append(dom.name())
+    finally:
+        conn.close()
+    return removed
+
+
 @pytest.fixture(scope="session")
 def work_dir():
-    """A scratch directory the postgres user can reach (pytest's tmp dirs are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="nova-async-test-", dir=scratch_root()))
+    """A scratch directory the postgres user can reach (pytest's tmp dirs are 0700). Guests an
+    earlier run left behind go first (remove_guests_of_ended_runs)."""
+    remove_guests_of_ended_runs()
+    path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_root()))
     os.chmod(path, 0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
