@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
@@ -57,26 +58,25 @@ def scratch_root() -> str | None:
 SCRATCH_PREFIX = "nova-async-test-"
 
 
-def remove_guests_of_ended_runs(uri: str = "qemu:///system") -> list[str]:
-    """Destroy and undefine the domains whose files are all under scratch directories that are
-    gone: a run's, which has ended. A test cut off with libvirtd down (killed under it) could
-    not remove its guests itself; a run still going has its directory, and nothing outside
-    a test scratch directory is looked at."""
+def remove_domains(uri: str, whose: Callable[[str], bool]) -> list[str]:
+    """Destroy and undefine the domains whose XML `whose` accepts; their names. Nothing when
+    no libvirt daemon answers (then none of ours can be defined either)."""
     try:
         conn = libvirt.open(uri)
-    except libvirt.libvirtError:   # no daemon to ask: nothing of ours can be defined either
+    except libvirt.libvirtError:
         return []
     removed = []
     try:
         for dom in conn.listAllDomains():
             try:
-                dirs = set(re.findall(rf"(/[^'\"<>]*?/{SCRATCH_PREFIX}[^/'\"<>]+)/", dom.XMLDesc(0)))
-                if not dirs or any(Path(d).exists() for d in dirs):
+                if not whose(dom.XMLDesc(0)):
                     continue
                 if dom.isActive():
                     dom.destroy()
                 dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
-            except libvirt.libvirtError as exc:   # another worker's sweep got there first
+            except libvirt.libvirtError as exc:
+                # The list is every test's and every worker's: a domain may be undefined by
+                # another between the listing and the look (a failed run's, or ours meanwhile).
                 if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
                     raise
                 continue
@@ -84,6 +84,17 @@ def remove_guests_of_ended_runs(uri: str = "qemu:///system") -> list[str]:
     finally:
         conn.close()
     return removed
+
+
+def remove_guests_of_ended_runs(uri: str = "qemu:///system") -> list[str]:
+    """The domains whose files are all under scratch directories that are gone (a run's, which
+    has ended) removed: a test cut off with libvirtd down (killed under it) could not remove
+    its guests itself. A run still going has its directory, and nothing outside a test
+    scratch directory is looked at."""
+    def of_ended_runs(xml: str) -> bool:
+        dirs = set(re.findall(rf"(/[^'\"<>]*?/{SCRATCH_PREFIX}[^/'\"<>]+)/", xml))
+        return bool(dirs) and not any(Path(d).exists() for d in dirs)
+    return remove_domains(uri, of_ended_runs)
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,9 @@ import uuid
 from pathlib import Path
 
 import aiohttp
-import libvirt
 import pytest
+
+from tests.conftest import remove_domains
 
 PASSWORD = "e2e-secret"
 
@@ -47,29 +48,7 @@ class Served:
 def remove_guests_under(state_dir: Path, uri: str = "qemu:///system") -> list[str]:
     """Destroy and undefine the domains whose files live under `state_dir`: what a test's
     service left running when the test failed half-way (stopping a service keeps guests)."""
-    removed = []
-    try:
-        conn = libvirt.open(uri)
-    except libvirt.libvirtError:
-        return removed
-    try:
-        for dom in conn.listAllDomains():
-            try:
-                if str(state_dir) not in dom.XMLDesc(0):
-                    continue
-                if dom.isActive():
-                    dom.destroy()
-                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
-            except libvirt.libvirtError as exc:
-                # The list is every test's: a parallel test's guest may be undefined between
-                # the listing and the look (a failed CI run), and ours may go meanwhile too.
-                if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
-                    raise
-                continue
-            removed.append(dom.name())
-    finally:
-        conn.close()
-    return removed
+    return remove_domains(uri, lambda xml: str(state_dir) in xml)
 
 
 def safe_network_settings(state_dir: Path, args: tuple[str, ...]) -> tuple[str, ...]:
