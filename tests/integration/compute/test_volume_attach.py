@@ -76,8 +76,8 @@ async def action_events(h, server_id: str, action: str) -> dict[str, str]:
 
 
 async def finished_events(h, server_id: str, action: str) -> dict[str, str]:
-    """action_events once every event of the action has its result."""
-    return await until(lambda: action_events(h, server_id, action), lambda e: None not in e.values(),
+    """action_events once the action has events and every one has its result."""
+    return await until(lambda: action_events(h, server_id, action), lambda e: e and None not in e.values(),
                        what=f"the {action} action's events finished")
 
 
