@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nova_async.bus import Bus
+from nova_async.bus.shared import SharedCalls
 from nova_async.image import messages as m
 
 TOPIC = "image"
@@ -11,9 +12,10 @@ TOPIC = "image"
 class ImageClient:
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
+        self._shared = SharedCalls(bus)   # a burst of boots asks for the same image
 
     async def get(self, image_id: str, project_id: str, is_admin: bool = False) -> m.ImageInfo:
-        reply = await self.bus.call(TOPIC, m.GetImage(image_id=image_id, project_id=project_id,
+        reply = await self._shared.call(TOPIC, m.GetImage(image_id=image_id, project_id=project_id,
                                                       is_admin=is_admin))
         assert isinstance(reply, m.ImageInfo)
         return reply

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nova_async.bus import Bus
+from nova_async.bus.shared import SharedCalls
 from nova_async.common.context import RequestContext
 from nova_async.network import messages as m
 
@@ -12,9 +13,10 @@ TOPIC = "network"
 class NetworkClient:
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
+        self._shared = SharedCalls(bus)   # a burst of boots checks the same networks and groups
 
     async def validate(self, context: RequestContext, requested: list[m.RequestedNetwork]) -> None:
-        await self.bus.call(TOPIC, m.ValidateNetworks(project_id=context.project_id, requested=requested),
+        await self._shared.call(TOPIC, m.ValidateNetworks(project_id=context.project_id, requested=requested),
                             context=context)
 
     async def allocate(self, instance_uuid: str, project_id: str, host: str,
@@ -35,7 +37,7 @@ class NetworkClient:
         return reply.vifs[0] if reply.vifs else None
 
     async def resolve_security_groups(self, context: RequestContext, names: list[str]) -> list[str]:
-        reply = await self.bus.call(TOPIC, m.ResolveSecurityGroups(project_id=context.project_id, names=names),
+        reply = await self._shared.call(TOPIC, m.ResolveSecurityGroups(project_id=context.project_id, names=names),
                                     context=context)
         assert isinstance(reply, m.SecurityGroupIds)
         return reply.ids
