@@ -37,6 +37,7 @@ from nova_async.conductor.unshelve import Unshelver
 from nova_async.db import instances, statistics
 from nova_async.db.coalesce import Coalesced
 from nova_async.db.cells import Cell
+from nova_async.db.pool import Pool
 from nova_async.db.queries import queries
 from nova_async.network.client import NetworkClient
 from nova_async.placement.client import PlacementClient, settled_claim
@@ -83,6 +84,8 @@ class ConductorRole(Role):
         self.unshelver = Unshelver(self.cells, self.placement, self.scheduler, self.compute, self.claims)
         self.stranded = stranded.Stranded(self.cells, self.bus, self.placement, self.network, self.volumes,
                                           self.settings.scheduler.service_down_time)
+        # each database's inserted rows at the statistics' last look (db/statistics.py)
+        self._statistics_seen: dict[Pool, int] = {}
         self.handlers = {ScheduleAndBuildInstances: self.schedule_and_build_instances,
                          RescheduleInstance: self.reschedule_instance,
                          ResizeInstance: self.resizer.resize,
@@ -111,7 +114,8 @@ class ConductorRole(Role):
             await self.serve(TOPIC, self.dispatch, concurrency=CONCURRENCY)
 
     async def _refresh_statistics(self) -> None:
-        await statistics.refresh([self.cells.api, *(cell.pool for cell in self.cells.all())])
+        await statistics.refresh([self.cells.api, *(cell.pool for cell in self.cells.all())],
+                                 self._statistics_seen)
 
     async def _lead_resume(self) -> None:
         """What the conductor that holds the resume lease does: resume once when it takes it

@@ -63,3 +63,42 @@ async def test_the_conductor_keeps_every_database_analyzed(pool, cell1, tmp_path
         for db in (pool, cell1):
             await until(lambda: analyzed(db), lambda n: n and n >= 1, what="statistics of the grown table",
                         timeout=4 * statistics.INTERVAL + 10)
+
+
+class CountingLooks:
+    """The pool, counting the looks for tables that doubled (the statistics function's calls)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.looks = 0
+
+    async def fetchval(self, query, *args):
+        return await self.pool.fetchval(query, *args)
+
+    async def fetch(self, query, *args):
+        self.looks += query == statistics.Q.refresh
+        return await self.pool.fetch(query, *args)
+
+
+async def test_a_database_with_nothing_inserted_since_the_last_look_is_not_looked_at(pool):
+    await pool.execute("CREATE TABLE growing (id int)")
+    counted, seen = CountingLooks(pool), {}
+    await grow(pool, statistics.LEAST_ROWS - 1)
+    assert await statistics.refresh([counted], seen) == []   # looked at: too few rows yet
+    assert counted.looks == 1
+    # Updates and deletes do not make a table grow: no look. (An ANALYZE's statistics are rows
+    # inserted too, in pg_statistic: a look that analyzed something is followed by one more.)
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE growing SET id = id + 1")
+        await conn.execute("DELETE FROM growing WHERE id < 10")
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+        await conn.execute("SELECT 1")
+    assert await statistics.refresh([counted], seen) == []
+    assert counted.looks == 1
+    # Rows inserted: looked at again, and the table that doubled is analyzed.
+    await grow(pool, 20)
+    assert "growing" in await statistics.refresh([counted], seen)
+    assert counted.looks == 2 and await analyzed(pool) == 1
+    # Without `seen`, every call looks.
+    await statistics.refresh([counted])
+    assert counted.looks == 3
