@@ -71,7 +71,7 @@ class SharedCalls:
         except asyncio.CancelledError:
             self._pass_turn(key, others)
             raise
-        except Exception as exc:
+        except BaseException as exc:   # its error, or the process ending: to every call of it
             _answer(others, exc)
             self._next(key)
             raise

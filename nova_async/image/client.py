@@ -16,7 +16,7 @@ class ImageClient:
 
     async def get(self, image_id: str, project_id: str, is_admin: bool = False) -> m.ImageInfo:
         reply = await self._shared.call(TOPIC, m.GetImage(image_id=image_id, project_id=project_id,
-                                                      is_admin=is_admin))
+                                                          is_admin=is_admin))
         assert isinstance(reply, m.ImageInfo)
         return reply
 

@@ -17,7 +17,7 @@ class NetworkClient:
 
     async def validate(self, context: RequestContext, requested: list[m.RequestedNetwork]) -> None:
         await self._shared.call(TOPIC, m.ValidateNetworks(project_id=context.project_id, requested=requested),
-                            context=context)
+                                context=context)
 
     async def allocate(self, instance_uuid: str, project_id: str, host: str,
                        requested: list[m.RequestedNetwork], security_groups: list[str] | None = None
@@ -38,7 +38,7 @@ class NetworkClient:
 
     async def resolve_security_groups(self, context: RequestContext, names: list[str]) -> list[str]:
         reply = await self._shared.call(TOPIC, m.ResolveSecurityGroups(project_id=context.project_id, names=names),
-                                    context=context)
+                                        context=context)
         assert isinstance(reply, m.SecurityGroupIds)
         return reply.ids
 
