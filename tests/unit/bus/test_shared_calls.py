@@ -58,14 +58,21 @@ def asking(shared: SharedCalls, what: str, context: RequestContext = ALICE, name
     return asyncio.create_task(shared.call("shared", SharedAsk(what=what, names=list(names)), context=context))
 
 
+async def one_on_its_way(shared: SharedCalls, service: Service, what: str, queue: int, names=()):
+    """A call on its way (its request taken by the service, not answered), and `queue` identical
+    calls made meanwhile, waiting."""
+    first = asking(shared, what, names=names)
+    await until(lambda: len(service.requests) == 1)
+    queued = [asking(shared, what, names=names) for _ in range(queue)]
+    await asyncio.sleep(0.01)
+    return first, queued
+
+
 async def test_calls_made_while_one_is_on_its_way_share_the_next_request():
     bus = MemoryBus()
     shared = SharedCalls(bus)
     async with Service(bus) as service:
-        first = asking(shared, "image", names=["a", "b"])
-        await until(lambda: len(service.requests) == 1)
-        queued = [asking(shared, "image", names=["a", "b"]) for _ in range(9)]
-        await asyncio.sleep(0.01)
+        first, queued = await one_on_its_way(shared, service, "image", 9, names=["a", "b"])
         assert len(service.requests) == 1   # nobody else asked yet: they wait for the next request
         service.gate.set()
         answers = await asyncio.gather(first, *queued)
@@ -106,10 +113,7 @@ async def test_an_error_reaches_every_call_of_its_request():
     bus = MemoryBus()
     shared = SharedCalls(bus)
     async with Service(bus) as service:
-        first = asking(shared, "missing")
-        await until(lambda: len(service.requests) == 1)
-        queued = [asking(shared, "missing") for _ in range(3)]
-        await asyncio.sleep(0.01)
+        first, queued = await one_on_its_way(shared, service, "missing", 3)
         service.gate.set()
         outcomes = await asyncio.gather(first, *queued, return_exceptions=True)
     assert all(isinstance(o, errors.NotFound) for o in outcomes)
@@ -121,10 +125,7 @@ async def test_a_sender_that_goes_away_hands_its_turn_on():
     bus = MemoryBus()
     shared = SharedCalls(bus)
     async with Service(bus) as service:
-        first = asking(shared, "image")
-        await until(lambda: len(service.requests) == 1)
-        queued = [asking(shared, "image") for _ in range(3)]
-        await asyncio.sleep(0.01)
+        first, queued = await one_on_its_way(shared, service, "image", 3)
         first.cancel()   # the client went away while its request was on its way
         with pytest.raises(asyncio.CancelledError):
             await first
@@ -151,10 +152,7 @@ async def test_a_caller_cancelled_just_as_its_turn_came_passes_it_on():
 
     shared = CancelOnHandOver(bus)
     async with Service(bus) as service:
-        first = asking(shared, "image")
-        await until(lambda: len(service.requests) == 1)
-        queued = [asking(shared, "image") for _ in range(3)]
-        await asyncio.sleep(0.01)
+        first, queued = await one_on_its_way(shared, service, "image", 3)
         victims.append(queued[0])
         service.gate.set()
         assert (await first).request == 1
