@@ -63,6 +63,12 @@ def key(namespace: str, name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+# What asyncpg raises on this connection once it is gone: the socket's errors, class 08, a
+# closed connection, and "another operation is in progress" (InternalClientError) when the
+# server's last words (its backend terminated) were read before its close (db/pool.py
+# `_server_gone` says the same). Each means the connection, and every lock on it, is lost.
+_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+
 class SessionLocks:
     def __init__(self, dsn: str, *, health: DatabaseHealth | None = None, name: str = "nova-async") -> None:
         self._dsn = dsn
@@ -140,7 +146,7 @@ class SessionLocks:
         if keys and self._conn is not None and not self._conn.is_closed():
             try:
                 await self._conn.execute(_GIVE_BACK, keys)
-            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+            except _LOST as exc:
                 self._drop(describe(exc))
             except Exception as exc:        # not the connection: nothing can be given back on it
                 self._drop(f"giving locks back failed: {describe(exc)}")
@@ -163,7 +169,7 @@ class SessionLocks:
             conn = await self._connection()
             taken = {r["k"] for r in await conn.fetch(_TAKE, [k for wanted, _ in takes for k in wanted])}
         except Exception as exc:
-            if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)):
+            if isinstance(exc, _LOST):
                 self._drop(describe(exc))
                 exc = errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}")
             for wanted, answer in takes:
@@ -188,7 +194,7 @@ class SessionLocks:
         try:
             async with self._io:
                 await self._connection()
-        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+        except _LOST as exc:
             self._drop(describe(exc))
             raise errors.DatabaseUnavailable(f"cannot take locks: {describe(exc)}") from None
 
@@ -204,7 +210,7 @@ class SessionLocks:
             async with self._io:
                 conn = await self._connection()
                 found = await conn.fetch(_TRY_AND_GIVE_BACK, list(others.values()))
-        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+        except _LOST as exc:
             self._drop(describe(exc))
             raise errors.DatabaseUnavailable(f"cannot look for dead processes: {describe(exc)}") from None
         free = {r["k"] for r in found}
@@ -276,8 +282,7 @@ class SessionLocks:
                     continue
                 try:
                     await self._conn.fetchval("SELECT 1", timeout=HEARTBEAT_ANSWER)
-                except (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
-                        asyncpg.InterfaceError) as exc:
+                except (*_LOST, asyncio.TimeoutError) as exc:
                     self._drop(describe(exc))
 
     async def close(self) -> None:

@@ -55,6 +55,37 @@ async def test_a_holder_learns_at_once_that_the_server_ended_its_connection(data
         await a.close()
 
 
+
+async def test_a_wedged_connection_is_a_lost_one_and_the_heartbeat_goes_on(database, monkeypatch):
+    """asyncpg's "another operation is in progress" (InternalClientError): what a statement
+    meets when the server's last words (its backend terminated) were read before its close.
+    The heartbeat counts the connection lost, as a closed one, instead of ending with it."""
+    from nova_async.db import session_locks
+
+    monkeypatch.setattr(session_locks, "HEARTBEAT", 0.05)
+    a = SessionLocks(database, name="nova-async wedged")
+    watching = asyncio.create_task(a.watch())
+    try:
+        k = key("schedule", "wedged")
+        assert await a.take([k]) == {k}
+        generation, wedged = a.generation, a._conn
+
+        real = asyncpg.Connection.fetchval
+
+        async def fetchval(conn, *args, **kwargs):
+            if conn is wedged:
+                raise asyncpg.InternalClientError("cannot switch to state 12; another operation (2) is in progress")
+            return await real(conn, *args, **kwargs)
+        monkeypatch.setattr(asyncpg.Connection, "fetchval", fetchval)
+        await until(lambda: a.lost.is_set(), what="the loss noticed", timeout=10)
+        assert a.generation > generation and not a.holds(k) and wedged.is_closed()
+        assert not watching.done()
+        assert await a.take([k]) == {k}   # a new connection, the key taken again
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+        await a.close()
+
 async def test_a_process_is_dead_once_its_own_lock_is_free(database):
     a, b = SessionLocks(database), SessionLocks(database)
     try:
