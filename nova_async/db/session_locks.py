@@ -69,6 +69,7 @@ def key(namespace: str, name: str) -> int:
 # `_server_gone` says the same). Each means the connection, and every lock on it, is lost.
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError)
 
+
 class SessionLocks:
     def __init__(self, dsn: str, *, health: DatabaseHealth | None = None, name: str = "nova-async") -> None:
         self._dsn = dsn

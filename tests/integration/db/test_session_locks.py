@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import asyncpg
 
+from nova_async.db import session_locks
 from nova_async.db.session_locks import SessionLocks, key
 from tests.integration.db import end_backends
 from tests.waiting import until
@@ -33,15 +35,25 @@ async def test_a_key_is_held_by_one_process_and_freed_when_its_connection_ends(d
         await b.close()
 
 
+@contextlib.asynccontextmanager
+async def watched(database, name):
+    """Locks of their own (`name`, their connection's application_name) with their heartbeat
+    running, and the heartbeat's task; both ended after the block."""
+    locks = SessionLocks(database, name=name)
+    watching = asyncio.create_task(locks.watch())
+    try:
+        yield locks, watching
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+        await locks.close()
+
+
 async def test_a_holder_learns_at_once_that_the_server_ended_its_connection(database, monkeypatch):
     """Not at the next heartbeat (here never): its locks may be another copy's from that
     moment, so whoever leads a job under one must stop then."""
-    from nova_async.db import session_locks
-
     monkeypatch.setattr(session_locks, "HEARTBEAT", 3600.0)
-    a = SessionLocks(database, name="nova-async ended")
-    watching = asyncio.create_task(a.watch())
-    try:
+    async with watched(database, "nova-async ended") as (a, _):
         k = key("schedule", "ended")
         assert await a.take([k]) == {k}
         generation = a.generation
@@ -49,27 +61,17 @@ async def test_a_holder_learns_at_once_that_the_server_ended_its_connection(data
         await until(lambda: a.lost.is_set(), what="the loss noticed", timeout=10)
         assert a.generation > generation and not a.holds(k)
         assert await a.take([k]) == {k}   # a new connection, the key taken again
-    finally:
-        watching.cancel()
-        await asyncio.gather(watching, return_exceptions=True)
-        await a.close()
-
 
 
 async def test_a_wedged_connection_is_a_lost_one_and_the_heartbeat_goes_on(database, monkeypatch):
     """asyncpg's "another operation is in progress" (InternalClientError): what a statement
     meets when the server's last words (its backend terminated) were read before its close.
     The heartbeat counts the connection lost, as a closed one, instead of ending with it."""
-    from nova_async.db import session_locks
-
     monkeypatch.setattr(session_locks, "HEARTBEAT", 0.05)
-    a = SessionLocks(database, name="nova-async wedged")
-    watching = asyncio.create_task(a.watch())
-    try:
+    async with watched(database, "nova-async wedged") as (a, watching):
         k = key("schedule", "wedged")
         assert await a.take([k]) == {k}
         generation, wedged = a.generation, a._conn
-
         real = asyncpg.Connection.fetchval
 
         async def fetchval(conn, *args, **kwargs):
@@ -81,10 +83,7 @@ async def test_a_wedged_connection_is_a_lost_one_and_the_heartbeat_goes_on(datab
         assert a.generation > generation and not a.holds(k) and wedged.is_closed()
         assert not watching.done()
         assert await a.take([k]) == {k}   # a new connection, the key taken again
-    finally:
-        watching.cancel()
-        await asyncio.gather(watching, return_exceptions=True)
-        await a.close()
+
 
 async def test_a_process_is_dead_once_its_own_lock_is_free(database):
     a, b = SessionLocks(database), SessionLocks(database)
