@@ -42,6 +42,10 @@ BQ = queries("block_devices")
 
 CELL0_UUID = "00000000-0000-0000-0000-000000000000"  # Nova's fixed uuid for cell0
 DEFAULT_CELL = "cell1"
+# A process's connections to each cell's database at most (see pool.MAX_CONNECTIONS), and to
+# cell0's, which holds only the boots that found no host.
+CELL_CONNECTIONS = 4
+CELL0_CONNECTIONS = 2
 T = TypeVar("T")
 
 
@@ -99,7 +103,7 @@ class Cells:
                 await _ensure_database(self.api, dsn)
                 sizes: dict = dict(self._sizes, rank=pool_order.COMPUTE_CELL)
                 if row["uuid"] == CELL0_UUID:  # failed boots only: a few connections do
-                    sizes.update(max_size=min(sizes["max_size"], 3), rank=pool_order.CELL0)
+                    sizes.update(max_size=min(sizes["max_size"], CELL0_CONNECTIONS), rank=pool_order.CELL0)
                 pool = await self._stack.enter_async_context(open_pool(dsn, health=self.api.health, **sizes))
                 async with pool.acquire() as conn:
                     await migrate(conn, mode=self._mode, gate=self._gate)
@@ -343,7 +347,7 @@ async def _ensure_database(api: Pool, dsn: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1, max_size: int = 8,
+async def open_cells(api: Pool, api_dsn: str, *, min_size: int = 1, max_size: int = CELL_CONNECTIONS,
                      mode: Mode = Mode.ALL, gate: Gate = Gate()) -> AsyncIterator[Cells]:
     """The cells of the API database `api`: cell0 and cell1 are made on first start, each
     cell's database is created if missing and migrated, and a pool is opened to each."""
