@@ -193,13 +193,20 @@ async def watch(s: aiohttp.ClientSession, url: str, count: int, done: dict[str, 
     since = datetime.now(timezone.utc) - timedelta(minutes=1)
     while len(done) < count:
         polled = datetime.now(timezone.utc)
-        for status in ("ACTIVE", "ERROR"):   # short summary lists: ids of servers now in each
-            query = urllib.parse.urlencode({"status": status, "changes-since": since.isoformat()})
-            async with s.get(f"{url}/compute/v2.1/servers?{query}", headers=HEADERS) as r:
-                now = time.perf_counter()
-                for server in (await r.json())["servers"]:
-                    if server["id"] not in done:
-                        done[server["id"]] = (now, status)
+        try:
+            for status in ("ACTIVE", "ERROR"):   # short summary lists: ids of servers now in each
+                query = urllib.parse.urlencode({"status": status, "changes-since": since.isoformat()})
+                async with s.get(f"{url}/compute/v2.1/servers?{query}", headers=HEADERS) as r:
+                    now = time.perf_counter()
+                    for server in (await r.json())["servers"]:
+                        if server["id"] not in done:
+                            done[server["id"]] = (now, status)
+        except aiohttp.ClientConnectionError:
+            # A kept-alive connection the server closed as it was taken (gunicorn's, under
+            # upstream Nova, closes idle ones after 2 s): the round is polled again, from the
+            # same `since`, as any client retries a GET.
+            await asyncio.sleep(0.05)
+            continue
         since = polled - timedelta(seconds=1)   # the service's clock is this machine's: a small overlap
         await asyncio.sleep(0.05)
 
