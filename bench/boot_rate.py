@@ -186,21 +186,36 @@ async def boot_one(s: aiohttp.ClientSession, url: str, base: dict, i: int) -> tu
     return server, t0, time.perf_counter() - t0
 
 
+STALLED_S = 2.0   # seconds with no server newly seen before a round looks back to the start
+
+
 async def watch(s: aiohttp.ClientSession, url: str, count: int, done: dict[str, tuple[float, str]]) -> None:
     """Poll as Nova's clients are told to (`changes-since`): each round lists only the servers
     that changed since shortly before the previous round, so watching thousands of servers
-    costs the service little next to what is measured."""
-    since = datetime.now(timezone.utc) - timedelta(minutes=1)
+    costs the service little next to what is measured.
+
+    A server's `updated_at` is stamped by whoever changed it, which on a loaded service can be
+    seconds before that change commits (upstream Nova: a compute host's save, sent through
+    the conductor): such a server never shows in a round that asks for changes since after
+    its stamp. So when STALLED_S pass with no server newly seen, one round asks for every
+    change since the watch began (one page of each list: the API's, 1,000 servers in Nova)."""
+    began = since = datetime.now(timezone.utc) - timedelta(minutes=1)
+    last_seen = time.perf_counter()
     while len(done) < count:
         polled = datetime.now(timezone.utc)
+        stalled = time.perf_counter() - last_seen > STALLED_S
         try:
             for status in ("ACTIVE", "ERROR"):   # short summary lists: ids of servers now in each
-                query = urllib.parse.urlencode({"status": status, "changes-since": since.isoformat()})
+                query = urllib.parse.urlencode({"status": status,
+                                                "changes-since": (began if stalled else since).isoformat()})
                 async with s.get(f"{url}/compute/v2.1/servers?{query}", headers=HEADERS) as r:
                     now = time.perf_counter()
                     for server in (await r.json())["servers"]:
                         if server["id"] not in done:
                             done[server["id"]] = (now, status)
+                            last_seen = now
+            if stalled:
+                last_seen = time.perf_counter()   # once per stall
         except aiohttp.ClientConnectionError:
             # A kept-alive connection the server closed as it was taken (gunicorn's, under
             # upstream Nova, closes idle ones after 2 s): the round is polled again, from the
